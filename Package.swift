@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "SwiftBLEHost",
+    products: [
+        .library(name: "Bluetooth", targets: ["Bluetooth"]),
+        .library(name: "HCI", targets: ["HCI"]),
+        .library(name: "ATT", targets: ["ATT"]),
+        .library(name: "L2CAP", targets: ["L2CAP"]),
+        .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "Emulator", targets: ["Emulator"]),
+        .executable(name: "gattclient", targets: ["gattclient"]),
+    ],
+    targets: [
+        .target(name: "Bluetooth"),
+        .target(
+            name: "CHCI",
+            linkerSettings: [.linkedLibrary("bluetooth")]
+        ),
+        .target(name: "HCI", dependencies: ["Bluetooth", "CHCI"]),
+        .target(name: "ATT", dependencies: ["Bluetooth"]),
+        .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
+        .target(name: "GATT", dependencies: ["Bluetooth", "ATT"]),
+        .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .target(
+            name: "GATTClientCLI",
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]
+        ),
+        .executableTarget(name: "gattclient", dependencies: ["GATTClientCLI"]),
+        .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI"]),
+        .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
+        .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

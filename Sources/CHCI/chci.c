@@ -1,0 +1,1 @@
+// The kernel HCI/L2CAP shim: see include/chci.h.

@@ -1,0 +1,2 @@
+import HCI
+import ATT
