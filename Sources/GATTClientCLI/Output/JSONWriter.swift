@@ -1,0 +1,115 @@
+import Bluetooth
+
+/// Writes one JSON document into a byte buffer, keys in the order given. Used for every `--json`
+/// output: fast (no intermediate tree, no Foundation) and deterministic.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    /// Whether the current container already has an element (a comma goes before the next).
+    private var needsComma: [Bool] = []
+
+    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func separator() {
+        if let last = needsComma.last {
+            if last { bytes.append(UInt8(ascii: ",")) }
+            needsComma[needsComma.count - 1] = true
+        }
+    }
+
+    private mutating func writeKey(_ key: String) {
+        separator()
+        writeString(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    // MARK: containers
+
+    public mutating func beginObject() { separator(); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
+    public mutating func beginObject(_ key: String) { writeKey(key); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma.removeLast() }
+    public mutating func beginArray() { separator(); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
+    public mutating func beginArray(_ key: String) { writeKey(key); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
+
+    // MARK: keyed values
+
+    public mutating func field(_ key: String, _ value: Int) { writeKey(key); writeInt(value) }
+    public mutating func field(_ key: String, _ value: Double) { writeKey(key); writeDouble(value) }
+    public mutating func field(_ key: String, _ value: Bool) { writeKey(key); writeBool(value) }
+    public mutating func field(_ key: String, _ value: String) { writeKey(key); writeString(value) }
+    public mutating func fieldNull(_ key: String) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
+    /// Bytes as a lower-case hex string.
+    public mutating func field<C: Collection>(_ key: String, hex value: C) where C.Element == UInt8 {
+        writeKey(key); writeHex(value)
+    }
+    /// A pre-encoded JSON fragment (trusted: produced by this writer).
+    public mutating func field(_ key: String, raw fragment: String) { writeKey(key); bytes.append(contentsOf: fragment.utf8) }
+
+    // MARK: array elements
+
+    public mutating func element(_ value: Int) { separator(); writeInt(value) }
+    public mutating func element(_ value: String) { separator(); writeString(value) }
+    public mutating func element(_ value: Double) { separator(); writeDouble(value) }
+
+    // MARK: scalars
+
+    private mutating func writeBool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
+
+    private mutating func writeInt(_ value: Int) {
+        if value == 0 { bytes.append(UInt8(ascii: "0")); return }
+        var v = value.magnitude
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let start = bytes.count
+        while v > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(v % 10))
+            v /= 10
+        }
+        bytes[start...].reverse()
+    }
+
+    private mutating func writeDouble(_ value: Double) {
+        guard value.isFinite else { bytes.append(contentsOf: "null".utf8); return }
+        if value == value.rounded(), abs(value) < 1e15 {
+            writeInt(Int(value))
+        } else {
+            bytes.append(contentsOf: "\(value)".utf8)
+        }
+    }
+
+    private mutating func writeHex<C: Collection>(_ value: C) where C.Element == UInt8 {
+        bytes.append(UInt8(ascii: "\""))
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { table in
+            for byte in value {
+                bytes.append(table[Int(byte >> 4)])
+                bytes.append(table[Int(byte & 0x0F)])
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func writeString(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                bytes.append(contentsOf: "\\u00".utf8)
+                let digits: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(digits[Int(byte >> 4)])
+                bytes.append(digits[Int(byte & 0x0F)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

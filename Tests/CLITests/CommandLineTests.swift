@@ -1,0 +1,42 @@
+import Testing
+@testable import GATTClientCLI
+
+@Suite struct CommandLineParseTests {
+    @Test func dumpWithGlobalOptionsAnywhere() throws {
+        let invocation = try parse(["--json", "dump", "cap.btsnoop", "--summary", "--conn", "0x0040", "--timeout=5"])
+        var expected = DumpOptions(path: "cap.btsnoop")
+        expected.summary = true
+        expected.connection = 0x40
+        #expect(invocation.command == .dump(expected))
+        #expect(invocation.options.json)
+        #expect(invocation.options.timeout == 5)
+    }
+
+    @Test func handlesInBothForms() throws {
+        #expect(try parseHandle("0x0021", what: "h") == 0x21)
+        #expect(try parseHandle("33", what: "h") == 33)
+        #expect(try parseHandle("0xFFFF", what: "h") == 0xFFFF)
+    }
+
+    @Test(arguments: [
+        (["dump"], "dump needs a capture file: gattclient dump FILE"),
+        (["dump", "a", "b"], "dump takes one file, got 2"),
+        (["dump", "a", "--handle", "0"], "--handle needs a handle from 0x0001 to 0xffff (like 0x0021 or 33), not '0'"),
+        (["dump", "a", "--handle", "0x10000"], "--handle needs a handle from 0x0001 to 0xffff (like 0x0021 or 33), not '0x10000'"),
+        (["dump", "a", "--conn"], "--conn needs a value"),
+        (["dump", "a", "--frobnicate"], "dump does not know --frobnicate"),
+        (["dump", "a", "--att-only", "--adv-only"], "--att-only and --adv-only exclude each other"),
+        (["--timeout", "-1", "dump", "a"], "--timeout needs a positive number of seconds, not '-1'"),
+        (["--json=yes", "dump", "a"], "--json takes no value"),
+        (["fly"], "unknown command 'fly'; commands: dump"),
+    ])
+    func usageErrors(arguments: [String], message: String) {
+        #expect(throws: UsageError(message)) { try parse(arguments) }
+    }
+
+    @Test func helpAndNothing() throws {
+        #expect(try parse([]).command == .help)
+        #expect(try parse(["--help", "dump"]).command == .help)
+        #expect(usageText.contains("dump FILE"))
+    }
+}
