@@ -61,7 +61,8 @@ public struct LEAdvertisingReport: Hashable, Sendable, CustomStringConvertible {
     public var advertisingData: AdvertisingData { AdvertisingData(data) }
 
     public var description: String {
-        "\(eventType) \(address) (\(addressType)) rssi \(rssi == Self.rssiNotAvailable ? "n/a" : "\(rssi) dBm") data \(Hex.encode(data))"
+        "\(eventType) \(address) (\(addressType)) rssi \(rssi == Self.rssiNotAvailable ? "n/a" : "\(rssi) dBm")"
+            + (data.isEmpty ? " no data" : " data \(Hex.encode(data))")
     }
 }
 
