@@ -196,3 +196,17 @@ struct AdvertisingReportMalformedTests {
         #expect(throws: HCIError.self) { try HCIEvent.leMeta(.extendedAdvertisingReport(.init(reports: [big]))).encoded() }
     }
 }
+
+@Suite("Advertising reports: descriptions")
+struct AdvertisingReportDescriptionTests {
+    @Test func btmonLikeLines() throws {
+        let legacy = try HCIEvent(bytes: bytes(reportVectors[1].hex))
+        #expect(legacy.description == "LE Advertising Report: ADV_IND A4:C1:38:BF:6F:AB (public) rssi -59 dBm data 020106;"
+            + " SCAN_RSP C0:FF:EE:00:00:01 (random) rssi -80 dBm data 050941424344")
+        let extended = try HCIEvent(bytes: bytes(reportVectors[5].hex))
+        #expect(extended.description == "LE Extended Advertising Report: legacy ADV_IND C0:FF:EE:00:00:01 (random) LE 1M rssi -60 dBm data 020106;"
+            + " connectable incomplete, more data to come A4:C1:38:BF:6F:AB (public) LE 1M/LE 2M SID 5 tx -10 dBm rssi -80 dBm"
+            + " periodic 100.00 ms data 07ff590001020304;"
+            + " directed 00:00:00:00:00:00 (anonymous) LE Coded/LE Coded SID 10 tx 0 dBm rssi -90 dBm to 11:22:33:44:55:66 (public identity) no data")
+    }
+}
