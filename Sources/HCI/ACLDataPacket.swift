@@ -89,7 +89,7 @@ public struct ACLDataPacket: Hashable, Sendable, CustomStringConvertible {
     /// Throws when the handle is over 0x0EFF or the data over 65535 octets.
     public func write(to writer: inout ByteWriter) throws(HCIError) {
         guard handle <= ConnectionHandleRange.max else {
-            throw HCIError.invalidArgument(context: Self.context, reason: "handle \(hex(handle, 4)) over 0x0eff")
+            throw HCIError.invalidArgument(context: Self.context, reason: "handle \(hciHexString(handle, 4)) over 0x0eff")
         }
         guard data.count <= Int(UInt16.max) else {
             throw HCIError.invalidArgument(context: Self.context, reason: "\(data.count) data octets, at most 65535")

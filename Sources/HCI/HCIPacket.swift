@@ -112,7 +112,7 @@ public enum HCIPacket: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .command(let opcode, let parameters):
-            return "Command: \(opcode) (\(hex(opcode.ogf, 2))|\(hex(opcode.ocf, 4))) plen \(parameters.count)"
+            return "Command: \(opcode) (\(hciHexString(opcode.ogf, 2))|\(hciHexString(opcode.ocf, 4))) plen \(parameters.count)"
                 + (parameters.isEmpty ? "" : " " + Hex.encode(parameters))
         case .event(let event): return "Event: \(event)"
         case .acl(let packet): return packet.description

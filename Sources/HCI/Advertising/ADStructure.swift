@@ -222,17 +222,17 @@ public enum ADStructure: Hashable, Sendable, CustomStringConvertible {
             return "\(type): \(String(decoding: bytes, as: UTF8.self))"
         case .txPowerLevel(let power): return "Tx Power Level: \(power) dBm"
         case .peripheralConnectionIntervalRange(let low, let high):
-            return "Peripheral Connection Interval Range: \(hex(low, 4))–\(hex(high, 4))"
+            return "Peripheral Connection Interval Range: \(hciHexString(low, 4))–\(hciHexString(high, 4))"
         case .serviceData(let uuid, let bytes): return "Service Data \(uuid): \(Hex.encode(bytes))"
-        case .appearance(let value): return "Appearance: \(hex(value, 4))"
+        case .appearance(let value): return "Appearance: \(hciHexString(value, 4))"
         case .publicTargetAddresses(let list), .randomTargetAddresses(let list):
             return "\(type): \(list.map(\.description).joined(separator: ", "))"
-        case .advertisingInterval(let value): return "Advertising Interval: \(millisecondsText(Int(value) * 625, scale: 1000))"
+        case .advertisingInterval(let value): return "Advertising Interval: \(hciMillisecondsText(Int(value) * 625, scale: 1000))"
         case .leBluetoothDeviceAddress(let address, let type): return "LE Bluetooth Device Address: \(address) (\(type))"
-        case .leRole(let role): return "LE Role: \(hex(role, 2))"
+        case .leRole(let role): return "LE Role: \(hciHexString(role, 2))"
         case .uri(let bytes): return "URI: \(Hex.encode(bytes))"
         case .manufacturerSpecificData(let company, let bytes):
-            return "Manufacturer Specific Data: company \(hex(company, 4)) \(Hex.encode(bytes))"
+            return "Manufacturer Specific Data: company \(hciHexString(company, 4)) \(Hex.encode(bytes))"
         case .other(let type, let bytes): return "\(type): \(Hex.encode(bytes))"
         }
     }

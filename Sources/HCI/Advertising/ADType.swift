@@ -51,7 +51,7 @@ public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConverti
         0xFF: "Manufacturer Specific Data",
     ]
 
-    public var description: String { ADType.names[rawValue] ?? "AD type " + hex(rawValue, 2) }
+    public var description: String { ADType.names[rawValue] ?? "AD type " + hciHexString(rawValue, 2) }
 }
 
 /// The Flags AD type's bits.
@@ -72,7 +72,7 @@ public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
         if contains(.brEdrNotSupported) { parts.append("BR/EDR Not Supported") }
         if contains(.simultaneousLEAndBREDR) { parts.append("LE and BR/EDR simultaneous") }
         let rest = rawValue & 0xF0
-        if rest != 0 { parts.append("reserved " + hex(rest, 2)) }
+        if rest != 0 { parts.append("reserved " + hciHexString(rest, 2)) }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
 }

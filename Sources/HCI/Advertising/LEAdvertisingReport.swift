@@ -29,7 +29,7 @@ public struct LEAdvertisingEventType: RawRepresentable, Hashable, Sendable, Cust
         }
     }
 
-    public var description: String { name ?? "event type " + hex(rawValue, 2) }
+    public var description: String { name ?? "event type " + hciHexString(rawValue, 2) }
 }
 
 /// One report of an HCI_LE_Advertising_Report event.

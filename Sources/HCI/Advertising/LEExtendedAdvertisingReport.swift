@@ -147,7 +147,7 @@ public struct LEExtendedAdvertisingReport: Hashable, Sendable, CustomStringConve
         if advertisingSID != Self.noADI { text += " SID \(advertisingSID)" }
         if txPower != Self.notAvailable { text += " tx \(txPower) dBm" }
         text += " rssi \(rssi == Self.notAvailable ? "n/a" : "\(rssi) dBm")"
-        if periodicAdvertisingInterval != 0 { text += " periodic \(millisecondsText(Int(periodicAdvertisingInterval) * 125, scale: 100))" }
+        if periodicAdvertisingInterval != 0 { text += " periodic \(hciMillisecondsText(Int(periodicAdvertisingInterval) * 125, scale: 100))" }
         if eventType.isDirected { text += " to \(directAddress) (\(directAddressType))" }
         return text + (data.isEmpty ? " no data" : " data \(Hex.encode(data))")
     }

@@ -36,6 +36,6 @@ public struct DisconnectionCompleteEvent: Hashable, Sendable, CustomStringConver
     }
 
     public var description: String {
-        "Disconnection Complete: \(status) handle \(connectionHandle) reason \(hex(reason.rawValue, 2))"
+        "Disconnection Complete: \(status) handle \(connectionHandle) reason \(hciHexString(reason.rawValue, 2))"
     }
 }

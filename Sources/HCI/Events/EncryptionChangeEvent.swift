@@ -46,7 +46,7 @@ public struct EncryptionChangeEvent: Hashable, Sendable, CustomStringConvertible
         case 0x00: state = "off"
         case 0x01: state = "on"
         case 0x02: state = "on (BR/EDR AES-CCM)"
-        default: state = hex(encryptionEnabled, 2)
+        default: state = hciHexString(encryptionEnabled, 2)
         }
         var text = "Encryption Change: \(status) handle \(connectionHandle) encryption \(state)"
         if let size = encryptionKeySize { text += " key size \(size)" }

@@ -50,6 +50,6 @@ public enum ConnectionHandleRange {
 
 /// `0x1234` style hex for descriptions.
 
-func hex<T: BinaryInteger>(_ value: T, _ digits: Int) -> String {
+func hciHexString<T: BinaryInteger>(_ value: T, _ digits: Int) -> String {
     "0x" + String(value, radix: 16).leftPadded(digits)
 }

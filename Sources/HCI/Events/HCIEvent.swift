@@ -122,7 +122,7 @@ public enum HCIEvent: Hashable, Sendable, CustomStringConvertible {
         case .encryptionChange(let event): return event.description
         case .dataBufferOverflow(let event): return event.description
         case .leMeta(let event): return event.description
-        case .unknown(let code, let parameters): return "\(code) (\(hex(code.rawValue, 2))): \(Hex.encode(parameters))"
+        case .unknown(let code, let parameters): return "\(code) (\(hciHexString(code.rawValue, 2))): \(Hex.encode(parameters))"
         }
     }
 }

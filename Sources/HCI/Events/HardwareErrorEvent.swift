@@ -19,7 +19,7 @@ public struct HardwareErrorEvent: Hashable, Sendable, CustomStringConvertible {
 
     public func write(to writer: inout ByteWriter) { writer.writeUInt8(hardwareCode) }
 
-    public var description: String { "Hardware Error: code \(hex(hardwareCode, 2))" }
+    public var description: String { "Hardware Error: code \(hciHexString(hardwareCode, 2))" }
 }
 
 /// HCI_Data_Buffer_Overflow: the host sent more packets than the controller has buffers for.
@@ -47,7 +47,7 @@ public struct DataBufferOverflowEvent: Hashable, Sendable, CustomStringConvertib
         case 0x00: name = "synchronous"
         case 0x01: name = "ACL"
         case 0x02: name = "ISO"
-        default: name = hex(linkType, 2)
+        default: name = hciHexString(linkType, 2)
         }
         return "Data Buffer Overflow: \(name) buffers"
     }

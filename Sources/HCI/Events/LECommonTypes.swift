@@ -39,7 +39,7 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
         case 0x03: return "random identity"
         case 0xFE: return "random (unresolved)"
         case 0xFF: return "anonymous"
-        default: return "address type " + hex(rawValue, 2)
+        default: return "address type " + hciHexString(rawValue, 2)
         }
     }
 }
@@ -57,7 +57,7 @@ public struct LERole: RawRepresentable, Hashable, Sendable, CustomStringConverti
         switch rawValue {
         case 0x00: return "central"
         case 0x01: return "peripheral"
-        default: return "role " + hex(rawValue, 2)
+        default: return "role " + hciHexString(rawValue, 2)
         }
     }
 }
@@ -80,7 +80,7 @@ public struct LEPHY: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case 0x01: return "LE 1M"
         case 0x02: return "LE 2M"
         case 0x03: return "LE Coded"
-        default: return "PHY " + hex(rawValue, 2)
+        default: return "PHY " + hciHexString(rawValue, 2)
         }
     }
 }

@@ -69,7 +69,7 @@ public struct LEConnectionCompleteEvent: Hashable, Sendable, CustomStringConvert
 
     public var description: String {
         "LE Connection Complete: \(status) handle \(connectionHandle) \(role) peer \(peerAddress) (\(peerAddressType))"
-            + " " + connectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
+            + " " + hciConnectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
     }
 }
 
@@ -180,19 +180,19 @@ public struct LEEnhancedConnectionCompleteEvent: Hashable, Sendable, CustomStrin
             + " peer \(peerAddress) (\(peerAddressType))"
         if localResolvablePrivateAddress != .zero { text += " local RPA \(localResolvablePrivateAddress)" }
         if peerResolvablePrivateAddress != .zero { text += " peer RPA \(peerResolvablePrivateAddress)" }
-        text += " " + connectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
-        if let v2 = version2 { text += " adv handle \(hex(v2.advertisingHandle, 2)) sync handle \(hex(v2.syncHandle, 4))" }
+        text += " " + hciConnectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
+        if let v2 = version2 { text += " adv handle \(hciHexString(v2.advertisingHandle, 2)) sync handle \(hciHexString(v2.syncHandle, 4))" }
         return text
     }
 }
 
 /// `interval 30.00 ms latency 0 timeout 720 ms` from 1.25 ms / 10 ms units.
-func connectionParametersText(_ interval: UInt16, _ latency: UInt16, _ timeout: UInt16) -> String {
-    "interval \(millisecondsText(Int(interval) * 125, scale: 100)) latency \(latency) timeout \(Int(timeout) * 10) ms"
+func hciConnectionParametersText(_ interval: UInt16, _ latency: UInt16, _ timeout: UInt16) -> String {
+    "interval \(hciMillisecondsText(Int(interval) * 125, scale: 100)) latency \(latency) timeout \(Int(timeout) * 10) ms"
 }
 
 /// `value / scale` ms with two decimals, without Foundation.
-func millisecondsText(_ value: Int, scale: Int) -> String {
+func hciMillisecondsText(_ value: Int, scale: Int) -> String {
     let hundredths = value * 100 / scale
     let fraction = String(hundredths % 100).leftPadded(2)
     return "\(hundredths / 100).\(fraction) ms"

@@ -45,7 +45,7 @@ public struct LEConnectionUpdateCompleteEvent: Hashable, Sendable, CustomStringC
 
     public var description: String {
         "LE Connection Update Complete: \(status) handle \(connectionHandle) "
-            + connectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
+            + hciConnectionParametersText(connectionInterval, peripheralLatency, supervisionTimeout)
     }
 }
 
@@ -95,7 +95,7 @@ public struct LERemoteConnectionParameterRequestEvent: Hashable, Sendable, Custo
 
     public var description: String {
         "LE Remote Connection Parameter Request: handle \(connectionHandle) interval "
-            + "\(millisecondsText(Int(intervalMin) * 125, scale: 100))–\(millisecondsText(Int(intervalMax) * 125, scale: 100))"
+            + "\(hciMillisecondsText(Int(intervalMin) * 125, scale: 100))–\(hciMillisecondsText(Int(intervalMax) * 125, scale: 100))"
             + " latency \(maxLatency) timeout \(Int(timeout) * 10) ms"
     }
 }

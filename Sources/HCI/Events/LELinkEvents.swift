@@ -34,7 +34,7 @@ public struct LEReadRemoteFeaturesCompleteEvent: Hashable, Sendable, CustomStrin
     }
 
     public var description: String {
-        "LE Read Remote Features Complete: \(status) handle \(connectionHandle) features \(hex(leFeatures, 16))"
+        "LE Read Remote Features Complete: \(status) handle \(connectionHandle) features \(hciHexString(leFeatures, 16))"
     }
 }
 
@@ -159,7 +159,7 @@ public struct LEChannelSelectionAlgorithmEvent: Hashable, Sendable, CustomString
     }
 
     public var description: String {
-        let name = channelSelectionAlgorithm <= 1 ? "#\(channelSelectionAlgorithm + 1)" : hex(channelSelectionAlgorithm, 2)
+        let name = channelSelectionAlgorithm <= 1 ? "#\(channelSelectionAlgorithm + 1)" : hciHexString(channelSelectionAlgorithm, 2)
         return "LE Channel Selection Algorithm: handle \(connectionHandle) algorithm \(name)"
     }
 }
