@@ -5,58 +5,58 @@ import Testing
 
 private func bytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
 
-struct ADVector: CustomTestStringConvertible, Sendable {
+struct AdvertisingADVector: CustomTestStringConvertible, Sendable {
     var hex: String
     var structure: ADStructure
     var testDescription: String { structure.type.description }
 }
 
-let adVectors: [ADVector] = [
-    ADVector(hex: "020106", structure: .flags([.leGeneralDiscoverableMode, .brEdrNotSupported])),
-    ADVector(hex: "05020f180a18", structure: .incompleteServiceUUIDs(.bits16, [0x180F, 0x180A])),
-    ADVector(hex: "0103", structure: .completeServiceUUIDs(.bits16, [])),
-    ADVector(hex: "030326fe", structure: .completeServiceUUIDs(.bits16, [0xFE26])),
-    ADVector(hex: "050478563412", structure: .incompleteServiceUUIDs(.bits32, [.bit32(0x1234_5678)])),
-    ADVector(hex: "0905785634120f180000", structure: .completeServiceUUIDs(.bits32, [.bit32(0x1234_5678), .bit32(0x180F)])),
-    ADVector(
+let advertisingADVectors: [AdvertisingADVector] = [
+    AdvertisingADVector(hex: "020106", structure: .flags([.leGeneralDiscoverableMode, .brEdrNotSupported])),
+    AdvertisingADVector(hex: "05020f180a18", structure: .incompleteServiceUUIDs(.bits16, [0x180F, 0x180A])),
+    AdvertisingADVector(hex: "0103", structure: .completeServiceUUIDs(.bits16, [])),
+    AdvertisingADVector(hex: "030326fe", structure: .completeServiceUUIDs(.bits16, [0xFE26])),
+    AdvertisingADVector(hex: "050478563412", structure: .incompleteServiceUUIDs(.bits32, [.bit32(0x1234_5678)])),
+    AdvertisingADVector(hex: "0905785634120f180000", structure: .completeServiceUUIDs(.bits32, [.bit32(0x1234_5678), .bit32(0x180F)])),
+    AdvertisingADVector(
         hex: "1106" + "9ecadc240ee5a9e093f3a3b50100406e",
         structure: .incompleteServiceUUIDs(.bits128, [BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!])),
-    ADVector(
+    AdvertisingADVector(
         hex: "1107" + "9ecadc240ee5a9e093f3a3b50100406e",
         structure: .completeServiceUUIDs(.bits128, [BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!])),
-    ADVector(hex: "0508536e7361", structure: .shortenedLocalName(Array("Snsa".utf8))),
-    ADVector(hex: "0b0953656e736f7254616720", structure: .completeLocalName(Array("SensorTag ".utf8))),
-    ADVector(hex: "020af8", structure: .txPowerLevel(-8)),
-    ADVector(hex: "0512 0600 8000", structure: .peripheralConnectionIntervalRange(min: 6, max: 0x80)),
-    ADVector(hex: "03140d18", structure: .serviceSolicitationUUIDs(.bits16, [0x180D])),
-    ADVector(hex: "051f78563412", structure: .serviceSolicitationUUIDs(.bits32, [.bit32(0x1234_5678)])),
-    ADVector(
+    AdvertisingADVector(hex: "0508536e7361", structure: .shortenedLocalName(Array("Snsa".utf8))),
+    AdvertisingADVector(hex: "0b0953656e736f7254616720", structure: .completeLocalName(Array("SensorTag ".utf8))),
+    AdvertisingADVector(hex: "020af8", structure: .txPowerLevel(-8)),
+    AdvertisingADVector(hex: "0512 0600 8000", structure: .peripheralConnectionIntervalRange(min: 6, max: 0x80)),
+    AdvertisingADVector(hex: "03140d18", structure: .serviceSolicitationUUIDs(.bits16, [0x180D])),
+    AdvertisingADVector(hex: "051f78563412", structure: .serviceSolicitationUUIDs(.bits32, [.bit32(0x1234_5678)])),
+    AdvertisingADVector(
         hex: "1115" + "9ecadc240ee5a9e093f3a3b50100406e",
         structure: .serviceSolicitationUUIDs(.bits128, [BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!])),
-    ADVector(hex: "0516aafe1000", structure: .serviceData(.bit16(0xFEAA), bytes("1000"))),
-    ADVector(hex: "0720785634120102", structure: .serviceData(.bit32(0x1234_5678), bytes("0102"))),
-    ADVector(
+    AdvertisingADVector(hex: "0516aafe1000", structure: .serviceData(.bit16(0xFEAA), bytes("1000"))),
+    AdvertisingADVector(hex: "0720785634120102", structure: .serviceData(.bit32(0x1234_5678), bytes("0102"))),
+    AdvertisingADVector(
         hex: "1221" + "9ecadc240ee5a9e093f3a3b50100406e" + "ff",
         structure: .serviceData(BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!, [0xFF])),
-    ADVector(hex: "031940 03", structure: .appearance(0x0340)),
-    ADVector(
+    AdvertisingADVector(hex: "031940 03", structure: .appearance(0x0340)),
+    AdvertisingADVector(
         hex: "0d17 665544332211 abcdefabcdef",
         structure: .publicTargetAddresses([BluetoothAddress("11:22:33:44:55:66")!, BluetoothAddress("EF:CD:AB:EF:CD:AB")!])),
-    ADVector(hex: "0718 665544332211", structure: .randomTargetAddresses([BluetoothAddress("11:22:33:44:55:66")!])),
-    ADVector(hex: "031a 2000", structure: .advertisingInterval(0x20)),
-    ADVector(hex: "081b 665544332211 01", structure: .leBluetoothDeviceAddress(BluetoothAddress("11:22:33:44:55:66")!, .random)),
-    ADVector(hex: "021c02", structure: .leRole(2)),
-    ADVector(hex: "0b24 17 2f2f6578616d706c65", structure: .uri(bytes("17 2f2f6578616d706c65"))),
-    ADVector(hex: "07ff 4c00 02150102", structure: .manufacturerSpecificData(companyID: 0x004C, data: bytes("02150102"))),
-    ADVector(hex: "03ff 5900", structure: .manufacturerSpecificData(companyID: 0x0059, data: [])),
-    ADVector(hex: "040d 0c025a", structure: .other(.classOfDevice, bytes("0c025a"))),
-    ADVector(hex: "02 ee 01", structure: .other(ADType(rawValue: 0xEE), [1])),
+    AdvertisingADVector(hex: "0718 665544332211", structure: .randomTargetAddresses([BluetoothAddress("11:22:33:44:55:66")!])),
+    AdvertisingADVector(hex: "031a 2000", structure: .advertisingInterval(0x20)),
+    AdvertisingADVector(hex: "081b 665544332211 01", structure: .leBluetoothDeviceAddress(BluetoothAddress("11:22:33:44:55:66")!, .random)),
+    AdvertisingADVector(hex: "021c02", structure: .leRole(2)),
+    AdvertisingADVector(hex: "0b24 17 2f2f6578616d706c65", structure: .uri(bytes("17 2f2f6578616d706c65"))),
+    AdvertisingADVector(hex: "07ff 4c00 02150102", structure: .manufacturerSpecificData(companyID: 0x004C, data: bytes("02150102"))),
+    AdvertisingADVector(hex: "03ff 5900", structure: .manufacturerSpecificData(companyID: 0x0059, data: [])),
+    AdvertisingADVector(hex: "040d 0c025a", structure: .other(.classOfDevice, bytes("0c025a"))),
+    AdvertisingADVector(hex: "02 ee 01", structure: .other(ADType(rawValue: 0xEE), [1])),
 ]
 
 @Suite("Advertising data: AD structures")
 struct AdvertisingDataTests {
-    @Test(arguments: adVectors)
-    func decodeAndReencode(_ vector: ADVector) throws {
+    @Test(arguments: advertisingADVectors)
+    func decodeAndReencode(_ vector: AdvertisingADVector) throws {
         let wire = bytes(vector.hex)
         let ad = AdvertisingData(wire)
         #expect(ad.problems.isEmpty)

@@ -15,15 +15,15 @@ private let a1 = BluetoothAddress("A4:C1:38:BF:6F:AB")!
 private let a2 = BluetoothAddress("C0:FF:EE:00:00:01")!
 private let a3 = BluetoothAddress("11:22:33:44:55:66")!
 
-struct ReportVector: CustomTestStringConvertible, Sendable {
+struct AdvertisingReportVector: CustomTestStringConvertible, Sendable {
     var name: String
     var hex: String
     var meta: LEMetaEvent
     var testDescription: String { name }
 }
 
-let reportVectors: [ReportVector] = [
-    ReportVector(
+let advertisingReportVectors: [AdvertisingReportVector] = [
+    AdvertisingReportVector(
         name: "legacy, 1 report (horizon capture)",
         hex: "3e2b02010000ab6fbf38c1a41f0d09475648353037325f36464142030388ec02010509ff88ec0002d0174200cf",
         meta: .advertisingReport(LEAdvertisingReportEvent(reports: [
@@ -31,14 +31,14 @@ let reportVectors: [ReportVector] = [
                 eventType: .advInd, addressType: .public, address: a1,
                 data: bytes("0d09475648353037325f36464142030388ec02010509ff88ec0002d0174200"), rssi: -49)
         ]))),
-    ReportVector(
+    AdvertisingReportVector(
         name: "legacy, 2 reports of different lengths",
         hex: meta("02 02" + "00 00 ab6fbf38c1a4 03 020106 c5" + "04 01 010000eeffc0 06 05094142 4344 b0"),
         meta: .advertisingReport(LEAdvertisingReportEvent(reports: [
             LEAdvertisingReport(eventType: .advInd, addressType: .public, address: a1, data: bytes("020106"), rssi: -59),
             LEAdvertisingReport(eventType: .scanRsp, addressType: .random, address: a2, data: bytes("050941424344"), rssi: -80),
         ]))),
-    ReportVector(
+    AdvertisingReportVector(
         name: "legacy, 3 reports incl. empty data and RSSI n/a",
         hex: meta("0203" + "03 00 ab6fbf38c1a4 00 7f" + "02 01 010000eeffc0 04 03ff4c00 d0"
             + "00 02 665544332211 08 020104 04ff590001 ff"),
@@ -47,14 +47,14 @@ let reportVectors: [ReportVector] = [
             LEAdvertisingReport(eventType: .advScanInd, addressType: .random, address: a2, data: bytes("03ff4c00"), rssi: -48),
             LEAdvertisingReport(eventType: .advInd, addressType: .publicIdentity, address: a3, data: bytes("02010404ff590001"), rssi: -1),
         ]))),
-    ReportVector(
+    AdvertisingReportVector(
         name: "directed, 2 reports",
         hex: meta("0b02" + "01 01 010000eeffc0 01 665544332211 c8" + "01 00 ab6fbf38c1a4 fe 665544332211 7f"),
         meta: .directedAdvertisingReport(LEDirectedAdvertisingReportEvent(reports: [
             LEDirectedAdvertisingReport(addressType: .random, address: a2, directAddressType: .random, directAddress: a3, rssi: -56),
             LEDirectedAdvertisingReport(addressType: .public, address: a1, directAddressType: .unresolvedRandom, directAddress: a3, rssi: 127),
         ]))),
-    ReportVector(
+    AdvertisingReportVector(
         name: "extended, 1 report, malformed AD inside (smartpen capture)",
         hex: "3e200d010000007635e2e01bcc0100ff7fc5000000000000000000060c002beeddcc",
         meta: .extendedAdvertisingReport(LEExtendedAdvertisingReportEvent(reports: [
@@ -63,7 +63,7 @@ let reportVectors: [ReportVector] = [
                 address: BluetoothAddress("CC:1B:E0:E2:35:76")!, primaryPHY: .le1M, secondaryPHY: .none,
                 advertisingSID: 0xFF, txPower: 127, rssi: -59, data: bytes("0c002beeddcc"))
         ]))),
-    ReportVector(
+    AdvertisingReportVector(
         name: "extended, 3 reports: legacy ADV_IND, chained fragment, anonymous directed",
         hex: meta("0d03"
             + "1300 01 010000eeffc0 01 00 ff 7f c4 0000 00 000000000000 03 020106"
@@ -84,8 +84,8 @@ let reportVectors: [ReportVector] = [
 
 @Suite("Advertising reports: byte vectors")
 struct AdvertisingReportVectorTests {
-    @Test(arguments: reportVectors)
-    func decodeAndReencode(_ vector: ReportVector) throws {
+    @Test(arguments: advertisingReportVectors)
+    func decodeAndReencode(_ vector: AdvertisingReportVector) throws {
         let wire = bytes(vector.hex)
         let event = try HCIEvent(bytes: wire)
         #expect(event == .leMeta(vector.meta))
@@ -93,8 +93,8 @@ struct AdvertisingReportVectorTests {
         #expect(!event.description.isEmpty)
     }
 
-    @Test(arguments: reportVectors)
-    func truncationSweep(_ vector: ReportVector) {
+    @Test(arguments: advertisingReportVectors)
+    func truncationSweep(_ vector: AdvertisingReportVector) {
         let wire = bytes(vector.hex)
         for count in 0..<wire.count {
             #expect(throws: HCIError.self) { try HCIEvent(bytes: Array(wire[..<count])) }
@@ -132,59 +132,59 @@ struct AdvertisingReportVectorTests {
     }
 }
 
-struct MalformedReport: CustomTestStringConvertible, Sendable {
+struct AdvertisingMalformedEntry: CustomTestStringConvertible, Sendable {
     var name: String
     var hex: String
     var error: HCIError
     var testDescription: String { name }
 }
 
-let malformedReports: [MalformedReport] = [
-    MalformedReport(
+let advertisingMalformedEntries: [AdvertisingMalformedEntry] = [
+    AdvertisingMalformedEntry(
         name: "legacy Num_Reports 0", hex: "3e020200",
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .invalidValue(field: "Num_Reports", value: 0), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy Num_Reports 26", hex: "3e02021a",
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .invalidValue(field: "Num_Reports", value: 26), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy Num_Reports 2, one report present", hex: meta("0202" + "00 00 ab6fbf38c1a4 00 c5"),
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .invalidLength(field: "Num_Reports", value: 2), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy Num_Reports 1, two reports present", hex: meta("0201" + "00 00 ab6fbf38c1a4 00 c5" + "00 00 ab6fbf38c1a4 00 c5"),
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .trailingBytes(count: 10), offset: 14)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy Data_Length over 31", hex: meta("0201" + "00 00 ab6fbf38c1a4 20 c5"),
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .invalidLength(field: "Data_Length", value: 32), offset: 12)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy Data_Length past the end", hex: meta("0201" + "00 00 ab6fbf38c1a4 03 0201 c5"),
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .truncated(needed: 1, available: 0), offset: 16)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "legacy second report's Data_Length past the end", hex: meta("0202" + "00 00 ab6fbf38c1a4 00 c5" + "00 00 ab6fbf38c1a4 05 0201 06 c5"),
         error: .malformed(context: "HCI_LE_Advertising_Report", reason: .truncated(needed: 5, available: 4), offset: 23)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "directed Num_Reports 1 with 15 octets", hex: meta("0b01" + "01 01 010000eeffc0 01 665544332211"),
         error: .malformed(context: "HCI_LE_Directed_Advertising_Report", reason: .invalidLength(field: "Num_Reports", value: 1), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "extended Num_Reports 0", hex: "3e020d00",
         error: .malformed(context: "HCI_LE_Extended_Advertising_Report", reason: .invalidValue(field: "Num_Reports", value: 0), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "extended Num_Reports 11", hex: "3e020d0b",
         error: .malformed(context: "HCI_LE_Extended_Advertising_Report", reason: .invalidValue(field: "Num_Reports", value: 11), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "extended Num_Reports 2, one report", hex: meta("0d02" + "1300 01 010000eeffc0 01 00 ff 7f c4 0000 00 000000000000 03 020106"),
         error: .malformed(context: "HCI_LE_Extended_Advertising_Report", reason: .invalidLength(field: "Num_Reports", value: 2), offset: 3)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "extended Data_Length past the end", hex: meta("0d01" + "1300 01 010000eeffc0 01 00 ff 7f c4 0000 00 000000000000 04 020106"),
         error: .malformed(context: "HCI_LE_Extended_Advertising_Report", reason: .truncated(needed: 4, available: 3), offset: 28)),
-    MalformedReport(
+    AdvertisingMalformedEntry(
         name: "extended trailing octet", hex: meta("0d01" + "1300 01 010000eeffc0 01 00 ff 7f c4 0000 00 000000000000 03 020106 00"),
         error: .malformed(context: "HCI_LE_Extended_Advertising_Report", reason: .trailingBytes(count: 1), offset: 31)),
 ]
 
 @Suite("Advertising reports: malformed")
 struct AdvertisingReportMalformedTests {
-    @Test(arguments: malformedReports)
-    func rejects(_ entry: MalformedReport) {
+    @Test(arguments: advertisingMalformedEntries)
+    func rejects(_ entry: AdvertisingMalformedEntry) {
         #expect(throws: entry.error) { try HCIEvent(bytes: bytes(entry.hex)) }
     }
 
@@ -200,10 +200,10 @@ struct AdvertisingReportMalformedTests {
 @Suite("Advertising reports: descriptions")
 struct AdvertisingReportDescriptionTests {
     @Test func btmonLikeLines() throws {
-        let legacy = try HCIEvent(bytes: bytes(reportVectors[1].hex))
+        let legacy = try HCIEvent(bytes: bytes(advertisingReportVectors[1].hex))
         #expect(legacy.description == "LE Advertising Report: ADV_IND A4:C1:38:BF:6F:AB (public) rssi -59 dBm data 020106;"
             + " SCAN_RSP C0:FF:EE:00:00:01 (random) rssi -80 dBm data 050941424344")
-        let extended = try HCIEvent(bytes: bytes(reportVectors[5].hex))
+        let extended = try HCIEvent(bytes: bytes(advertisingReportVectors[5].hex))
         #expect(extended.description == "LE Extended Advertising Report: legacy ADV_IND C0:FF:EE:00:00:01 (random) LE 1M rssi -60 dBm data 020106;"
             + " connectable incomplete, more data to come A4:C1:38:BF:6F:AB (public) LE 1M/LE 2M SID 5 tx -10 dBm rssi -80 dBm"
             + " periodic 100.00 ms data 07ff590001020304;"

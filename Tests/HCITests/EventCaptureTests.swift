@@ -5,7 +5,7 @@ import Testing
 @testable import HCI
 
 /// The shared captures (`<package root>/../shared/captures`), when present.
-enum SharedCaptures {
+enum EventsSharedCaptures {
     static let directory: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("shared/captures")
@@ -87,15 +87,15 @@ private func view(eventType: Int, addressType: LEAddressType, address: Bluetooth
 @Suite("HCI events: shared captures")
 struct EventCaptureTests {
     @Test(
-        .enabled(if: SharedCaptures.available, "skipped: /work/shared/captures (package root/../shared) is absent"),
-        arguments: SharedCaptures.available ? SharedCaptures.btsnoopFiles : [])
+        .enabled(if: EventsSharedCaptures.available, "skipped: /work/shared/captures (package root/../shared) is absent"),
+        arguments: EventsSharedCaptures.available ? EventsSharedCaptures.btsnoopFiles : [])
     func decodesEveryPacketAndMatchesOracleReports(_ name: String) throws {
         var reports: [Int: [ReportView]] = [:]  // frame → reports in order
         var eventCount = 0
         var reassembler = ExtendedAdvertisingReassembler()
         var extendedIn = 0
         var extendedOut = 0
-        for (index, record) in try SharedCaptures.h4Records(name).enumerated() {
+        for (index, record) in try EventsSharedCaptures.h4Records(name).enumerated() {
             let frame = index + 1
             let packet: HCIPacket
             do {
@@ -135,7 +135,7 @@ struct EventCaptureTests {
         #expect(eventCount > 0 || name.contains("acl-only"))
         #expect(extendedOut <= extendedIn)
 
-        let oracle = try SharedCaptures.oracle(name)
+        let oracle = try EventsSharedCaptures.oracle(name)
         let summary = try #require(oracle.first { $0["kind"] as? String == "summary" })
         let counts = try #require(summary["counts"] as? [String: Any])
         let expectedCount = try #require(counts["adv_report"] as? Int)

@@ -15,7 +15,7 @@ struct EventVector: CustomTestStringConvertible, Sendable {
 
 private let addr = BluetoothAddress("01:23:45:67:89:AB")!
 
-let eventVectors: [EventVector] = [
+let hciEventVectors: [EventVector] = [
     EventVector(
         name: "Command Complete (HCI_Reset)", hex: "0e0401030c00",
         event: .commandComplete(CommandCompleteEvent(numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: 0x0C03), returnParameters: [0]))),
@@ -96,7 +96,7 @@ let eventVectors: [EventVector] = [
 
 @Suite("HCI events: byte vectors")
 struct EventVectorTests {
-    @Test(arguments: eventVectors)
+    @Test(arguments: hciEventVectors)
     func decodeAndReencode(_ vector: EventVector) throws {
         let wire = bytes(vector.hex)
         let event = try HCIEvent(bytes: wire)
@@ -106,7 +106,7 @@ struct EventVectorTests {
         #expect(!event.description.isEmpty)
     }
 
-    @Test(arguments: eventVectors)
+    @Test(arguments: hciEventVectors)
     func viaH4Packet(_ vector: EventVector) throws {
         let wire = [HCIPacketType.event.rawValue] + bytes(vector.hex)
         let packet = try HCIPacket(h4: wire)
@@ -116,7 +116,7 @@ struct EventVectorTests {
 
     /// Every strict prefix of every vector throws a malformed error (the length field disagrees
     /// or the header is incomplete), never traps.
-    @Test(arguments: eventVectors)
+    @Test(arguments: hciEventVectors)
     func truncationSweep(_ vector: EventVector) {
         let wire = bytes(vector.hex)
         for count in 0..<wire.count {
@@ -126,7 +126,7 @@ struct EventVectorTests {
 
     /// Prefixes of the parameters with a consistent Parameter_Total_Length: the event decoder
     /// itself must reject them (strict field-by-field), except for the raw kinds.
-    @Test(arguments: eventVectors.filter {
+    @Test(arguments: hciEventVectors.filter {
         if case .unknown = $0.event { return false }
         if case .leMeta(.unknown) = $0.event { return false }
         if case .commandComplete = $0.event { return false }
@@ -154,53 +154,53 @@ struct EventVectorTests {
 }
 
 /// Malformed events: each entry expects one specific error.
-struct MalformedEvent: CustomTestStringConvertible, Sendable {
+struct EventMalformedEntry: CustomTestStringConvertible, Sendable {
     var name: String
     var hex: String
     var error: HCIError
     var testDescription: String { name }
 }
 
-let malformedEvents: [MalformedEvent] = [
-    MalformedEvent(
+let eventMalformedEntries: [EventMalformedEntry] = [
+    EventMalformedEntry(
         name: "length longer than bytes", hex: "050500400013",
         error: .malformed(context: "Disconnection Complete event", reason: .truncated(needed: 5, available: 4), offset: 1)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "length shorter than bytes", hex: "05030040001300",
         error: .malformed(context: "Disconnection Complete event", reason: .trailingBytes(count: 2), offset: 1)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Disconnection Complete with an extra octet", hex: "05050040001300",
         error: .malformed(context: "HCI_Disconnection_Complete", reason: .trailingBytes(count: 1), offset: 6)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Disconnection Complete handle over 0x0EFF", hex: "050400ff0f13",
         error: .malformed(context: "HCI_Disconnection_Complete", reason: .invalidValue(field: "Connection_Handle", value: 0x0FFF), offset: 3)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Number Of Completed Packets: Num_Handles 2, one entry", hex: "1305024000 0100",
         error: .malformed(context: "HCI_Number_Of_Completed_Packets", reason: .invalidLength(field: "Num_Handles", value: 2), offset: 2)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Number Of Completed Packets: Num_Handles 0 with an entry", hex: "1305004000 0100",
         error: .malformed(context: "HCI_Number_Of_Completed_Packets", reason: .invalidLength(field: "Num_Handles", value: 0), offset: 2)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Encryption Change v2 without key size", hex: "590400400001",
         error: .malformed(context: "HCI_Encryption_Change_v2", reason: .truncated(needed: 1, available: 0), offset: 6)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "Command Status with an extra octet", hex: "0f0500010d2000",
         error: .malformed(context: "HCI_Command_Status", reason: .trailingBytes(count: 1), offset: 6)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "LE Meta without subevent code", hex: "3e00",
         error: .malformed(context: "HCI_LE_Meta", reason: .truncated(needed: 1, available: 0), offset: 2)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "LE Channel Selection Algorithm with extra octet", hex: "3e051402000000",
         error: .malformed(context: "HCI_LE_Channel_Selection_Algorithm", reason: .trailingBytes(count: 1), offset: 6)),
-    MalformedEvent(
+    EventMalformedEntry(
         name: "LE Connection Complete one octet short", hex: "3e12010040000001ab8967452301180000 00c800",
         error: .malformed(context: "HCI_LE_Connection_Complete", reason: .truncated(needed: 1, available: 0), offset: 20)),
 ]
 
 @Suite("HCI events: malformed")
 struct EventMalformedTests {
-    @Test(arguments: malformedEvents)
-    func rejects(_ entry: MalformedEvent) {
+    @Test(arguments: eventMalformedEntries)
+    func rejects(_ entry: EventMalformedEntry) {
         #expect(throws: entry.error) { try HCIEvent(bytes: bytes(entry.hex)) }
     }
 
@@ -214,5 +214,55 @@ struct EventMalformedTests {
         let entries = Array(repeating: NumberOfCompletedPacketsEvent.Entry(connectionHandle: 1, numCompletedPackets: 1), count: 256)
         #expect(throws: HCIError.self) { try HCIEvent.numberOfCompletedPackets(.init(entries: entries)).encoded() }
         #expect(throws: HCIError.self) { try HCIEvent.unknown(code: .vendorSpecific, parameters: Array(repeating: 0, count: 256)).encoded() }
+    }
+}
+
+/// Deterministic generator for the robustness test (SplitMix64).
+private struct EventSplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("HCI events: robustness")
+struct EventRobustnessTests {
+    /// Random events with a consistent length field and every known code / LE subevent, and
+    /// single-octet mutations of every vector: decoding either succeeds and re-encodes to the
+    /// same octets, or throws; it never traps.
+    @Test func randomAndMutatedEventsNeverTrap() {
+        var rng = EventSplitMix(state: 0x5EED)
+        let codes: [UInt8] = [0x05, 0x08, 0x0E, 0x0F, 0x10, 0x13, 0x1A, 0x3E, 0x59, 0x42]
+        let subevents: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x0A, 0x0B, 0x0C, 0x0D, 0x14, 0x29, 0x05]
+        var decoded = 0
+        var inputs: [[UInt8]] = []
+        for _ in 0..<3000 {
+            let code = codes.randomElement(using: &rng)!
+            let length = Int.random(in: 0...60, using: &rng)
+            var parameters = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if code == 0x3E, !parameters.isEmpty {
+                parameters[0] = subevents.randomElement(using: &rng)!
+                if parameters.count > 1, Bool.random(using: &rng) { parameters[1] = UInt8.random(in: 0...3, using: &rng) }
+            }
+            inputs.append([code, UInt8(length)] + parameters)
+        }
+        for vector in hciEventVectors + advertisingReportVectors.map({ EventVector(name: $0.name, hex: $0.hex, event: .leMeta($0.meta)) }) {
+            let wire = Hex.decode(vector.hex)!
+            for index in wire.indices.dropFirst(2) {
+                var mutated = wire
+                mutated[index] ^= UInt8.random(in: 1...255, using: &rng)
+                inputs.append(mutated)
+            }
+        }
+        for input in inputs {
+            guard let event = try? HCIEvent(bytes: input) else { continue }
+            decoded += 1
+            #expect((try? event.encoded()) == input, "\(Hex.encode(input))")
+        }
+        #expect(decoded > 100)
     }
 }
