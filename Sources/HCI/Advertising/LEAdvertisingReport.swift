@@ -69,7 +69,7 @@ public struct LEAdvertisingReport: Hashable, Sendable, CustomStringConvertible {
 /// HCI_LE_Advertising_Report: one or more legacy advertising reports (Num_Reports 0x01–0x19).
 ///
 /// Reports follow one another, each complete: Event_Type, Address_Type, Address, Data_Length,
-/// Data, RSSI (the layout of Core 5.x §5.2 array parameters, BlueZ and Wireshark).
+/// Data, RSSI (the per-report layout BlueZ, Zephyr and Wireshark decode and controllers send).
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.65.2
 public struct LEAdvertisingReportEvent: Hashable, Sendable, CustomStringConvertible {
     public static let subeventCode = LESubeventCode.advertisingReport
