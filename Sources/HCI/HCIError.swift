@@ -18,6 +18,9 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     case system(operation: String, errno: Errno)
     /// The transport closed; everything pending fails with this.
     case transportClosed(String)
+    /// A value the caller asked us to encode cannot be expressed on the wire (local failure:
+    /// too many entries, data over a length limit, a UUID that does not fit its list's width).
+    case invalidArgument(context: String, reason: String)
 
     public enum MalformedReason: Hashable, Sendable, CustomStringConvertible {
         case truncated(needed: Int, available: Int)
@@ -56,6 +59,7 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .captureFile(let message): return message
         case .system(let operation, let errno): return "\(operation): \(errno)"
         case .transportClosed(let why): return "transport closed: \(why)"
+        case .invalidArgument(let context, let reason): return "cannot encode \(context): \(reason)"
         }
     }
 }
