@@ -23,6 +23,9 @@ public struct H4Framer: Sendable {
     /// Octets received but not yet returned as packets.
     public var bufferedCount: Int { buffer.count - start }
 
+    /// Octets held, consumed prefix included (for tests of the compaction).
+    var storageCount: Int { buffer.count }
+
     /// True after an unknown indicator: the stream cannot be framed any more.
     public var isFailed: Bool { failure != nil }
 
