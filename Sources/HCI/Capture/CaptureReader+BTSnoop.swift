@@ -9,15 +9,20 @@ extension CaptureReader {
     mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord? {
         let start = offset
         let available = bytes.count - start
-        if available == 0 { return nil }
+        if available == 0 { return end() }
         let headerLength = Self.btsnoopRecordHeaderLength
         guard available >= headerLength else {
             return stop(at: start, .truncatedHeader(needed: headerLength, available: available))
         }
-        let original = Int(bytes.captureUInt32(at: start, bigEndian: true))
-        let included = Int(bytes.captureUInt32(at: start + 4, bigEndian: true))
-        let flags = bytes.captureUInt32(at: start + 8, bigEndian: true)
-        let rawTimestamp = bytes.captureUInt64(at: start + 16, bigEndian: true)
+        // One bounds-checked access for the whole 24-octet header (checked just above).
+        let (original, included, flags, rawTimestamp) = bytes.withUnsafeBytes { raw in
+            (
+                Int(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt32.self))),
+                Int(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))),
+                UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt32.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start + 16, as: UInt64.self))
+            )
+        }
         guard included <= Self.btsnoopMaximumIncludedLength else {
             return stop(
                 at: start,
@@ -54,7 +59,7 @@ extension CaptureReader {
     mutating func nextPcap() -> CaptureRecord? {
         let start = offset
         let available = bytes.count - start
-        if available == 0 { return nil }
+        if available == 0 { return end() }
         guard available >= 16 else { return stop(at: start, .truncatedHeader(needed: 16, available: available)) }
         let bigEndian = pcapBigEndian
         let seconds = bytes.captureUInt32(at: start, bigEndian: bigEndian)

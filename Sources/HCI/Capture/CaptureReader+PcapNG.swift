@@ -68,7 +68,7 @@ extension CaptureReader {
         while true {
             let start = offset
             let available = bytes.count - start
-            if available == 0 { return nil }
+            if available == 0 { return end() }
             guard available >= 12 else { return stop(at: start, .truncatedHeader(needed: 12, available: available)) }
             // The section header's type reads the same in both byte orders.
             let type = bytes.captureUInt32(at: start, bigEndian: section.bigEndian)
@@ -137,7 +137,7 @@ extension CaptureReader {
                 {
                     return record
                 }
-                if damage != nil { return nil }
+                if isFinished { return nil }
                 continue
             case Self.pcapngSimplePacket:
                 guard total >= 16 else { return stop(at: start, .invalidBlock("simple packet block of \(total) octets")) }
@@ -153,7 +153,7 @@ extension CaptureReader {
                 {
                     return record
                 }
-                if damage != nil { return nil }
+                if isFinished { return nil }
                 continue
             default:
                 break

@@ -102,16 +102,14 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
 
     /// The next record; nil at the end of the file or at damage (then `damage` is set).
     public mutating func next() -> CaptureRecord? {
+        // Each decoder sets `isFinished` at the end of the file and at damage.
         if isFinished { return nil }
-        let record: CaptureRecord?
         switch mode {
-        case .btsnoopH4: record = nextBTSnoop(monitor: false)
-        case .btsnoopMonitor: record = nextBTSnoop(monitor: true)
-        case .pcap: record = nextPcap()
-        case .pcapng: record = nextPcapNG()
+        case .btsnoopH4: return nextBTSnoop(monitor: false)
+        case .btsnoopMonitor: return nextBTSnoop(monitor: true)
+        case .pcap: return nextPcap()
+        case .pcapng: return nextPcapNG()
         }
-        if record == nil { isFinished = true }
-        return record
     }
 
     /// The next record, nil at a clean end of file; throws `HCIError.captureFile` describing
@@ -129,14 +127,22 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         return records
     }
 
+    /// Ends iteration at a clean end of file.
+    mutating func end() -> CaptureRecord? {
+        isFinished = true
+        return nil
+    }
+
     /// Ends iteration with `reason` at `offset`, for the record that would have been next.
     mutating func stop(at offset: Int, _ reason: CaptureDamage.Reason) -> CaptureRecord? {
+        isFinished = true
         damage = CaptureDamage(recordNumber: recordCount + 1, offset: offset, reason: reason)
         return nil
     }
 
     /// A record whose packet begins with an H4 indicator at `start` (btsnoop 1002, pcap 187
     /// and 201). `original` counts the indicator.
+    @inline(__always)
     func h4Record(
         number: Int, timestamp: Int64, direction: CaptureDirection, start: Int, end: Int, original: Int
     ) -> CaptureRecord {
