@@ -51,7 +51,7 @@ public enum CaptureFile {
             bytes.removeLast(chunk - count)
             if let failure { throw .system(operation: "read \(path)", errno: failure) }
             if count == 0 { break }
-            chunk = max(chunk, 65_536)
+            chunk = 65_536
         }
         return bytes
     }

@@ -47,7 +47,8 @@ public struct CaptureRecord: Hashable, Sendable {
     /// 1-based position in the file, counting every packet record (like Wireshark's frame
     /// numbers, including packets skipped because their interface has another link type).
     public var number: Int
-    /// Microseconds since the Unix epoch (1970-01-01 00:00:00 UTC).
+    /// Microseconds since the Unix epoch (1970-01-01 00:00:00 UTC); 0 for pcapng Simple
+    /// Packet Blocks, which carry no timestamp. See `CaptureTime` for conversions.
     public var timestamp: Int64
     public var direction: CaptureDirection
     public var kind: Kind

@@ -1,9 +1,22 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Timestamp arithmetic for capture files, without Foundation: every reader and writer
 /// speaks microseconds since the Unix epoch as `Int64`.
 public enum CaptureTime {
     /// btsnoop counts microseconds since midnight, 1 January 0 AD; this is the Unix epoch on
     /// that scale (`0x00dcddb30f2f8000`).
     public static let btsnoopEpochOffset: Int64 = 0x00dc_ddb3_0f2f_8000
+
+    /// The wall clock (CLOCK_REALTIME) in Unix microseconds, for recording.
+    public static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1000
+    }
 
     /// Unix microseconds from a raw btsnoop timestamp (wrapping: file values are untrusted).
     @inlinable
