@@ -311,6 +311,19 @@ let captureACL: [UInt8] = [0x40, 0x20, 0x05, 0x00, 0x01, 0x00, 0x04, 0x00, 0x13]
         }
     }
 
+    @Test func pcapngBrokenFirstSectionHeaderFailsToOpen() throws {
+        var b = CaptureFileBuilder(bigEndian: false)
+        b.sectionHeader()
+        var bad = b.bytes
+        bad[8] = 0x00  // byte-order magic
+        #expect(throws: HCIError.captureFile("capture damaged at record 1 (file offset 0): section header block has byte-order magic 0x3c2b1a")) {
+            try CaptureReader(bytes: bad)
+        }
+        #expect(throws: HCIError.captureFile("capture damaged at record 1 (file offset 0): file ends inside a record (needed 28 octets of packet data, 20 left)")) {
+            try CaptureReader(bytes: Array(b.bytes.prefix(20)))
+        }
+    }
+
     @Test func pcapngWithoutInterfacesHasNoRecords() throws {
         var b = CaptureFileBuilder(bigEndian: false)
         b.sectionHeader()

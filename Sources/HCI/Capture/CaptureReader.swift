@@ -88,10 +88,12 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             offset = 0
             // Find out before the first record whether any interface carries HCI.
             var probe = self
-            if probe.next() == nil, !probe.section.sawSupportedInterface,
-                let linkType = probe.section.firstUnsupportedLinkType
-            {
-                throw HCIError.unsupported(linkType: linkType)
+            if probe.next() == nil {
+                if !probe.section.sawSupportedInterface, let linkType = probe.section.firstUnsupportedLinkType {
+                    throw HCIError.unsupported(linkType: linkType)
+                }
+                // A broken first section header is a bad file header, not damage after records.
+                if let damage = probe.damage, damage.offset == 0 { throw .captureFile(damage.description) }
             }
         default:
             throw .captureFile(
