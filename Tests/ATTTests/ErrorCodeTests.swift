@@ -68,3 +68,12 @@ struct ATTErrorCodeTests {
         #expect(try pdu.encode(mtu: 23) == bytes)
     }
 }
+
+@Suite("ATT error codes: peer errors")
+struct ATTErrorCodePeerErrorTests {
+    @Test("an Error Response becomes a peer error with its context")
+    func peerError() throws {
+        let response = try ErrorResponse(decoding: [0x01, 0x0A, 0x21, 0x00, 0x02])
+        #expect(ATTError(response) == .peerError(request: .readRequest, handle: 0x21, code: .readNotPermitted))
+    }
+}
