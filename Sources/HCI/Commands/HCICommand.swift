@@ -220,8 +220,14 @@ struct CommandParameterReader {
         do { return Array(try reader.readBytes(count)) } catch { throw wrap(error) }
     }
 
+    /// Six octets, checked as one field so a short address reports `needed: 6`.
     mutating func address() throws(HCIError) -> BluetoothAddress {
-        do { return try BluetoothAddress(parsingLittleEndian: &reader) } catch { throw wrap(error) }
+        do {
+            var field = try reader.subReader(6)
+            return try BluetoothAddress(parsingLittleEndian: &field)
+        } catch {
+            throw wrap(error)
+        }
     }
 
     mutating func status() throws(HCIError) -> HCIStatus {
@@ -287,6 +293,12 @@ enum CommandFormat {
     static func milliseconds<T: BinaryInteger>(_ units: T, microsecondsPerUnit: Int) -> String {
         let micro = Int(units) * microsecondsPerUnit
         return "\(micro / 1000)." + String(micro % 1000).leftPadded(3) + " ms"
+    }
+
+    /// `"30.000–50.000 ms"`: two values in the same unit.
+    static func millisecondRange<T: BinaryInteger>(_ low: T, _ high: T, microsecondsPerUnit: Int) -> String {
+        let first = milliseconds(low, microsecondsPerUnit: microsecondsPerUnit)
+        return String(first.dropLast(3)) + "–" + milliseconds(high, microsecondsPerUnit: microsecondsPerUnit)
     }
 
     /// A 0.625 ms time value: `"10.000 ms"`.

@@ -51,10 +51,9 @@ public struct LEConnectionParameters: Hashable, Sendable, CustomStringConvertibl
 
     /// `interval 30.000–50.000 ms, latency 0, timeout 420.000 ms, CE 0.000–0.000 ms`
     public var description: String {
-        "interval \(CommandFormat.connectionInterval(connectionIntervalMin))–"
-            + "\(CommandFormat.connectionInterval(connectionIntervalMax)), latency \(maxLatency), "
-            + "timeout \(CommandFormat.tenMilliseconds(supervisionTimeout)), "
-            + "CE \(CommandFormat.slots(minCELength))–\(CommandFormat.slots(maxCELength))"
+        "interval \(CommandFormat.millisecondRange(connectionIntervalMin, connectionIntervalMax, microsecondsPerUnit: 1250)), "
+            + "latency \(maxLatency), timeout \(CommandFormat.tenMilliseconds(supervisionTimeout)), "
+            + "CE \(CommandFormat.millisecondRange(minCELength, maxCELength, microsecondsPerUnit: 625))"
     }
 }
 

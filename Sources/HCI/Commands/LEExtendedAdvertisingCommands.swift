@@ -143,7 +143,7 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
     public var description: String {
         var parts = [
             "handle \(advertisingHandle)", "\(advertisingEventProperties)",
-            "interval \(CommandFormat.slots(primaryAdvertisingIntervalMin))–\(CommandFormat.slots(primaryAdvertisingIntervalMax))",
+            "interval \(CommandFormat.millisecondRange(primaryAdvertisingIntervalMin, primaryAdvertisingIntervalMax, microsecondsPerUnit: 625))",
             "\(primaryAdvertisingChannelMap)", "own \(ownAddressType)",
         ]
         if advertisingEventProperties.contains(.directed) { parts.append("peer \(peerAddress) (\(peerAddressType))") }

@@ -78,7 +78,7 @@ public struct LESetAdvertisingParametersCommand: HCICommand {
 
     public var description: String {
         var text = "\(Self.opcode.displayName): \(advertisingType), interval "
-            + "\(CommandFormat.slots(advertisingIntervalMin))–\(CommandFormat.slots(advertisingIntervalMax)), "
+            + "\(CommandFormat.millisecondRange(advertisingIntervalMin, advertisingIntervalMax, microsecondsPerUnit: 625)), "
             + "own \(ownAddressType)"
         if isDirected { text += ", peer \(peerAddress) (\(peerAddressType))" }
         return text + ", \(advertisingChannelMap), \(advertisingFilterPolicy)"
