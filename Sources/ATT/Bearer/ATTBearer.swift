@@ -104,9 +104,9 @@ public struct ATTBearer: Sendable {
     /// The current ATT_MTU.
     public private(set) var mtu: Int = ATTBearer.defaultMTU
     /// True once an exchange set ATT_MTU; it never changes afterwards.
-    private(set) var mtuEstablished = false
+    var mtuEstablished = false
     /// True once we sent (or queued) our Exchange MTU Request.
-    private(set) var exchangeMTURequested = false
+    var exchangeMTURequested = false
     private var lastID: UInt64 = 0
 
     var outstandingRequest: Transaction?
