@@ -37,6 +37,7 @@ public actor ATTConnection {
     private var serverHandler: ServerHandler?
     private var writerFinished = false
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    private var closedWaiters: [CheckedContinuation<String, Never>] = []
 
     private let outbox: AsyncStream<[UInt8]>.Continuation
     private let inboundStream: AsyncStream<ATTPDU>
@@ -176,6 +177,13 @@ public actor ATTConnection {
         await withCheckedContinuation { closeWaiters.append($0) }
     }
 
+    /// Waits until the bearer closes (disconnect, timeout, protocol violation, `close()`)
+    /// and returns why.
+    public func waitUntilClosed() async -> String {
+        if let reason = bearer.closeReason { return reason }
+        return await withCheckedContinuation { closedWaiters.append($0) }
+    }
+
     // MARK: Tasks
 
     private func runReader() async {
@@ -288,6 +296,9 @@ public actor ATTConnection {
                 outbox.finish()
                 inboundContinuation.finish()
                 serverInbox.finish()
+                let waiters = closedWaiters
+                closedWaiters = []
+                for waiter in waiters { waiter.resume(returning: reason) }
             }
         }
     }
