@@ -47,7 +47,8 @@ struct BearerClientTests {
             sent += actions.sentSDUs
             for case .deliverResponse(let id, _) in actions { delivered.append(id) }
         }
-        #expect(sent == (UInt16(1)...5).map { [0x0A, UInt8($0), 0x00] })
+        let expected: [[UInt8]] = (UInt8(1)...5).map { (handle: UInt8) -> [UInt8] in [0x0A, handle, 0x00] }
+        #expect(sent == expected)
         #expect(delivered == ids)
     }
 

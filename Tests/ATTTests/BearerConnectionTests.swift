@@ -134,7 +134,10 @@ struct BearerConnectionTests {
             received.append(pdu)
             if received.count == count { break }
         }
-        #expect(received == (0..<count).map { F.notification(0x0025, [UInt8($0 & 0xFF), UInt8($0 >> 8)]) })
+        let expected: [ATTPDU] = (0..<count).map { (index: Int) -> ATTPDU in
+            F.notification(0x0025, [UInt8(index & 0xFF), UInt8(index >> 8)])
+        }
+        #expect(received == expected)
         await client.close()
     }
 

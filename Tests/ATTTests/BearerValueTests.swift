@@ -22,7 +22,10 @@ struct BearerValueTests {
             }
         }
         #expect(delivered.count == 10_000)
-        #expect(delivered == (0..<10_000).map { F.notification(0x25, [UInt8($0 & 0xFF), UInt8($0 >> 8)]) })
+        let expected: [ATTPDU] = (0..<10_000).map { (index: Int) -> ATTPDU in
+            F.notification(0x25, [UInt8(index & 0xFF), UInt8(index >> 8)])
+        }
+        #expect(delivered == expected)
     }
 
     @Test func multipleHandleValueNotificationIsDelivered() {

@@ -13,6 +13,8 @@ public final class ScriptedATTChannel: ATTChannel {
         var failure: ATTChannelError?
         var closed = false
         var sent: [[UInt8]] = []
+        /// Waiters for the cursor to pass an entry index (or the script to end or fail).
+        var waiters: [(index: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let entries: [ATTTrace.Entry]
@@ -59,6 +61,29 @@ public final class ScriptedATTChannel: ATTChannel {
         state.withLock { $0.sent }
     }
 
+    /// Returns once every entry up to and including the one on trace line `line` has been
+    /// used (sent by our side or delivered), or the script failed or closed.
+    public func waitUntilReached(line: Int) async {
+        let index = (entries.firstIndex { $0.line >= line } ?? entries.count - 1) + 1
+        await waitUntil(index: index)
+    }
+
+    /// Returns once the whole script has been used, or it failed or closed.
+    public func waitUntilComplete() async {
+        await waitUntil(index: entries.count)
+    }
+
+    private func waitUntil(index: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.cursor >= index || state.failure != nil || state.closed { return true }
+                state.waiters.append((index, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
     public func send(_ sdu: [UInt8]) async throws {
         let result: Result<Void, ATTChannelError> = state.withLock { state in
             if let failure = state.failure { return .failure(failure) }
@@ -77,7 +102,19 @@ public final class ScriptedATTChannel: ATTChannel {
             deliverPeerEntries(&state)
             return .success(())
         }
+        resumeWaiters()
         try result.get()
+    }
+
+    /// Resumes the waiters whose entry has been reached (all of them once failed or closed).
+    private func resumeWaiters() {
+        let ready = state.withLock { state in
+            let done = state.failure != nil || state.closed
+            let ready = state.waiters.filter { done || state.cursor >= $0.index }
+            state.waiters.removeAll { done || state.cursor >= $0.index }
+            return ready
+        }
+        for waiter in ready { waiter.continuation.resume() }
     }
 
     public func close() async {
@@ -86,6 +123,7 @@ public final class ScriptedATTChannel: ATTChannel {
             return !state.closed
         }
         if first { continuation.finish() }
+        resumeWaiters()
     }
 
     private func fail(_ state: inout State, _ error: ATTChannelError) -> ATTChannelError {
