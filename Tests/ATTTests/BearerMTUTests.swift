@@ -106,6 +106,14 @@ struct BearerMTUTests {
         #expect(bearer.mtu == 100)
     }
 
+    @Test(arguments: [(0, 23), (22, 23), (23, 23), (70_000, 65_535)])
+    func configuredRxMTUIsClampedToTheValidRange(configured: Int, used: Int) {
+        var bearer = ATTBearer(configuration: .init(rxMTU: configured))
+        #expect(bearer.rxMTU == used)
+        let actions = bearer.receive([0x02, 0xFF, 0xFF])
+        #expect(actions.sentSDUs == [[0x03, UInt8(used & 0xFF), UInt8(used >> 8)]])
+    }
+
     @Test func malformedExchangeMTURequestGetsInvalidPDU() {
         var bearer = ATTBearer()
         let actions = bearer.receive([0x02, 0x17])

@@ -59,7 +59,7 @@ struct TraceFormatTests {
 
     @Test func scriptedChannelMismatchNamesTheLineAndBothPDUs() async throws {
         let channel = try ScriptedATTChannel(traceText: "# header\n> 0a 03 00\n< 0b 01\n")
-        await #expect(throws: ATTChannelError(.scriptMismatch(line: 2, expected: [0x0A, 0x03, 0x00], actual: [0x0A, 0x04, 0x00]))) {
+        await #expect(throws: ATTChannelError(.scriptMismatch(position: "trace line 2", expected: [0x0A, 0x03, 0x00], actual: [0x0A, 0x04, 0x00]))) {
             try await channel.send([0x0A, 0x04, 0x00])
         }
         #expect(channel.failure?.description == "trace line 2: expected > 0a0300, host sent > 0a0400")
@@ -74,6 +74,39 @@ struct TraceFormatTests {
         await #expect(throws: ATTChannelError(.scriptExhausted(actual: [0x0A, 0x03, 0x00]))) {
             try await channel.send([0x0A, 0x03, 0x00])
         }
+    }
+
+    @Test func anyOrderMatchingServesRequestsInAnotherOrder() async throws {
+        let channel = try ScriptedATTChannel(traceText: """
+            > 0a 03 00
+            < 0b 01
+            > 0a 04 00
+            < 0b 02
+            < 1b 25 00 aa
+            > 0a 03 00
+            < 0b 03
+            """, matching: .anyOrder)
+        var incoming = channel.incoming.makeAsyncIterator()
+        try await channel.send([0x0A, 0x04, 0x00])
+        #expect(try await incoming.next() == [0x0B, 0x02])
+        #expect(try await incoming.next() == [0x1B, 0x25, 0x00, 0xAA])
+        // Identical requests take the recorded answers in order.
+        try await channel.send([0x0A, 0x03, 0x00])
+        #expect(try await incoming.next() == [0x0B, 0x01])
+        try await channel.send([0x0A, 0x03, 0x00])
+        #expect(try await incoming.next() == [0x0B, 0x03])
+        #expect(channel.isComplete)
+        await #expect(throws: ATTChannelError(.scriptNoMatch(actual: [0x0A, 0x03, 0x00]))) {
+            try await channel.send([0x0A, 0x03, 0x00])
+        }
+    }
+
+    @Test func capturePositionsAreNamedAsRecords() async throws {
+        let trace = ATTTrace(entries: [.init(line: 57, direction: .hostToPeer, bytes: [0x0A, 0x03, 0x00])])
+        let channel = ScriptedATTChannel(trace: trace, positionLabel: "record")
+        await #expect(throws: ATTChannelError.self) { try await channel.send([0x0A]) }
+        #expect(channel.failure?.description == "record 57: expected > 0a0300, host sent > 0a")
+        #expect(channel.remainingEntries == trace.entries)
     }
 
     @Test func inMemoryPairCarriesBothWaysAndClosesBothEnds() async throws {

@@ -118,7 +118,10 @@ public struct ATTBearer: Sendable {
     /// Peer indications delivered to the driver whose confirmation is not sent yet.
     var unconfirmedIndications = 0
 
+    /// A `configuration.rxMTU` outside 23...65535 is clamped into that range.
     public init(configuration: Configuration = Configuration()) {
+        var configuration = configuration
+        configuration.rxMTU = min(max(configuration.rxMTU, ATTBearer.defaultMTU), Int(UInt16.max))
         self.configuration = configuration
     }
 

@@ -10,10 +10,14 @@ public struct ATTChannelError: Error, Hashable, Sendable, CustomStringConvertibl
         case linkLost(String)
         /// An SDU larger than the channel carries.
         case sduTooLarge(size: Int, limit: Int)
-        /// A ``ScriptedATTChannel`` received an SDU the script did not expect.
-        case scriptMismatch(line: Int, expected: [UInt8], actual: [UInt8])
+        /// A ``ScriptedATTChannel`` received an SDU the script did not expect at `position`
+        /// (`"trace line 12"`, `"record 57"`).
+        case scriptMismatch(position: String, expected: [UInt8], actual: [UInt8])
         /// A ``ScriptedATTChannel`` received an SDU after the script's last `>` line.
         case scriptExhausted(actual: [UInt8])
+        /// A ``ScriptedATTChannel`` matching in any order holds no unused `>` entry equal to
+        /// this SDU.
+        case scriptNoMatch(actual: [UInt8])
     }
 
     public var kind: Kind
@@ -30,10 +34,12 @@ public struct ATTChannelError: Error, Hashable, Sendable, CustomStringConvertibl
             return "ATT channel lost: \(reason)"
         case .sduTooLarge(let size, let limit):
             return "SDU of \(size) octets exceeds the channel limit of \(limit)"
-        case .scriptMismatch(let line, let expected, let actual):
-            return "trace line \(line): expected > \(Hex.encode(expected)), host sent > \(Hex.encode(actual))"
+        case .scriptMismatch(let position, let expected, let actual):
+            return "\(position): expected > \(Hex.encode(expected)), host sent > \(Hex.encode(actual))"
         case .scriptExhausted(let actual):
             return "trace ended, host sent > \(Hex.encode(actual))"
+        case .scriptNoMatch(let actual):
+            return "no unused recorded PDU equals > \(Hex.encode(actual))"
         }
     }
 }

@@ -1,40 +1,69 @@
 import Synchronization
 
-/// A channel whose peer is a script (an ``ATTTrace``): each SDU our side sends must equal the
-/// next `>` entry; then the `<` entries that follow it are delivered, in order.
+/// A channel whose peer is a script (an ``ATTTrace``): each SDU our side sends is checked
+/// against the recorded `>` entries, and the `<` entries recorded after the matched one are
+/// delivered, in order, up to the next `>` entry.
 ///
 /// `<` entries before the first `>` are delivered at once (a peer that speaks first).
-/// A mismatch throws ``ATTChannelError`` `.scriptMismatch` naming the trace line and both PDUs
-/// in hex, records it in ``failure`` and ends `incoming` with the same error, so whatever
-/// waits on the bearer fails with that message.
+///
+/// - ``MatchMode/strict``: each SDU must equal the next `>` entry. A mismatch throws
+///   ``ATTChannelError`` `.scriptMismatch`, naming the trace line (or capture record) and both
+///   PDUs in hex.
+/// - ``MatchMode/anyOrder``: each SDU is matched with the first unused `>` entry holding the
+///   same bytes, so a recording can serve a client whose request order differs; an SDU no
+///   unused entry holds throws `.scriptNoMatch`.
+///
+/// A failure is also recorded in ``failure`` and ends `incoming` with the same error, so
+/// whatever waits on the bearer fails with that message.
 public final class ScriptedATTChannel: ATTChannel {
+    public enum MatchMode: Hashable, Sendable {
+        case strict
+        case anyOrder
+    }
+
     private struct State {
+        /// Strict mode: index of the next entry to use.
         var cursor = 0
+        /// Entries used (a `>` matched, a `<` delivered).
+        var done: [Bool]
+        var doneCount = 0
         var failure: ATTChannelError?
         var closed = false
         var sent: [[UInt8]] = []
-        /// Waiters for the cursor to pass an entry index (or the script to end or fail).
+        /// Waiters for an entry index to be done (or the script to end or fail).
         var waiters: [(index: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let entries: [ATTTrace.Entry]
-    private let state = Mutex(State())
+    private let positionLabel: String
+    private let mode: MatchMode
+    private let state: Mutex<State>
     private let continuation: AsyncThrowingStream<[UInt8], Error>.Continuation
     private let sduLimit: Int?
     public let incoming: AsyncThrowingStream<[UInt8], Error>
 
-    public init(trace: ATTTrace, maximumSDUSize: Int? = nil) {
+    /// `positionLabel` names the entries' `line` numbers in failures: `"trace line"` for a text
+    /// trace, `"record"` for entries taken from a capture.
+    public init(
+        trace: ATTTrace, matching mode: MatchMode = .strict, positionLabel: String = "trace line",
+        maximumSDUSize: Int? = nil
+    ) {
         self.entries = trace.entries
+        self.mode = mode
+        self.positionLabel = positionLabel
         self.sduLimit = maximumSDUSize
+        self.state = Mutex(State(done: [Bool](repeating: false, count: trace.entries.count)))
         (incoming, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream(bufferingPolicy: .unbounded)
         state.withLock { state in
-            deliverPeerEntries(&state)
+            deliverPeerEntries(from: 0, &state)
         }
     }
 
     /// Parses `text` as a trace (see ``ATTTrace``).
-    public convenience init(traceText text: String, maximumSDUSize: Int? = nil) throws(ATTTrace.ParseError) {
-        self.init(trace: try ATTTrace(parsing: text), maximumSDUSize: maximumSDUSize)
+    public convenience init(
+        traceText text: String, matching mode: MatchMode = .strict, maximumSDUSize: Int? = nil
+    ) throws(ATTTrace.ParseError) {
+        self.init(trace: try ATTTrace(parsing: text), matching: mode, maximumSDUSize: maximumSDUSize)
     }
 
     public var maximumSDUSize: Int? {
@@ -43,15 +72,15 @@ public final class ScriptedATTChannel: ATTChannel {
 
     /// True when every entry of the script has been used.
     public var isComplete: Bool {
-        state.withLock { $0.cursor == entries.count }
+        state.withLock { $0.doneCount == entries.count }
     }
 
-    /// The entries not yet reached.
+    /// The entries not yet used, in trace order.
     public var remainingEntries: [ATTTrace.Entry] {
-        state.withLock { Array(entries[$0.cursor...]) }
+        state.withLock { state in entries.indices.filter { !state.done[$0] }.map { entries[$0] } }
     }
 
-    /// The first mismatch, if any.
+    /// The first failure, if any.
     public var failure: ATTChannelError? {
         state.withLock { $0.failure }
     }
@@ -61,60 +90,69 @@ public final class ScriptedATTChannel: ATTChannel {
         state.withLock { $0.sent }
     }
 
-    /// Returns once every entry up to and including the one on trace line `line` has been
-    /// used (sent by our side or delivered), or the script failed or closed.
+    /// Returns once the entry on `line` (and, in strict mode, every entry before it) has been
+    /// used, or the script failed or closed.
     public func waitUntilReached(line: Int) async {
-        let index = (entries.firstIndex { $0.line >= line } ?? entries.count - 1) + 1
+        guard let index = entries.firstIndex(where: { $0.line >= line }) else { return }
         await waitUntil(index: index)
     }
 
     /// Returns once the whole script has been used, or it failed or closed.
     public func waitUntilComplete() async {
-        await waitUntil(index: entries.count)
+        await waitUntil(index: nil)
     }
 
-    private func waitUntil(index: Int) async {
+    private func waitUntil(index: Int?) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state in
-                if state.cursor >= index || state.failure != nil || state.closed { return true }
-                state.waiters.append((index, continuation))
+                if Self.isSatisfied(index ?? -1, state) { return true }
+                state.waiters.append((index ?? -1, continuation))
                 return false
             }
             if ready { continuation.resume() }
         }
     }
 
+    /// Index -1 stands for the whole script.
+    private static func isSatisfied(_ index: Int, _ state: State) -> Bool {
+        if state.failure != nil || state.closed { return true }
+        if index < 0 { return state.doneCount == state.done.count }
+        return state.done[index]
+    }
+
     public func send(_ sdu: [UInt8]) async throws {
         let result: Result<Void, ATTChannelError> = state.withLock { state in
             if let failure = state.failure { return .failure(failure) }
             guard !state.closed else { return .failure(ATTChannelError(.closed)) }
-            guard state.cursor < entries.count else {
-                return .failure(fail(&state, ATTChannelError(.scriptExhausted(actual: sdu))))
+            let matched: Int
+            switch mode {
+            case .strict:
+                // The cursor rests on a `>` entry or at the end.
+                guard state.cursor < entries.count else {
+                    return .failure(fail(&state, ATTChannelError(.scriptExhausted(actual: sdu))))
+                }
+                let expected = entries[state.cursor]
+                guard expected.bytes == sdu else {
+                    let position = "\(positionLabel) \(expected.line)"
+                    return .failure(
+                        fail(&state, ATTChannelError(.scriptMismatch(position: position, expected: expected.bytes, actual: sdu))))
+                }
+                matched = state.cursor
+            case .anyOrder:
+                guard let index = entries.indices.first(where: { index in
+                    !state.done[index] && entries[index].direction == .hostToPeer && entries[index].bytes == sdu
+                }) else {
+                    return .failure(fail(&state, ATTChannelError(.scriptNoMatch(actual: sdu))))
+                }
+                matched = index
             }
-            let expected = entries[state.cursor]
-            // deliverPeerEntries leaves the cursor on a `>` entry or at the end.
-            guard expected.bytes == sdu else {
-                return .failure(
-                    fail(&state, ATTChannelError(.scriptMismatch(line: expected.line, expected: expected.bytes, actual: sdu))))
-            }
+            markDone(matched, &state)
             state.sent.append(sdu)
-            state.cursor += 1
-            deliverPeerEntries(&state)
+            deliverPeerEntries(from: matched + 1, &state)
             return .success(())
         }
         resumeWaiters()
         try result.get()
-    }
-
-    /// Resumes the waiters whose entry has been reached (all of them once failed or closed).
-    private func resumeWaiters() {
-        let ready = state.withLock { state in
-            let done = state.failure != nil || state.closed
-            let ready = state.waiters.filter { done || state.cursor >= $0.index }
-            state.waiters.removeAll { done || state.cursor >= $0.index }
-            return ready
-        }
-        for waiter in ready { waiter.continuation.resume() }
     }
 
     public func close() async {
@@ -126,6 +164,12 @@ public final class ScriptedATTChannel: ATTChannel {
         resumeWaiters()
     }
 
+    private func markDone(_ index: Int, _ state: inout State) {
+        guard !state.done[index] else { return }
+        state.done[index] = true
+        state.doneCount += 1
+    }
+
     private func fail(_ state: inout State, _ error: ATTChannelError) -> ATTChannelError {
         state.failure = error
         state.closed = true
@@ -133,11 +177,27 @@ public final class ScriptedATTChannel: ATTChannel {
         return error
     }
 
-    /// Delivers the `<` entries at the cursor; stops at the next `>` entry.
-    private func deliverPeerEntries(_ state: inout State) {
-        while state.cursor < entries.count, entries[state.cursor].direction == .peerToHost {
-            continuation.yield(entries[state.cursor].bytes)
-            state.cursor += 1
+    /// Delivers the `<` entries from `start` up to the next `>` entry.
+    private func deliverPeerEntries(from start: Int, _ state: inout State) {
+        var index = start
+        while index < entries.count, entries[index].direction == .peerToHost {
+            if !state.done[index] {
+                continuation.yield(entries[index].bytes)
+                markDone(index, &state)
+            }
+            index += 1
         }
+        if mode == .strict { state.cursor = index }
+    }
+
+    /// Resumes the waiters whose condition holds.
+    private func resumeWaiters() {
+        let ready = state.withLock { state in
+            let snapshot = state
+            let ready = state.waiters.filter { Self.isSatisfied($0.index, snapshot) }
+            state.waiters.removeAll { Self.isSatisfied($0.index, snapshot) }
+            return ready
+        }
+        for waiter in ready { waiter.continuation.resume() }
     }
 }
