@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// State-machine action tests of the client side of the bearer: requests, responses,
@@ -24,13 +25,15 @@ struct BearerClientTests {
         #expect(bearer.pendingRequestCount == 2)
 
         let actions = bearer.receive([0x0B, 0x41, 0x42])
-        #expect(actions == [
-            .cancelTimer(.request(first)),
-            .deliverResponse(first, F.readResponse([0x41, 0x42])),
-            .startTimer(.request(second), F.timeout),
-            .send([0x0A, 0x05, 0x00]),
-        ])
-        #expect(bearer.receive([0x0B]) == [.cancelTimer(.request(second)), .deliverResponse(second, F.readResponse([]))])
+        #expect(
+            actions == [
+                .cancelTimer(.request(first)),
+                .deliverResponse(first, F.readResponse([0x41, 0x42])),
+                .startTimer(.request(second), F.timeout),
+                .send([0x0A, 0x05, 0x00]),
+            ])
+        #expect(
+            bearer.receive([0x0B]) == [.cancelTimer(.request(second)), .deliverResponse(second, F.readResponse([]))])
         #expect(bearer.pendingRequestCount == 0)
     }
 
@@ -100,10 +103,11 @@ struct BearerClientTests {
         var bearer = ATTBearer()
         let (id, _) = try bearer.send(request: F.read(0x0021))
         let actions = bearer.receive([0x01, 0x0A, 0x21, 0x00, 0x02])
-        #expect(actions == [
-            .cancelTimer(.request(id)),
-            .failTransaction(id, .peerError(request: .readRequest, handle: 0x0021, code: .readNotPermitted)),
-        ])
+        #expect(
+            actions == [
+                .cancelTimer(.request(id)),
+                .failTransaction(id, .peerError(request: .readRequest, handle: 0x0021, code: .readNotPermitted)),
+            ])
     }
 
     @Test func errorResponseNamingAnotherRequestIsAProtocolError() throws {
@@ -118,13 +122,16 @@ struct BearerClientTests {
         var bearer = ATTBearer()
         let (id, _) = try bearer.send(request: F.write(0x0030, [1]))
         let actions = bearer.receive([0x01, 0x12, 0x30, 0x00, 0x85])
-        #expect(actions.last == .failTransaction(id, .peerError(request: .writeRequest, handle: 0x0030, code: ATTErrorCode(0x85))))
+        #expect(
+            actions.last
+                == .failTransaction(id, .peerError(request: .writeRequest, handle: 0x0030, code: ATTErrorCode(0x85))))
     }
 
     @Test func malformedResponseFailsTheRequest() throws {
         var bearer = ATTBearer()
-        let (id, _) = try bearer.send(request: .readByGroupTypeRequest(
-            ReadByGroupTypeRequest(startingHandle: 1, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
+        let (id, _) = try bearer.send(
+            request: .readByGroupTypeRequest(
+                ReadByGroupTypeRequest(startingHandle: 1, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
         // Length 6 but a 5-octet entry.
         let actions = bearer.receive([0x11, 0x06, 0x01, 0x00, 0x07, 0x00, 0x00])
         guard case .failTransaction(id, .malformed(let opcode, _, _, _))? = actions.last else {
@@ -184,11 +191,12 @@ struct BearerClientTests {
         let (i2, _) = try bearer.send(indication: F.indication(3, [2]))
         let error = ATTError.bearerClosed(reason: "disconnected")
         let actions = bearer.close(reason: "disconnected")
-        #expect(actions == [
-            .cancelTimer(.request(r1)), .failTransaction(r1, error), .failTransaction(r2, error),
-            .cancelTimer(.indication(i1)), .failTransaction(i1, error), .failTransaction(i2, error),
-            .close(reason: "disconnected"),
-        ])
+        #expect(
+            actions == [
+                .cancelTimer(.request(r1)), .failTransaction(r1, error), .failTransaction(r2, error),
+                .cancelTimer(.indication(i1)), .failTransaction(i1, error), .failTransaction(i2, error),
+                .close(reason: "disconnected"),
+            ])
         #expect(bearer.closeReason == "disconnected")
         #expect(bearer.pendingRequestCount == 0 && bearer.pendingIndicationCount == 0)
         #expect(bearer.close(reason: "twice") == [])

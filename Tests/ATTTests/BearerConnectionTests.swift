@@ -1,6 +1,7 @@
 import Bluetooth
 import Synchronization
 import Testing
+
 @testable import ATT
 
 /// The async driver over the in-memory channel pair: a client connection against a tiny

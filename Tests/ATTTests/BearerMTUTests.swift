@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// ATT_MTU exchange and MTU enforcement (Vol 3 Part F §3.4.2, §3.2.8).
@@ -16,10 +17,11 @@ struct BearerMTUTests {
         let (id, actions) = try bearer.exchangeMTU(clientRxMTU: 517)
         #expect(actions == [.startTimer(.request(id), F.timeout), .send([0x02, 0x05, 0x02])])
         let reply = bearer.receive([0x03, 0xF7, 0x00])  // Server Rx MTU 247
-        #expect(reply == [
-            .cancelTimer(.request(id)), .mtuChanged(247),
-            .deliverResponse(id, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247))),
-        ])
+        #expect(
+            reply == [
+                .cancelTimer(.request(id)), .mtuChanged(247),
+                .deliverResponse(id, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247))),
+            ])
         #expect(bearer.mtu == 247)
         #expect(bearer.rxMTU == 517)
     }
@@ -44,7 +46,9 @@ struct BearerMTUTests {
         #expect(afterFirst.sentSDUs == [[0x02, 0x40, 0x00]])
         let afterExchange = bearer.receive([0x03, 0x40, 0x00])
         #expect(afterExchange.contains(.mtuChanged(64)))
-        #expect(afterExchange.contains(.deliverResponse(exchange, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 64)))))
+        #expect(
+            afterExchange.contains(
+                .deliverResponse(exchange, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 64)))))
         #expect(afterExchange.sentSDUs == [[0x0A, 0x02, 0x00]])
     }
 
@@ -64,10 +68,11 @@ struct BearerMTUTests {
         var bearer = ATTBearer()
         let (id, _) = try bearer.exchangeMTU(clientRxMTU: 517)
         let actions = bearer.receive([0x03, UInt8(serverRxMTU & 0xFF), UInt8(serverRxMTU >> 8)])
-        #expect(actions == [
-            .cancelTimer(.request(id)),
-            .deliverResponse(id, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: serverRxMTU))),
-        ])
+        #expect(
+            actions == [
+                .cancelTimer(.request(id)),
+                .deliverResponse(id, .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: serverRxMTU))),
+            ])
         #expect(bearer.mtu == 23)
     }
 

@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// State-machine action tests of the server side: dispatch, Request Not Supported, unknown
@@ -35,7 +36,10 @@ struct BearerServerTests {
 
     @Test func commandGoesToTheServerRole() {
         var bearer = ATTBearer(configuration: .init(acceptsRequests: true))
-        #expect(bearer.receive([0x52, 0x10, 0x00, 0x01]) == [.deliverCommand(.writeCommand(WriteCommand(handle: 0x10, value: [1])))])
+        #expect(
+            bearer.receive([0x52, 0x10, 0x00, 0x01]) == [
+                .deliverCommand(.writeCommand(WriteCommand(handle: 0x10, value: [1])))
+            ])
     }
 
     @Test func requestGoesToTheServerRoleAndItsAnswerIsSent() throws {
@@ -49,7 +53,10 @@ struct BearerServerTests {
     @Test func errorResponseAnswersTheRequest() throws {
         var bearer = ATTBearer(configuration: .init(acceptsRequests: true))
         _ = bearer.receive([0x0A, 0x03, 0x00])
-        #expect(try bearer.respond(F.errorResponse(.readRequest, 3, .readNotPermitted)) == [.send([0x01, 0x0A, 0x03, 0x00, 0x02])])
+        #expect(
+            try bearer.respond(F.errorResponse(.readRequest, 3, .readNotPermitted)) == [
+                .send([0x01, 0x0A, 0x03, 0x00, 0x02])
+            ])
     }
 
     @Test func mismatchedAnswerIsRefusedAndTheRequestStillWaits() throws {
@@ -103,7 +110,8 @@ struct BearerServerTests {
         let (id, _) = try bearer.send(request: F.read(0x20))
         // The peer's own request arrives while ours is outstanding.
         #expect(bearer.receive([0x0A, 0x03, 0x00]) == [.deliverRequest(F.read(3))])
-        #expect(bearer.receive([0x0B, 0x09]) == [.cancelTimer(.request(id)), .deliverResponse(id, F.readResponse([9]))])
+        #expect(
+            bearer.receive([0x0B, 0x09]) == [.cancelTimer(.request(id)), .deliverResponse(id, F.readResponse([9]))])
         #expect(try bearer.respond(F.readResponse([1])) == [.send([0x0B, 0x01])])
     }
 }

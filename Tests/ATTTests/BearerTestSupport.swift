@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// Shorthands for the bearer tests.

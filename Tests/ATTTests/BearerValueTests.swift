@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// Notifications, indications and confirmations in both directions.
@@ -31,9 +32,14 @@ struct BearerValueTests {
     @Test func multipleHandleValueNotificationIsDelivered() {
         var bearer = ATTBearer()
         let actions = bearer.receive([0x23, 0x10, 0x00, 0x01, 0x00, 0xAA, 0x12, 0x00, 0x02, 0x00, 0xBB, 0xCC])
-        #expect(actions == [.deliverNotification(.multipleHandleValueNotification(MultipleHandleValueNotification(entries: [
-            .init(handle: 0x10, value: [0xAA]), .init(handle: 0x12, value: [0xBB, 0xCC]),
-        ])))])
+        #expect(
+            actions == [
+                .deliverNotification(
+                    .multipleHandleValueNotification(
+                        MultipleHandleValueNotification(entries: [
+                            .init(handle: 0x10, value: [0xAA]), .init(handle: 0x12, value: [0xBB, 0xCC]),
+                        ])))
+            ])
     }
 
     @Test func indicationIsConfirmedOnlyAfterHandOff() {
@@ -50,10 +56,11 @@ struct BearerValueTests {
         actions += bearer.receive([0x1B, 0x01, 0x00, 0x01])
         actions += bearer.receive([0x1D, 0x02, 0x00, 0x02])
         actions += bearer.receive([0x1B, 0x03, 0x00, 0x03])
-        #expect(actions == [
-            .deliverNotification(F.notification(1, [1])), .deliverIndication(F.indication(2, [2])),
-            .deliverNotification(F.notification(3, [3])),
-        ])
+        #expect(
+            actions == [
+                .deliverNotification(F.notification(1, [1])), .deliverIndication(F.indication(2, [2])),
+                .deliverNotification(F.notification(3, [3])),
+            ])
         #expect(actions.sentSDUs.isEmpty)
     }
 
@@ -81,10 +88,11 @@ struct BearerValueTests {
         #expect(queued == [])
         // Notifications are not held back by an unconfirmed indication.
         #expect(try bearer.send(notification: F.notification(0x31, [9])) == [.send([0x1B, 0x31, 0x00, 0x09])])
-        #expect(bearer.receive([0x1E]) == [
-            .cancelTimer(.indication(first)), .indicationConfirmed(first),
-            .startTimer(.indication(second), F.timeout), .send([0x1D, 0x30, 0x00, 0x02]),
-        ])
+        #expect(
+            bearer.receive([0x1E]) == [
+                .cancelTimer(.indication(first)), .indicationConfirmed(first),
+                .startTimer(.indication(second), F.timeout), .send([0x1D, 0x30, 0x00, 0x02]),
+            ])
         #expect(bearer.receive([0x1E]) == [.cancelTimer(.indication(second)), .indicationConfirmed(second)])
     }
 

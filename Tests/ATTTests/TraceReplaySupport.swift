@@ -1,6 +1,7 @@
 import Bluetooth
 import Foundation
 import Testing
+
 @testable import ATT
 
 /// Loads fixture traces and plays the host side of one through an ``ATTConnection`` over a
@@ -44,9 +45,11 @@ enum TraceReplay {
             switch (entry.direction, opcode.kind) {
             case (.hostToPeer, .request?):
                 let pdu = try ATTPDU(decoding: entry.bytes)
-                guard let answer = entries[(index + 1)...].first(where: {
-                    $0.direction == .peerToHost && ATTOpcode($0.bytes[0]).kind == .response
-                }) else {
+                guard
+                    let answer = entries[(index + 1)...].first(where: {
+                        $0.direction == .peerToHost && ATTOpcode($0.bytes[0]).kind == .response
+                    })
+                else {
                     continue  // the trace ends before the answer
                 }
                 let expected = try ATTPDU(decoding: answer.bytes)
@@ -63,8 +66,9 @@ enum TraceReplay {
                 }
                 switch (expected, result) {
                 case (.errorResponse(let error), .failure(let thrown)):
-                    #expect(thrown == .peerError(request: error.requestOpcode, handle: error.handle, code: error.errorCode),
-                            "trace line \(answer.line)", sourceLocation: sourceLocation)
+                    #expect(
+                        thrown == .peerError(request: error.requestOpcode, handle: error.handle, code: error.errorCode),
+                        "trace line \(answer.line)", sourceLocation: sourceLocation)
                     outcome.peerErrors.append(thrown)
                 case (_, .success(let response)):
                     #expect(response == expected, "trace line \(answer.line)", sourceLocation: sourceLocation)
@@ -77,8 +81,9 @@ enum TraceReplay {
                 try await connection.send(try ATTPDU(decoding: entry.bytes))
             case (.peerToHost, .notification?), (.peerToHost, .indication?):
                 let pdu = await inbound.next()
-                #expect(pdu == (try ATTPDU(decoding: entry.bytes)), "trace line \(entry.line)",
-                        sourceLocation: sourceLocation)
+                #expect(
+                    pdu == (try ATTPDU(decoding: entry.bytes)), "trace line \(entry.line)",
+                    sourceLocation: sourceLocation)
                 if let pdu { outcome.inbound.append(pdu) }
             default:
                 // `<` responses are checked with their request; `<` requests are answered by

@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// Recorded conversations (Fixtures/traces) replayed through the driver over the scripted
@@ -16,8 +17,10 @@ struct TraceReplayTests {
         while true {
             let response: ATTPDU
             do {
-                response = try await connection.request(.readByGroupTypeRequest(
-                    ReadByGroupTypeRequest(startingHandle: start, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
+                response = try await connection.request(
+                    .readByGroupTypeRequest(
+                        ReadByGroupTypeRequest(
+                            startingHandle: start, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
             } catch {
                 // Attribute Not Found ends the procedure; anything else is a failure.
                 guard case .peerError(_, _, .attributeNotFound) = error else { throw error }
@@ -46,7 +49,9 @@ struct TraceReplayTests {
         #expect(outcome.inbound == [F.notification(0x0017, [0x44, 0x01, 0x00])])
         #expect(outcome.requests == 20)
         #expect(outcome.peerErrors.count == 9)
-        #expect(outcome.peerErrors.first == .peerError(request: .readByGroupTypeRequest, handle: 0x0031, code: .attributeNotFound))
+        #expect(
+            outcome.peerErrors.first
+                == .peerError(request: .readByGroupTypeRequest, handle: 0x0031, code: .attributeNotFound))
         await connection.close()
     }
 
@@ -88,10 +93,11 @@ struct TraceReplayTests {
         #expect(channel.isComplete)
         #expect(outcome.requests == 22)
         #expect(outcome.peerErrors.count == 12)
-        #expect(outcome.peerErrors.allSatisfy {
-            if case .peerError(.readByTypeRequest, _, .attributeNotFound) = $0 { return true }
-            return false
-        })
+        #expect(
+            outcome.peerErrors.allSatisfy {
+                if case .peerError(.readByTypeRequest, _, .attributeNotFound) = $0 { return true }
+                return false
+            })
         await connection.close()
     }
 
@@ -112,8 +118,10 @@ struct TraceReplayTests {
         let firstLine = try #require(trace.entries.first { $0.direction == .hostToPeer }).line
         let connection = ATTConnection(channel: ScriptedATTChannel(trace: trace))
         await #expect {
-            _ = try await connection.request(.readByGroupTypeRequest(
-                ReadByGroupTypeRequest(startingHandle: 0x0002, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
+            _ = try await connection.request(
+                .readByGroupTypeRequest(
+                    ReadByGroupTypeRequest(
+                        startingHandle: 0x0002, endingHandle: 0xFFFF, attributeGroupType: .bit16(0x2800))))
         } throws: { error in
             guard case ATTError.bearerClosed(let reason) = error else { return false }
             return reason.contains("trace line \(firstLine): expected > 100100ffff0028, host sent > 100200ffff0028")
@@ -127,7 +135,8 @@ struct TraceReplayTests {
         let outcome = try await TraceReplay.replayAsClient(trace, connection: connection, channel: channel)
         #expect(channel.failure == nil)
         #expect(channel.isComplete)
-        #expect(outcome.inbound == [F.indication(0x29, [1]), F.notification(0x25, [0xAA, 0xBB]), F.indication(0x29, [2])])
+        #expect(
+            outcome.inbound == [F.indication(0x29, [1]), F.notification(0x25, [0xAA, 0xBB]), F.indication(0x29, [2])])
         await connection.close()
     }
 

@@ -1,25 +1,28 @@
 import Bluetooth
 import Testing
+
 @testable import ATT
 
 /// The text-trace fixture format and the scripted channel.
 @Suite("Trace format and scripted channel", .timeLimit(.minutes(1)))
 struct TraceFormatTests {
     @Test func parsesDirectionsHexCommentsAndBlankLines() throws {
-        let trace = try ATTTrace(parsing: """
-            # a comment line
+        let trace = try ATTTrace(
+            parsing: """
+                # a comment line
 
-            > 02 05 02        # EXCHANGE_MTU_REQ
-            <03f700
-              < 0b:41:42\t
-            >0x0a0300\r
-            """)
-        #expect(trace.entries == [
-            .init(line: 3, direction: .hostToPeer, bytes: [0x02, 0x05, 0x02]),
-            .init(line: 4, direction: .peerToHost, bytes: [0x03, 0xF7, 0x00]),
-            .init(line: 5, direction: .peerToHost, bytes: [0x0B, 0x41, 0x42]),
-            .init(line: 6, direction: .hostToPeer, bytes: [0x0A, 0x03, 0x00]),
-        ])
+                > 02 05 02        # EXCHANGE_MTU_REQ
+                <03f700
+                  < 0b:41:42\t
+                >0x0a0300\r
+                """)
+        #expect(
+            trace.entries == [
+                .init(line: 3, direction: .hostToPeer, bytes: [0x02, 0x05, 0x02]),
+                .init(line: 4, direction: .peerToHost, bytes: [0x03, 0xF7, 0x00]),
+                .init(line: 5, direction: .peerToHost, bytes: [0x0B, 0x41, 0x42]),
+                .init(line: 6, direction: .hostToPeer, bytes: [0x0A, 0x03, 0x00]),
+            ])
         #expect(try ATTTrace(parsing: trace.text).entries.map(\.bytes) == trace.entries.map(\.bytes))
     }
 
@@ -39,13 +42,14 @@ struct TraceFormatTests {
     }
 
     @Test func scriptedChannelDeliversLeadingAndFollowingPeerLines() async throws {
-        let channel = try ScriptedATTChannel(traceText: """
-            < 1b 01 00 aa
-            > 0a 03 00
-            < 0b 01
-            < 1b 01 00 bb
-            > 0a 04 00
-            """)
+        let channel = try ScriptedATTChannel(
+            traceText: """
+                < 1b 01 00 aa
+                > 0a 03 00
+                < 0b 01
+                < 1b 01 00 bb
+                > 0a 04 00
+                """)
         var incoming = channel.incoming.makeAsyncIterator()
         #expect(try await incoming.next() == [0x1B, 0x01, 0x00, 0xAA])
         try await channel.send([0x0A, 0x03, 0x00])
@@ -59,7 +63,10 @@ struct TraceFormatTests {
 
     @Test func scriptedChannelMismatchNamesTheLineAndBothPDUs() async throws {
         let channel = try ScriptedATTChannel(traceText: "# header\n> 0a 03 00\n< 0b 01\n")
-        await #expect(throws: ATTChannelError(.scriptMismatch(position: "trace line 2", expected: [0x0A, 0x03, 0x00], actual: [0x0A, 0x04, 0x00]))) {
+        await #expect(
+            throws: ATTChannelError(
+                .scriptMismatch(position: "trace line 2", expected: [0x0A, 0x03, 0x00], actual: [0x0A, 0x04, 0x00]))
+        ) {
             try await channel.send([0x0A, 0x04, 0x00])
         }
         #expect(channel.failure?.description == "trace line 2: expected > 0a0300, host sent > 0a0400")
@@ -77,15 +84,16 @@ struct TraceFormatTests {
     }
 
     @Test func anyOrderMatchingServesRequestsInAnotherOrder() async throws {
-        let channel = try ScriptedATTChannel(traceText: """
-            > 0a 03 00
-            < 0b 01
-            > 0a 04 00
-            < 0b 02
-            < 1b 25 00 aa
-            > 0a 03 00
-            < 0b 03
-            """, matching: .anyOrder)
+        let channel = try ScriptedATTChannel(
+            traceText: """
+                > 0a 03 00
+                < 0b 01
+                > 0a 04 00
+                < 0b 02
+                < 1b 25 00 aa
+                > 0a 03 00
+                < 0b 03
+                """, matching: .anyOrder)
         var incoming = channel.incoming.makeAsyncIterator()
         try await channel.send([0x0A, 0x04, 0x00])
         #expect(try await incoming.next() == [0x0B, 0x02])

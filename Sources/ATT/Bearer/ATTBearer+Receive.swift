@@ -41,8 +41,9 @@ extension ATTBearer {
     private func decode(_ sdu: [UInt8]) -> Result<ATTPDU, ATTError> {
         if sdu.count > mtu {
             return .failure(
-                .malformed(opcode: ATTOpcode(sdu[0]), field: "Opcode", offset: 0,
-                           reason: .exceedsMTU(length: sdu.count, mtu: mtu)))
+                .malformed(
+                    opcode: ATTOpcode(sdu[0]), field: "Opcode", offset: 0,
+                    reason: .exceedsMTU(length: sdu.count, mtu: mtu)))
         }
         do throws(ATTError) {
             return .success(try ATTPDU(decoding: sdu, mtu: mtu))
@@ -128,7 +129,8 @@ extension ATTBearer {
             outcome = .failure(error)
         case .success(.errorResponse(let error)):
             if error.requestOpcode == request.opcode {
-                outcome = .failure(.peerError(request: error.requestOpcode, handle: error.handle, code: error.errorCode))
+                outcome = .failure(
+                    .peerError(request: error.requestOpcode, handle: error.handle, code: error.errorCode))
             } else {
                 outcome = .failure(
                     .protocolError("Error Response for \(error.requestOpcode) while \(request.opcode) is outstanding"))

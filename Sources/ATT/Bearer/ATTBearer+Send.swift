@@ -35,7 +35,9 @@ extension ATTBearer {
         return result
     }
 
-    private mutating func enqueueRequest(_ transaction: Transaction, first: Bool) throws(ATTError) -> (id: TransactionID, actions: [Action]) {
+    private mutating func enqueueRequest(_ transaction: Transaction, first: Bool) throws(ATTError) -> (
+        id: TransactionID, actions: [Action]
+    ) {
         guard outstandingRequest != nil else {
             return (transaction.id, start(request: transaction))
         }
@@ -139,7 +141,8 @@ extension ATTBearer {
             timedOut = indication
         }
         let seconds = configuration.transactionTimeout.components.seconds
-        let reason = "\(timedOut.opcode) unanswered for \(seconds) s: no more ATT PDUs on this bearer (Vol 3 Part F §3.3.3)"
+        let reason =
+            "\(timedOut.opcode) unanswered for \(seconds) s: no more ATT PDUs on this bearer (Vol 3 Part F §3.3.3)"
         return [.failTransaction(timedOut.id, .timeout(request: timedOut.opcode))] + shutDown(reason: reason)
     }
 

@@ -94,7 +94,8 @@ public actor ATTConnection {
     /// `peerError`; a wrong response `protocolError`; no answer in 30 s `timeout` (and the
     /// bearer closes); a disconnect `bearerClosed`. Waits behind an outstanding request.
     public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ATTPDU, ATTError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<ATTPDU, ATTError>, Never>) in
             do throws(ATTError) {
                 let (id, actions) = try bearer.send(request: pdu)
                 requestWaiters[id] = continuation
@@ -113,7 +114,8 @@ public actor ATTConnection {
         if let limit = await channel.maximumSDUSize, limit >= ATTBearer.defaultMTU {
             offer = min(offer, limit)
         }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ATTPDU, ATTError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<ATTPDU, ATTError>, Never>) in
             do throws(ATTError) {
                 let (id, actions) = try bearer.exchangeMTU(clientRxMTU: offer)
                 requestWaiters[id] = continuation
@@ -146,7 +148,8 @@ public actor ATTConnection {
     /// further ones queue). Throws `timeout` after 30 s without confirmation (the bearer
     /// closes), `bearerClosed` on disconnect.
     public func indicate(_ indication: HandleValueIndication) async throws(ATTError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Void, ATTError>, Never>) in
             do throws(ATTError) {
                 let (id, actions) = try bearer.send(indication: .handleValueIndication(indication))
                 indicationWaiters[id] = continuation

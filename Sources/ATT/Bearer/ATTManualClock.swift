@@ -51,9 +51,11 @@ public final class ATTManualClock: ATTClock {
         while true {
             let due: Pending? = state.withLock { state in
                 let candidates = state.pending.enumerated().filter { $0.element.deadline <= target }
-                guard let first = candidates.min(by: { a, b in
-                    (a.element.deadline, a.element.id) < (b.element.deadline, b.element.id)
-                }) else {
+                guard
+                    let first = candidates.min(by: { a, b in
+                        (a.element.deadline, a.element.id) < (b.element.deadline, b.element.id)
+                    })
+                else {
                     return nil
                 }
                 state.pending.remove(at: first.offset)

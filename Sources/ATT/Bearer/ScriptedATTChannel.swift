@@ -135,13 +135,18 @@ public final class ScriptedATTChannel: ATTChannel {
                 guard expected.bytes == sdu else {
                     let position = "\(positionLabel) \(expected.line)"
                     return .failure(
-                        fail(&state, ATTChannelError(.scriptMismatch(position: position, expected: expected.bytes, actual: sdu))))
+                        fail(
+                            &state,
+                            ATTChannelError(.scriptMismatch(position: position, expected: expected.bytes, actual: sdu)))
+                    )
                 }
                 matched = state.cursor
             case .anyOrder:
-                guard let index = entries.indices.first(where: { index in
-                    !state.done[index] && entries[index].direction == .hostToPeer && entries[index].bytes == sdu
-                }) else {
+                guard
+                    let index = entries.indices.first(where: { index in
+                        !state.done[index] && entries[index].direction == .hostToPeer && entries[index].bytes == sdu
+                    })
+                else {
                     return .failure(fail(&state, ATTChannelError(.scriptNoMatch(actual: sdu))))
                 }
                 matched = index
