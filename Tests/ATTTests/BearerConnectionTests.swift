@@ -47,6 +47,28 @@ struct BearerConnectionTests {
         #expect(await client.waitUntilClosed() == "closed locally")
     }
 
+    @Test func serverHandlerGivenAtInitAnswersTheFirstRequest() async throws {
+        let (a, peer) = InMemoryATTChannel.pair()
+        // The peer's request is already waiting when the connection starts.
+        try await peer.send([0x0A, 0x03, 0x00])
+        let server = ATTConnection(channel: a, serverHandler: Self.tinyServer)
+        var fromServer = peer.incoming.makeAsyncIterator()
+        #expect(try await fromServer.next() == [0x0B] + Array("SensorTag".utf8))
+        await server.close()
+    }
+
+    @Test func requestsSentCountsExchangeMTUAndQueuedRequests() async throws {
+        let (a, b) = InMemoryATTChannel.pair()
+        let client = ATTConnection(channel: a)
+        let server = ATTConnection(channel: b, serverHandler: Self.tinyServer)
+        _ = try await client.exchangeMTU(247)
+        _ = try await client.request(F.read(0x0003))
+        _ = try? await client.request(F.read(0x0004))
+        #expect(await client.requestsSent == 3)
+        #expect(await server.requestsSent == 0)
+        await client.close()
+    }
+
     @Test func concurrentRequestsAreSentOneAtATime() async throws {
         let (a, b) = InMemoryATTChannel.pair()
         let client = ATTConnection(channel: a, configuration: .init(requestQueueLimit: 100))

@@ -52,6 +52,7 @@ extension ATTBearer {
 
     mutating func start(request: Transaction) -> [Action] {
         outstandingRequest = request
+        requestsSent += 1
         return [.startTimer(.request(request.id), configuration.transactionTimeout), .send(request.bytes)]
     }
 

@@ -152,6 +152,8 @@ public struct ATTBearer: Sendable {
     public var pendingRequestCount: Int { requestQueue.count + (outstandingRequest == nil ? 0 : 1) }
     /// Our indications sent or queued and not confirmed.
     public var pendingIndicationCount: Int { indicationQueue.count + (outstandingIndication == nil ? 0 : 1) }
+    /// Requests of ours put on the wire so far, Exchange MTU included.
+    public internal(set) var requestsSent = 0
 
     // MARK: Helpers shared by the extensions
 

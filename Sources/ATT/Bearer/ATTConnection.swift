@@ -47,15 +47,19 @@ public actor ATTConnection {
     /// Starts the connection's reader, writer and server tasks over `channel`.
     ///
     /// `configuration.rxMTU` is the Rx MTU we answer a peer's Exchange MTU with; keep it within
-    /// the channel's `maximumSDUSize`. `acceptsRequests` is managed by ``setServerHandler(_:)``.
+    /// the channel's `maximumSDUSize`. `acceptsRequests` follows `serverHandler` (a server
+    /// should pass its handler here, so no request arriving first is refused) and
+    /// ``setServerHandler(_:)``.
     public init(
         channel: any ATTChannel,
         configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
         clock: any ATTClock = ATTSystemClock(),
-        logger: Logger = .disabled
+        logger: Logger = .disabled,
+        serverHandler: ServerHandler? = nil
     ) {
         var configuration = configuration
-        configuration.acceptsRequests = false
+        configuration.acceptsRequests = serverHandler != nil
+        self.serverHandler = serverHandler
         self.bearer = ATTBearer(configuration: configuration)
         self.channel = channel
         self.clock = clock
@@ -81,9 +85,13 @@ public actor ATTConnection {
     /// Why the bearer closed; nil while open.
     public var closeReason: String? { bearer.closeReason }
 
+    /// Requests of ours put on the wire so far, Exchange MTU included.
+    public var requestsSent: Int { bearer.requestsSent }
+
     /// Notifications, Multiple Handle Value Notifications and indications from the peer, in
     /// arrival order; finishes when the bearer closes. One consumer. An indication is confirmed
-    /// when this sequence's iterator returns it.
+    /// when this sequence's iterator returns it. The buffer is unbounded: nothing is dropped
+    /// while the consumer is slow.
     public nonisolated var inbound: ATTInboundPDUs {
         ATTInboundPDUs(stream: inboundStream, connection: self)
     }
