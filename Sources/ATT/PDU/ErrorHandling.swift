@@ -36,3 +36,10 @@ public struct ErrorResponse: ATTPDUCodable {
         writer.writeUInt8(errorCode.rawValue)
     }
 }
+
+extension ATTError {
+    /// The peer refused a request: `.peerError` with the response's opcode, handle and code.
+    public init(_ response: ErrorResponse) {
+        self = .peerError(request: response.requestOpcode, handle: response.handle, code: response.errorCode)
+    }
+}
