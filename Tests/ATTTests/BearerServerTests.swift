@@ -105,6 +105,19 @@ struct BearerServerTests {
         #expect(bearer.receive([0x0A, 0x03, 0x00]) == [.deliverRequest(F.read(3))])
     }
 
+    @Test(arguments: [
+        ([UInt8]([0x04, 0x00, 0x00, 0xFF, 0xFF]), [UInt8]([0x01, 0x04, 0x00, 0x00, 0x01])),  // Find Information, 0x0000
+        ([0x08, 0x10, 0x00, 0x05, 0x00, 0x03, 0x28], [0x01, 0x08, 0x10, 0x00, 0x01]),  // Read By Type, start > end
+        ([0x0A, 0x00, 0x00], [0x01, 0x0A, 0x00, 0x00, 0x01]),  // Read Request, handle 0x0000
+        ([0x18, 0x05], [0x01, 0x18, 0x00, 0x00, 0x04]),  // Execute Write, reserved flags
+    ])
+    func invalidRequestsAreAnsweredByTheBearer(request: [UInt8], answer: [UInt8]) {
+        var bearer = ATTBearer(configuration: .init(acceptsRequests: true))
+        #expect(bearer.receive(request) == [.send(answer)])
+        // Answered: the next request is delivered.
+        #expect(bearer.receive([0x0A, 0x03, 0x00]) == [.deliverRequest(F.read(3))])
+    }
+
     @Test func serverAndClientRolesRunAtOnce() throws {
         var bearer = ATTBearer(configuration: .init(acceptsRequests: true))
         let (id, _) = try bearer.send(request: F.read(0x20))

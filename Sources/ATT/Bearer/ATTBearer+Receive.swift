@@ -68,13 +68,18 @@ extension ATTBearer {
         case .success(let decoded):
             pdu = decoded
         case .failure(let error):
-            return [.reportError(error), .send(errorResponse(for: opcode, malformed: error))]
+            return [.reportError(error), .send(errorResponseBytes(opcode, handle: 0, .invalidPDU))]
         }
         if case .exchangeMTURequest(let request) = pdu {
             return answerExchangeMTU(request)
         }
         guard configuration.acceptsRequests else {
             return [.send(errorResponseBytes(opcode, handle: 0, .requestNotSupported))]
+        }
+        // Protocol-level checks (a zero handle, an inverted range, reserved flags) are answered
+        // here: the server role only sees well-formed requests.
+        if let refusal = pdu.validate() {
+            return [.send(refusal.encoded)]
         }
         incomingRequest = opcode
         return [.deliverRequest(pdu)]
@@ -88,19 +93,6 @@ extension ATTBearer {
         var actions: [Action] = [.send((try? response.encode(mtu: mtu)) ?? [])]
         actions += applyExchange(clientRxMTU: request.clientRxMTU, serverRxMTU: serverRxMTU)
         return actions
-    }
-
-    /// The Error Response for a request that failed to parse: Invalid Handle for a zero handle
-    /// or an inverted range (§3.4.3.1, §3.4.4.1), Invalid PDU (0x04) otherwise.
-    private func errorResponse(for opcode: ATTOpcode, malformed error: ATTError) -> [UInt8] {
-        switch error.malformedReason {
-        case .zeroHandle?:
-            return errorResponseBytes(opcode, handle: 0, .invalidHandle)
-        case .invalidRange(let start, _)?:
-            return errorResponseBytes(opcode, handle: start, .invalidHandle)
-        default:
-            return errorResponseBytes(opcode, handle: 0, .invalidPDU)
-        }
     }
 
     private func errorResponseBytes(_ opcode: ATTOpcode, handle: UInt16, _ code: ATTErrorCode) -> [UInt8] {

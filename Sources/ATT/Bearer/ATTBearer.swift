@@ -26,7 +26,9 @@
 ///   Error Response Invalid PDU (0x04); a response fails the outstanding request; anything else
 ///   is reported and dropped.
 /// - Incoming requests go to the server role (``Action/deliverRequest(_:)``) when
-///   ``Configuration/acceptsRequests`` is set, and are answered Request Not Supported otherwise,
+///   ``Configuration/acceptsRequests`` is set, after `ATTPDU.validate()` (a zero handle or an
+///   inverted range is answered Invalid Handle by the bearer), and are answered Request Not
+///   Supported otherwise,
 ///   as is every request opcode Core 5.4 does not define; unknown commands are ignored. A
 ///   request arriving before the previous one is answered breaks the sequential protocol
 ///   (§3.3.2) and closes the bearer, as BlueZ does.
