@@ -148,7 +148,7 @@ struct BearerConnectionTests {
         let (a, b) = InMemoryATTChannel.pair()
         let client = ATTConnection(channel: a)
         let server = ATTConnection(channel: b)
-        let count = 2_000
+        let count = 10_000
         for index in 0..<count {
             try await server.send(F.notification(0x0025, [UInt8(index & 0xFF), UInt8(index >> 8)]))
         }
