@@ -39,12 +39,6 @@ extension ATTBearer {
 
     /// Decodes `sdu` within ATT_MTU; a longer one is malformed (`exceedsMTU`).
     private func decode(_ sdu: [UInt8]) -> Result<ATTPDU, ATTError> {
-        if sdu.count > mtu {
-            return .failure(
-                .malformed(
-                    opcode: ATTOpcode(sdu[0]), field: "Opcode", offset: 0,
-                    reason: .exceedsMTU(length: sdu.count, mtu: mtu)))
-        }
         do throws(ATTError) {
             return .success(try ATTPDU(decoding: sdu, mtu: mtu))
         } catch {
@@ -89,8 +83,8 @@ extension ATTBearer {
     private mutating func answerExchangeMTU(_ request: ExchangeMTURequest) -> [Action] {
         let serverRxMTU = UInt16(clamping: configuration.rxMTU)
         let response = ATTPDU.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: serverRxMTU))
-        // Three octets always fit the minimum ATT_MTU of 23.
-        var actions: [Action] = [.send((try? response.encode(mtu: mtu)) ?? [])]
+        // Three octets: always within the minimum ATT_MTU of 23.
+        var actions: [Action] = [.send(response.encoded)]
         actions += applyExchange(clientRxMTU: request.clientRxMTU, serverRxMTU: serverRxMTU)
         return actions
     }
