@@ -1,20 +1,42 @@
 import Bluetooth
-import Foundation
 import Testing
 
 @testable import ATT
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Loads fixture traces and plays the host side of one through an ``ATTConnection`` over a
 /// ``ScriptedATTChannel``.
 enum TraceReplay {
-    /// `<package root>/Fixtures/traces`.
-    static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/traces")
+    /// `<package root>/Fixtures/traces` (no Foundation in this test module: its overloads slow
+    /// the type checking of every `#expect`).
+    static let directory: String = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)  // ATTTests/TraceReplaySupport.swift, Tests
+        return parts.joined(separator: "/") + "/Fixtures/traces"
+    }()
+
+    struct FixtureMissing: Error, CustomStringConvertible {
+        var path: String
+        var description: String { "cannot read fixture \(path)" }
+    }
 
     static func load(_ name: String) throws -> ATTTrace {
-        let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-        return try ATTTrace(parsing: text)
+        let path = directory + "/" + name
+        guard let file = fopen(path, "rb") else { throw FixtureMissing(path: path) }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return try ATTTrace(parsing: String(decoding: bytes, as: UTF8.self))
     }
 
     struct Outcome {
