@@ -29,8 +29,8 @@ public func runGATTClient(_ arguments: [String]) -> Int32 {
             }
             return ExitCode.success.rawValue
         } catch {
-            let code: ExitCode
-            if case .system = error { code = .unavailable } else { code = .failure }
+            var code = ExitCode.failure
+            if case .system(_, let errno) = error, errno == .permissionDenied || errno == .accessDenied { code = .permission }
             return fail(CLIFailure(message: "\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output)
         }
     }
