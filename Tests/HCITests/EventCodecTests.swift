@@ -147,9 +147,9 @@ struct EventVectorTests {
         #expect(LESubeventCode.extendedAdvertisingReport.description == "LE Extended Advertising Report")
         let event = try HCIEvent(bytes: bytes("590500400001 07"))
         #expect(event.eventCode == .encryptionChangeV2)
-        #expect(event.description == "Encryption Change: status 0x00 handle 64 encryption on key size 7")
+        #expect(event.description == "Encryption Change: Success (0x00) handle 64 encryption on key size 7")
         let update = try HCIEvent(bytes: bytes("3e0a0300000206000000f401"))
-        #expect(update.description == "LE Connection Update Complete: status 0x00 handle 512 interval 7.50 ms latency 0 timeout 5000 ms")
+        #expect(update.description == "LE Connection Update Complete: Success (0x00) handle 512 interval 7.50 ms latency 0 timeout 5000 ms")
     }
 }
 
