@@ -1,13 +1,13 @@
 import Bluetooth
 import Testing
 
+@testable import HCI
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-@testable import HCI
 
 /// `<package root>/../shared/captures`, from this file's path.
 private let commandCaptureDirectory: String = {

@@ -202,13 +202,15 @@ enum CommandTestVectors {
             "LE Set Advertising Enable", "0a200101",
             .leSetAdvertisingEnable(LESetAdvertisingEnableCommand(advertisingEnable: true))),
         CommandVector(
-            "LE Set Extended Advertising Parameters legacy", "362019 00 1300 a00000 a00000 07 01 00 000000000000 00 7f 01 00 01 00 00",
+            "LE Set Extended Advertising Parameters legacy",
+            "362019 00 1300 a00000 a00000 07 01 00 000000000000 00 7f 01 00 01 00 00",
             .leSetExtendedAdvertisingParametersV1(
                 LESetExtendedAdvertisingParametersV1Command(
                     advertisingHandle: 0, advertisingEventProperties: [.connectable, .scannable, .useLegacyPDUs],
                     primaryAdvertisingIntervalMin: 0xA0, primaryAdvertisingIntervalMax: 0xA0, ownAddressType: .random))),
         CommandVector(
-            "LE Set Extended Advertising Parameters coded", "362019 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03 05 01",
+            "LE Set Extended Advertising Parameters coded",
+            "362019 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03 05 01",
             .leSetExtendedAdvertisingParametersV1(
                 LESetExtendedAdvertisingParametersV1Command(
                     advertisingHandle: 1, advertisingEventProperties: .connectable,
@@ -222,10 +224,12 @@ enum CommandTestVectors {
                     advertisingHandle: 1, operation: .complete, shouldNotFragment: true,
                     advertisingData: [0x02, 0x01, 0x06]))),
         CommandVector(
-            "LE Set Extended Advertising Data first fragment 251", "3720ff 00 01 00 fb" + String(repeating: "5a", count: 251),
+            "LE Set Extended Advertising Data first fragment 251",
+            "3720ff 00 01 00 fb" + String(repeating: "5a", count: 251),
             .leSetExtendedAdvertisingData(
                 LESetExtendedAdvertisingDataCommand(
-                    advertisingHandle: 0, operation: .firstFragment, advertisingData: Array(repeating: 0x5A, count: 251)))),
+                    advertisingHandle: 0, operation: .firstFragment, advertisingData: Array(repeating: 0x5A, count: 251)
+                ))),
         CommandVector(
             "LE Set Extended Advertising Enable three sets", "39200e 01 03 00000000 01640005 02e80300",
             .leSetExtendedAdvertisingEnable(

@@ -183,7 +183,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         if case .unknown(let packet) = self {
             let known = HCIOpcode.names[packet.opcode.rawValue] != nil
-            let head = known
+            let head =
+                known
                 ? "\(packet.opcode.displayName) (\(CommandFormat.hex(packet.opcode.rawValue, digits: 4)))"
                 : packet.opcode.displayName
             return packet.parameters.isEmpty ? head : head + ": " + Hex.encode(packet.parameters)

@@ -276,7 +276,8 @@ public enum HCIConnectionHandleLimit {
         throws(HCIError)
     {
         guard handle <= maximum else {
-            throw .malformed(context: opcode.description, reason: .invalidValue(field: field, value: Int(handle)), offset: offset)
+            throw .malformed(
+                context: opcode.description, reason: .invalidValue(field: field, value: Int(handle)), offset: offset)
         }
     }
 }

@@ -66,13 +66,15 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
             case .leReadBufferSizeV2:
                 self = .leReadBufferSizeV2(try parse(LEReadBufferSizeV2Command.ReturnParameters.self))
             case .leReadLocalSupportedFeatures:
-                self = .leReadLocalSupportedFeatures(try parse(LEReadLocalSupportedFeaturesCommand.ReturnParameters.self))
+                self = .leReadLocalSupportedFeatures(
+                    try parse(LEReadLocalSupportedFeaturesCommand.ReturnParameters.self))
             case .leReadPHY: self = .leReadPHY(try parse(LEReadPHYCommand.ReturnParameters.self))
             case .leSetDataLength: self = .leSetDataLength(try parse(ConnectionHandleReturnParameters.self))
             case .leRemoteConnectionParameterRequestReply:
                 self = .leRemoteConnectionParameterRequestReply(try parse(ConnectionHandleReturnParameters.self))
             case .leRemoteConnectionParameterRequestNegativeReply:
-                self = .leRemoteConnectionParameterRequestNegativeReply(try parse(ConnectionHandleReturnParameters.self))
+                self = .leRemoteConnectionParameterRequestNegativeReply(
+                    try parse(ConnectionHandleReturnParameters.self))
             case .leSetExtendedAdvertisingParametersV1:
                 self = .leSetExtendedAdvertisingParametersV1(
                     try parse(LESetExtendedAdvertisingParametersV1Command.ReturnParameters.self))

@@ -11,7 +11,9 @@ public struct CoreVersion: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let v5_0 = CoreVersion(rawValue: 0x09)
     public static let v5_4 = CoreVersion(rawValue: 0x0D)
 
-    static let names = ["1.0b", "1.1", "1.2", "2.0", "2.1", "3.0", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "5.3", "5.4", "6.0"]
+    static let names = [
+        "1.0b", "1.1", "1.2", "2.0", "2.1", "3.0", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "5.3", "5.4", "6.0",
+    ]
 
     /// `"5.4"`, `nil` when unknown.
     public var name: String? { Int(rawValue) < Self.names.count ? Self.names[Int(rawValue)] : nil }
@@ -51,7 +53,8 @@ public struct ReadLocalVersionInformationCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalVersionInformationCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalVersionInformationCommand.opcode) return parameters")
             status = try r.status()
             hciVersion = CoreVersion(rawValue: try r.uint8())
             hciSubversion = try r.uint16()
@@ -121,7 +124,8 @@ public struct ReadLocalSupportedCommandsCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalSupportedCommandsCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalSupportedCommandsCommand.opcode) return parameters")
             status = try r.status()
             // 64 octets read, so the initializer cannot fail.
             supportedCommands = HCISupportedCommands(octets: try r.bytes(HCISupportedCommands.octetCount))!
@@ -175,7 +179,8 @@ public struct ReadLocalSupportedFeaturesCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalSupportedFeaturesCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalSupportedFeaturesCommand.opcode) return parameters")
             status = try r.status()
             lmpFeatures = LMPFeatures(rawValue: try r.uint64())
             try r.end()

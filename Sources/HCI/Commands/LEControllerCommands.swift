@@ -216,7 +216,8 @@ public struct LEReadLocalSupportedFeaturesCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(LEReadLocalSupportedFeaturesCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(LEReadLocalSupportedFeaturesCommand.opcode) return parameters")
             status = try r.status()
             leFeatures = LEFeatures(rawValue: try r.uint64())
             try r.end()
