@@ -213,6 +213,17 @@ struct CommandReturnTests {
         #expect(try reset.decodeReturn(for: ResetCommand.self) == StatusReturnParameters())
     }
 
+    @Test func buildsCompletionForCommand() throws {
+        let event = CommandCompleteEvent(
+            completing: ReadBDADDRCommand.self, numHCICommandPackets: 2,
+            returning: .init(address: commandTestAddress))
+        #expect(event.opcode == .readBDADDR && event.numHCICommandPackets == 2)
+        #expect(event.returnParameters == Hex.decode("00f43207dc1b00")!)
+        #expect(try event.decodeReturn(for: ReadBDADDRCommand.self).address == commandTestAddress)
+        let reset = CommandCompleteEvent(completing: ResetCommand.self, returning: .init())
+        #expect(reset.returnParameters == [0] && reset.numHCICommandPackets == 1)
+    }
+
     @Test func decodeReturnFailureIsCommandFailed() {
         // Status only, as controllers send on failure.
         let short = CommandCompleteEvent(numHCICommandPackets: 1, opcode: .readRSSI, returnParameters: [0x02])

@@ -40,6 +40,15 @@ public struct CommandCompleteEvent: Hashable, Sendable {
 }
 
 extension CommandCompleteEvent {
+    /// The Command Complete that answers command `C` with `returnParameters` (what a controller,
+    /// or the emulator, sends).
+    public init<C: HCICommand>(
+        completing command: C.Type, numHCICommandPackets: UInt8 = 1, returning returnParameters: C.ReturnParameters
+    ) {
+        self.init(
+            numHCICommandPackets: numHCICommandPackets, opcode: C.opcode, returnParameters: returnParameters.bytes)
+    }
+
     /// The return parameters of command `C`. Throws `.commandFailed` when the status is not
     /// success (whatever follows it: controllers often return only the status on failure), and
     /// `.malformed` when the opcode is another command's or the parameters are not exactly `C`'s.
