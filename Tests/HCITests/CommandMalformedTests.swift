@@ -170,6 +170,23 @@ enum CommandMalformedTable {
             invalid(.leSetExtendedAdvertisingEnable, "Advertising_Handle", 0xF0, at: 2)),
         CommandMalformedCase(
             "LE Read PHY handle 0x1000", "3020020010", invalid(.leReadPHY, "Connection_Handle", 0x1000, at: 0)),
+        CommandMalformedCase(
+            "Filter accept list Address_Type 2", "112007 02 665544332211",
+            invalid(.leAddDeviceToFilterAcceptList, "Address_Type", 2, at: 0)),
+        CommandMalformedCase(
+            "LE_Supported_Host 2", "6d0c02 02 00", invalid(.writeLEHostSupport, "LE_Supported_Host", 2, at: 0)),
+        CommandMalformedCase(
+            "Write Local Name 247 octets", "130cf7" + String(repeating: "41", count: 247),
+            truncated("HCI_Write_Local_Name", needed: 248, available: 247, at: 0)),
+        CommandMalformedCase(
+            "Scan_Response_Data_Length beyond bytes", "382006 00 03 00 04 0201",
+            truncated("HCI_LE_Set_Extended_Scan_Response_Data", needed: 4, available: 2, at: 4)),
+        CommandMalformedCase(
+            "Remove Advertising_Handle 0xF0", "3c2001 f0",
+            invalid(.leRemoveAdvertisingSet, "Advertising_Handle", 0xF0, at: 0)),
+        CommandMalformedCase(
+            "Set Random Address Advertising_Handle 0xFF", "352007 ff ef3f6c8eca5a",
+            invalid(.leSetAdvertisingSetRandomAddress, "Advertising_Handle", 0xFF, at: 0)),
     ]
 }
 

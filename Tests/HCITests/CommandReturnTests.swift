@@ -143,7 +143,58 @@ enum CommandReturnVectors {
         CommandReturnVector(
             "LE Set Extended Advertising Parameters failed", .leSetExtendedAdvertisingParametersV1, "12",
             .failed(.leSetExtendedAdvertisingParametersV1, .invalidHCICommandParameters)),
-        CommandReturnVector("Unknown opcode stays raw", .writeLEHostSupport, "00", .raw(.writeLEHostSupport, [0x00])),
+        CommandReturnVector("Unknown opcode stays raw", .writeScanEnable, "00", .raw(.writeScanEnable, [0x00])),
+        CommandReturnVector("Write LE Host Support", .writeLEHostSupport, "00", .status(.writeLEHostSupport, .init())),
+        CommandReturnVector("LE Clear Filter Accept List", .leClearFilterAcceptList, "00", .status(.leClearFilterAcceptList, .init())),
+        CommandReturnVector(
+            "LE Set Extended Scan Response Data refused", .leSetExtendedScanResponseData, "12",
+            .status(.leSetExtendedScanResponseData, .init(status: .invalidHCICommandParameters))),
+        CommandReturnVector(
+            "Read Local Name", .readLocalName, "00" + Hex.encode(HCILocalName("MTK CONNAC #1").octets),
+            .readLocalName(.init(localName: HCILocalName("MTK CONNAC #1")))),
+        CommandReturnVector(
+            "Read Local Name with bytes after the NUL", .readLocalName, "00 4142 00 ff" + String(repeating: "00", count: 244),
+            .readLocalName(.init(localName: HCILocalName(octets: [0x41, 0x42, 0x00, 0xFF] + [UInt8](repeating: 0, count: 244))!))),
+        CommandReturnVector("Read Local Name failed", .readLocalName, "01", .failed(.readLocalName, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Filter Accept List Size", .leReadFilterAcceptListSize, "00 40",
+            .leReadFilterAcceptListSize(.init(filterAcceptListSize: 64))),
+        CommandReturnVector(
+            "LE Read Filter Accept List Size failed", .leReadFilterAcceptListSize, "01",
+            .failed(.leReadFilterAcceptListSize, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Rand", .leRand, "00 8cbc154ce8acec0d", .leRand(.init(randomNumber: 0x0DEC_ACE8_4C15_BC8C))),
+        CommandReturnVector("LE Rand failed", .leRand, "01", .failed(.leRand, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Supported States", .leReadSupportedStates, "00 ffffffffff030000",
+            .leReadSupportedStates(.init(leStates: 0x0000_03FF_FFFF_FFFF))),
+        CommandReturnVector(
+            "LE Read Supported States failed", .leReadSupportedStates, "01", .failed(.leReadSupportedStates, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Suggested Default Data Length", .leReadSuggestedDefaultDataLength, "00 1b00 4801",
+            .leReadSuggestedDefaultDataLength(.init(suggestedMaxTXOctets: 27, suggestedMaxTXTime: 328))),
+        CommandReturnVector(
+            "LE Read Suggested Default Data Length failed", .leReadSuggestedDefaultDataLength, "01",
+            .failed(.leReadSuggestedDefaultDataLength, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Maximum Data Length", .leReadMaximumDataLength, "00 fb00 9042 fb00 9042",
+            .leReadMaximumDataLength(
+                .init(supportedMaxTXOctets: 251, supportedMaxTXTime: 0x4290, supportedMaxRXOctets: 251, supportedMaxRXTime: 0x4290))),
+        CommandReturnVector(
+            "LE Read Maximum Data Length failed", .leReadMaximumDataLength, "01",
+            .failed(.leReadMaximumDataLength, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Maximum Advertising Data Length", .leReadMaximumAdvertisingDataLength, "00 7206",
+            .leReadMaximumAdvertisingDataLength(.init(maxAdvertisingDataLength: 1650))),
+        CommandReturnVector(
+            "LE Read Maximum Advertising Data Length failed", .leReadMaximumAdvertisingDataLength, "01",
+            .failed(.leReadMaximumAdvertisingDataLength, .unknownHCICommand)),
+        CommandReturnVector(
+            "LE Read Number of Supported Advertising Sets", .leReadNumberOfSupportedAdvertisingSets, "00 10",
+            .leReadNumberOfSupportedAdvertisingSets(.init(numSupportedAdvertisingSets: 16))),
+        CommandReturnVector(
+            "LE Read Number of Supported Advertising Sets failed", .leReadNumberOfSupportedAdvertisingSets, "01",
+            .failed(.leReadNumberOfSupportedAdvertisingSets, .unknownHCICommand)),
         CommandReturnVector(
             "Vendor opcode stays raw", HCIOpcode(rawValue: 0xFC01), "00 0102",
             .raw(HCIOpcode(rawValue: 0xFC01), [0, 1, 2])),
@@ -358,7 +409,9 @@ struct CommandReturnTests {
             .readLocalVersionInformation, "000d34120d0f007856",
             "Read Local Version Information: Success (0x00), HCI 5.4 (0x0d) revision 0x1234, LMP 5.4 (0x0d) subversion 0x5678, company 0x000f"
         ),
-        (.writeLEHostSupport, "00", "Write LE Host Support: Success (0x00)"),
+        (.writeScanEnable, "00", "Write Scan Enable: Success (0x00)"),
+        (.writeScanEnable, "0c01", "Write Scan Enable: Command Disallowed (0x0c), 01"),
+        (.leReadMaximumAdvertisingDataLength, "007206", "LE Read Maximum Advertising Data Length: Success (0x00), 1650 octets"),
         (HCIOpcode(rawValue: 0), "", "NOP"),
     ]
 

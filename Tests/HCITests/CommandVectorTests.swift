@@ -244,8 +244,57 @@ enum CommandTestVectors {
             "LE Set Extended Advertising Enable disable all", "39200200 00",
             .leSetExtendedAdvertisingEnable(LESetExtendedAdvertisingEnableCommand(enable: false, sets: []))),
         CommandVector(
-            "Unknown opcode (Write LE Host Support) stays raw", "6d0c020100",
-            .unknown(try! HCICommandPacket(opcode: .writeLEHostSupport, parameters: [0x01, 0x00]))),
+            "Write Local Name", "130cf8" + Hex.encode(Array("Fire Tablet".utf8)) + commandZeros(248 - 11),
+            .writeLocalName(WriteLocalNameCommand(localName: HCILocalName("Fire Tablet")))),
+        CommandVector("Read Local Name", "140c00", .readLocalName(.init())),
+        CommandVector(
+            "Write LE Host Support", "6d0c02 01 00",
+            .writeLEHostSupport(WriteLEHostSupportCommand(leSupportedHost: true))),
+        CommandVector(
+            "Write LE Host Support with legacy simultaneous octet", "6d0c02 01 01",
+            .writeLEHostSupport(WriteLEHostSupportCommand(leSupportedHost: true, unused: 1))),
+        CommandVector("LE Read Filter Accept List Size", "0f2000", .leReadFilterAcceptListSize(.init())),
+        CommandVector("LE Clear Filter Accept List", "102000", .leClearFilterAcceptList(.init())),
+        CommandVector(
+            "LE Add Device To Filter Accept List", "112007 01 665544332211",
+            .leAddDeviceToFilterAcceptList(.init(addressType: .random, address: commandTestPeer))),
+        CommandVector(
+            "LE Add Device To Filter Accept List anonymous", "112007 ff 000000000000",
+            .leAddDeviceToFilterAcceptList(.init(addressType: .anonymous, address: .zero))),
+        CommandVector(
+            "LE Remove Device From Filter Accept List", "122007 00 f43207dc1b00",
+            .leRemoveDeviceFromFilterAcceptList(.init(addressType: .public, address: commandTestAddress))),
+        CommandVector("LE Rand", "182000", .leRand(.init())),
+        CommandVector("LE Read Supported States", "1c2000", .leReadSupportedStates(.init())),
+        CommandVector("LE Read Suggested Default Data Length", "232000", .leReadSuggestedDefaultDataLength(.init())),
+        CommandVector(
+            "LE Write Suggested Default Data Length", "242004 fb00 4808",
+            .leWriteSuggestedDefaultDataLength(.init(suggestedMaxTXOctets: 251, suggestedMaxTXTime: 2120))),
+        CommandVector("LE Read Maximum Data Length", "2f2000", .leReadMaximumDataLength(.init())),
+        CommandVector(
+            "LE Set Default PHY", "312003 00 03 03",
+            .leSetDefaultPHY(.init(txPHYs: [.le1M, .le2M], rxPHYs: [.le1M, .le2M]))),
+        CommandVector(
+            "LE Set Default PHY no preference", "312003 03 00 00",
+            .leSetDefaultPHY(.init(allPHYs: [.noTXPreference, .noRXPreference], txPHYs: [], rxPHYs: []))),
+        CommandVector(
+            "LE Set Advertising Set Random Address", "352007 00 ef3f6c8eca5a",
+            .leSetAdvertisingSetRandomAddress(
+                .init(advertisingHandle: 0, randomAddress: BluetoothAddress("5A:CA:8E:6C:3F:EF")!))),
+        CommandVector(
+            "LE Set Extended Scan Response Data", "382007 00 03 01 03 020a00",
+            .leSetExtendedScanResponseData(
+                .init(advertisingHandle: 0, operation: .complete, shouldNotFragment: true, scanResponseData: [2, 0x0A, 0]))),
+        CommandVector(
+            "LE Read Maximum Advertising Data Length", "3a2000", .leReadMaximumAdvertisingDataLength(.init())),
+        CommandVector(
+            "LE Read Number of Supported Advertising Sets", "3b2000",
+            .leReadNumberOfSupportedAdvertisingSets(.init())),
+        CommandVector("LE Remove Advertising Set", "3c2001 02", .leRemoveAdvertisingSet(.init(advertisingHandle: 2))),
+        CommandVector("LE Clear Advertising Sets", "3d2000", .leClearAdvertisingSets(.init())),
+        CommandVector(
+            "Unknown opcode (Write Scan Enable) stays raw", "1a0c0100",
+            .unknown(try! HCICommandPacket(opcode: .writeScanEnable, parameters: [0x00]))),
         CommandVector(
             "Vendor opcode stays raw", "01fc03aabbcc",
             .unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0xFC01), parameters: [0xAA, 0xBB, 0xCC]))),
@@ -285,7 +334,7 @@ struct CommandVectorTests {
         for type in AnyHCICommand.commandTypes {
             #expect(covered.contains(type.opcode), "no vector for \(type.opcode)")
         }
-        #expect(AnyHCICommand.commandTypes.count == 34)
+        #expect(AnyHCICommand.commandTypes.count == 53)
     }
 
     @Test func unknownOpcodeNeverFails() throws {
@@ -373,10 +422,18 @@ struct CommandDescriptionTests {
             "LE Read PHY: handle 64"
         ),
         (
-            .unknown(try! HCICommandPacket(opcode: .writeLEHostSupport, parameters: [1, 0])),
-            "Write LE Host Support (0x0c6d): 0100"
+            .unknown(try! HCICommandPacket(opcode: .writeScanEnable, parameters: [3])),
+            "Write Scan Enable (0x0c1a): 03"
         ),
         (.unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0xFC01))), "Unknown command 0xfc01"),
+        (
+            .writeLocalName(WriteLocalNameCommand(localName: HCILocalName("Pixel 6 Pro"))),
+            "Write Local Name: \"Pixel 6 Pro\""
+        ),
+        (
+            .leAddDeviceToFilterAcceptList(.init(addressType: .random, address: commandTestPeer)),
+            "LE Add Device To Filter Accept List: 11:22:33:44:55:66 (random)"
+        ),
     ]
 
     @Test(arguments: 0..<cases.count)
