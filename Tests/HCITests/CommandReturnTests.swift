@@ -275,6 +275,23 @@ struct CommandReturnTests {
         #expect(reset.returnParameters == [0] && reset.numHCICommandPackets == 1)
     }
 
+    @Test func commandStatusCheck() throws {
+        try CommandStatusEvent(status: .success, numHCICommandPackets: 1, opcode: .leCreateConnection)
+            .check(for: LECreateConnectionCommand.self)
+        #expect(throws: HCIError.commandFailed(opcode: .disconnect, status: .unknownConnectionIdentifier)) {
+            try CommandStatusEvent(status: .unknownConnectionIdentifier, numHCICommandPackets: 1, opcode: .disconnect)
+                .check(for: DisconnectCommand.self)
+        }
+        #expect(
+            throws: HCIError.malformed(
+                context: "HCI_Command_Status for HCI_Disconnect",
+                reason: .invalidValue(field: "Command_Opcode", value: 0x2032), offset: 2)
+        ) {
+            try CommandStatusEvent(status: .success, numHCICommandPackets: 1, opcode: .leSetPHY)
+                .check(for: DisconnectCommand.self)
+        }
+    }
+
     @Test func decodeReturnFailureIsCommandFailed() {
         // Status only, as controllers send on failure.
         let short = CommandCompleteEvent(numHCICommandPackets: 1, opcode: .readRSSI, returnParameters: [0x02])

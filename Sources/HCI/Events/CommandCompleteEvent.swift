@@ -117,3 +117,16 @@ public struct CommandStatusEvent: Hashable, Sendable {
         writer.writeUInt16LE(opcode.rawValue)
     }
 }
+
+extension CommandStatusEvent {
+    /// Checks that this Command Status answers command `C` and accepted it: throws `.malformed`
+    /// for another command's opcode and `.commandFailed` for a failure status.
+    public func check<C: HCICommand>(for command: C.Type) throws(HCIError) {
+        guard opcode == C.opcode else {
+            throw .malformed(
+                context: "HCI_Command_Status for \(C.opcode)",
+                reason: .invalidValue(field: "Command_Opcode", value: Int(opcode.rawValue)), offset: 2)
+        }
+        guard status == .success else { throw .commandFailed(opcode: opcode, status: status) }
+    }
+}
