@@ -362,7 +362,9 @@ struct CommandVectorTests {
             leCoded: .init(scanType: .active, scanInterval: 16, scanWindow: 16))
         #expect(scan.scanningPHYs == [.le1M, .leCoded])
         #expect(scan.scanningPHYs.phys == [.le1M, .leCoded])
-        #expect(LEPHYMask(rawValue: 0x07).description == "LE 1M, LE 2M, LE Coded")
+        #expect(LEPHYMask(rawValue: 0x07).description == "LE 1M/LE 2M/LE Coded")
+        #expect(LEPHYMask(rawValue: 0x0A).description == "LE 2M/0x08")
+        #expect(LEPHYMask(rawValue: 0).description == "none")
     }
 }
 
