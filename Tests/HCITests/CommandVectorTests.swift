@@ -391,7 +391,7 @@ struct CommandDescriptionTests {
                     connectionHandle: 1,
                     connectionParameters: .init(
                         connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 42))),
-            "LE Connection Update: handle 1, interval 30.000–50.000 ms, latency 0, timeout 420.000 ms, CE 0.000–0.000 ms"
+            "LE Connection Update: handle 1, interval 30.000–50.000 ms, latency 0, timeout 420.000 ms, CE 0.000 ms"
         ),
         (
             .leSetAdvertisingData(LESetAdvertisingDataCommand(advertisingData: [2, 1, 6])),
