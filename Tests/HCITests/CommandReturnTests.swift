@@ -410,6 +410,14 @@ struct CommandReturnTests {
         #expect(!commands.supports(octet: 0, bit: 8))
         #expect(commands.count == 2 + 7 + 1)
         #expect(HCISupportedCommands(octets: [0]) == nil)
+        #expect(commands.supports(.reset) == true)
+        #expect(commands.supports(.setEventMask) == true)
+        #expect(commands.supports(.disconnect) == false)
+        #expect(commands.supports(.readLocalSupportedCommands) == nil)
+        // Every modelled command but Read Local Supported Commands has a position.
+        for type in AnyHCICommand.commandTypes where type.opcode != .readLocalSupportedCommands {
+            #expect(HCISupportedCommands.positions[type.opcode] != nil, "\(type.opcode)")
+        }
 
         let lmp = LMPFeatures(rawValue: 0x875B_3FD8_FE8F_FFFF)
         #expect(lmp.contains(bit: LMPFeatures.leSupportedController))
