@@ -187,6 +187,27 @@ enum CommandMalformedTable {
         CommandMalformedCase(
             "Set Random Address Advertising_Handle 0xFF", "352007 ff ef3f6c8eca5a",
             invalid(.leSetAdvertisingSetRandomAddress, "Advertising_Handle", 0xFF, at: 0)),
+        CommandMalformedCase(
+            "v2 Subevent 0x80", "85201c 02 80 00 00 00 665544332211 01 6000 6000 1800 2800 0000 f401 0000 0000",
+            invalid(.leExtendedCreateConnectionV2, "Subevent", 0x80, at: 1)),
+        CommandMalformedCase(
+            "v2 Advertising_Handle 0xF0",
+            "85201c f0 05 00 00 00 665544332211 01 6000 6000 1800 2800 0000 f401 0000 0000",
+            invalid(.leExtendedCreateConnectionV2, "Advertising_Handle", 0xF0, at: 0)),
+        CommandMalformedCase(
+            "v2 Initiating_PHYs empty", "85200c ff ff 00 00 00 665544332211 00",
+            invalid(.leExtendedCreateConnectionV2, "Initiating_PHYs", 0, at: 11)),
+        CommandMalformedCase(
+            "v2 Primary_Advertising_PHY_Options 5",
+            "7f201b 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03 05 01 05 00",
+            invalid(.leSetExtendedAdvertisingParametersV2, "Primary_Advertising_PHY_Options", 5, at: 25)),
+        CommandMalformedCase(
+            "v2 Advertising_SID 0x10",
+            "7f201b 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03 10 01 00 00",
+            invalid(.leSetExtendedAdvertisingParametersV2, "Advertising_SID", 0x10, at: 23)),
+        CommandMalformedCase(
+            "v2 parameters cut inside the v1 part", "7f2017 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03",
+            truncated("HCI_LE_Set_Extended_Advertising_Parameters [v2]", needed: 25, available: 23, at: 0)),
     ]
 }
 

@@ -284,7 +284,9 @@ enum CommandTestVectors {
         CommandVector(
             "LE Set Extended Scan Response Data", "382007 00 03 01 03 020a00",
             .leSetExtendedScanResponseData(
-                .init(advertisingHandle: 0, operation: .complete, shouldNotFragment: true, scanResponseData: [2, 0x0A, 0]))),
+                .init(
+                    advertisingHandle: 0, operation: .complete, shouldNotFragment: true, scanResponseData: [2, 0x0A, 0])
+            )),
         CommandVector(
             "LE Read Maximum Advertising Data Length", "3a2000", .leReadMaximumAdvertisingDataLength(.init())),
         CommandVector(
@@ -292,6 +294,50 @@ enum CommandTestVectors {
             .leReadNumberOfSupportedAdvertisingSets(.init())),
         CommandVector("LE Remove Advertising Set", "3c2001 02", .leRemoveAdvertisingSet(.init(advertisingHandle: 2))),
         CommandVector("LE Clear Advertising Sets", "3d2000", .leClearAdvertisingSets(.init())),
+        CommandVector(
+            "LE Set Extended Advertising Parameters v2",
+            "7f201b 01 0100 200300 400600 07 01 00 000000000000 00 f6 03 00 03 05 01 03 04",
+            .leSetExtendedAdvertisingParametersV2(
+                LESetExtendedAdvertisingParametersV2Command(
+                    parameters: LESetExtendedAdvertisingParametersV1Command(
+                        advertisingHandle: 1, advertisingEventProperties: .connectable,
+                        primaryAdvertisingIntervalMin: 0x0320, primaryAdvertisingIntervalMax: 0x0640,
+                        ownAddressType: .random, advertisingTxPower: -10, primaryAdvertisingPHY: .leCoded,
+                        secondaryAdvertisingPHY: .leCoded, advertisingSID: 5, scanRequestNotificationEnable: true),
+                    primaryAdvertisingPHYOptions: .requireS2, secondaryAdvertisingPHYOptions: .requireS8))),
+        CommandVector(
+            "LE Extended Create Connection v2 1M+Coded",
+            "85202c ff ff 00 01 00 665544332211 05 "
+                + "6000 6000 1800 2800 0000 f401 0000 0000 "
+                + "2001 9000 5000 5000 0200 800c 0100 0200",
+            .leExtendedCreateConnectionV2(
+                LEExtendedCreateConnectionV2Command(
+                    parameters: LEExtendedCreateConnectionV1Command(
+                        initiatorFilterPolicy: .peerAddress, ownAddressType: .random, peerAddressType: .public,
+                        peerAddress: commandTestPeer,
+                        le1M: .init(
+                            scanInterval: 0x0060, scanWindow: 0x0060,
+                            connectionParameters: .init(
+                                connectionIntervalMin: 0x0018, connectionIntervalMax: 0x0028,
+                                supervisionTimeout: 0x01F4)),
+                        leCoded: .init(
+                            scanInterval: 0x0120, scanWindow: 0x0090,
+                            connectionParameters: .init(
+                                connectionIntervalMin: 0x0050, connectionIntervalMax: 0x0050, maxLatency: 2,
+                                supervisionTimeout: 0x0C80, minCELength: 1, maxCELength: 2)))))),
+        CommandVector(
+            "LE Extended Create Connection v2 from PAwR",
+            "85201c 02 05 00 00 00 665544332211 01 6000 6000 1800 2800 0000 f401 0000 0000",
+            .leExtendedCreateConnectionV2(
+                LEExtendedCreateConnectionV2Command(
+                    advertisingHandle: 2, subevent: 5,
+                    parameters: LEExtendedCreateConnectionV1Command(
+                        peerAddressType: .public, peerAddress: commandTestPeer,
+                        le1M: .init(
+                            scanInterval: 0x0060, scanWindow: 0x0060,
+                            connectionParameters: .init(
+                                connectionIntervalMin: 0x0018, connectionIntervalMax: 0x0028,
+                                supervisionTimeout: 0x01F4)))))),
         CommandVector(
             "Unknown opcode (Write Scan Enable) stays raw", "1a0c0100",
             .unknown(try! HCICommandPacket(opcode: .writeScanEnable, parameters: [0x00]))),
@@ -334,7 +380,7 @@ struct CommandVectorTests {
         for type in AnyHCICommand.commandTypes {
             #expect(covered.contains(type.opcode), "no vector for \(type.opcode)")
         }
-        #expect(AnyHCICommand.commandTypes.count == 53)
+        #expect(AnyHCICommand.commandTypes.count == 55)
     }
 
     @Test func unknownOpcodeNeverFails() throws {
