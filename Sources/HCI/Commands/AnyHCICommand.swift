@@ -38,6 +38,27 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     case leSetExtendedScanParameters(LESetExtendedScanParametersCommand)
     case leSetExtendedScanEnable(LESetExtendedScanEnableCommand)
     case leExtendedCreateConnectionV1(LEExtendedCreateConnectionV1Command)
+    case writeLocalName(WriteLocalNameCommand)
+    case readLocalName(ReadLocalNameCommand)
+    case writeLEHostSupport(WriteLEHostSupportCommand)
+    case leReadFilterAcceptListSize(LEReadFilterAcceptListSizeCommand)
+    case leClearFilterAcceptList(LEClearFilterAcceptListCommand)
+    case leAddDeviceToFilterAcceptList(LEAddDeviceToFilterAcceptListCommand)
+    case leRemoveDeviceFromFilterAcceptList(LERemoveDeviceFromFilterAcceptListCommand)
+    case leRand(LERandCommand)
+    case leReadSupportedStates(LEReadSupportedStatesCommand)
+    case leReadSuggestedDefaultDataLength(LEReadSuggestedDefaultDataLengthCommand)
+    case leWriteSuggestedDefaultDataLength(LEWriteSuggestedDefaultDataLengthCommand)
+    case leReadMaximumDataLength(LEReadMaximumDataLengthCommand)
+    case leSetDefaultPHY(LESetDefaultPHYCommand)
+    case leSetAdvertisingSetRandomAddress(LESetAdvertisingSetRandomAddressCommand)
+    case leSetExtendedScanResponseData(LESetExtendedScanResponseDataCommand)
+    case leReadMaximumAdvertisingDataLength(LEReadMaximumAdvertisingDataLengthCommand)
+    case leReadNumberOfSupportedAdvertisingSets(LEReadNumberOfSupportedAdvertisingSetsCommand)
+    case leRemoveAdvertisingSet(LERemoveAdvertisingSetCommand)
+    case leClearAdvertisingSets(LEClearAdvertisingSetsCommand)
+    case leSetExtendedAdvertisingParametersV2(LESetExtendedAdvertisingParametersV2Command)
+    case leExtendedCreateConnectionV2(LEExtendedCreateConnectionV2Command)
     /// An opcode this module does not model.
     case unknown(HCICommandPacket)
 
@@ -57,6 +78,27 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         LESetExtendedAdvertisingDataCommand.self, LESetExtendedAdvertisingEnableCommand.self,
         LESetExtendedScanParametersCommand.self, LESetExtendedScanEnableCommand.self,
         LEExtendedCreateConnectionV1Command.self,
+        WriteLocalNameCommand.self,
+        ReadLocalNameCommand.self,
+        WriteLEHostSupportCommand.self,
+        LEReadFilterAcceptListSizeCommand.self,
+        LEClearFilterAcceptListCommand.self,
+        LEAddDeviceToFilterAcceptListCommand.self,
+        LERemoveDeviceFromFilterAcceptListCommand.self,
+        LERandCommand.self,
+        LEReadSupportedStatesCommand.self,
+        LEReadSuggestedDefaultDataLengthCommand.self,
+        LEWriteSuggestedDefaultDataLengthCommand.self,
+        LEReadMaximumDataLengthCommand.self,
+        LESetDefaultPHYCommand.self,
+        LESetAdvertisingSetRandomAddressCommand.self,
+        LESetExtendedScanResponseDataCommand.self,
+        LEReadMaximumAdvertisingDataLengthCommand.self,
+        LEReadNumberOfSupportedAdvertisingSetsCommand.self,
+        LERemoveAdvertisingSetCommand.self,
+        LEClearAdvertisingSetsCommand.self,
+        LESetExtendedAdvertisingParametersV2Command.self,
+        LEExtendedCreateConnectionV2Command.self,
     ]
 
     /// Decodes a packet: a modelled opcode must have well-formed parameters (else the typed
@@ -117,6 +159,48 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
             self = .leSetExtendedScanEnable(try LESetExtendedScanEnableCommand(parsingParameters: &r))
         case .leExtendedCreateConnectionV1:
             self = .leExtendedCreateConnectionV1(try LEExtendedCreateConnectionV1Command(parsingParameters: &r))
+        case .writeLocalName: self = .writeLocalName(try WriteLocalNameCommand(parsingParameters: &r))
+        case .readLocalName: self = .readLocalName(try ReadLocalNameCommand(parsingParameters: &r))
+        case .writeLEHostSupport: self = .writeLEHostSupport(try WriteLEHostSupportCommand(parsingParameters: &r))
+        case .leReadFilterAcceptListSize:
+            self = .leReadFilterAcceptListSize(try LEReadFilterAcceptListSizeCommand(parsingParameters: &r))
+        case .leClearFilterAcceptList:
+            self = .leClearFilterAcceptList(try LEClearFilterAcceptListCommand(parsingParameters: &r))
+        case .leAddDeviceToFilterAcceptList:
+            self = .leAddDeviceToFilterAcceptList(try LEAddDeviceToFilterAcceptListCommand(parsingParameters: &r))
+        case .leRemoveDeviceFromFilterAcceptList:
+            self = .leRemoveDeviceFromFilterAcceptList(
+                try LERemoveDeviceFromFilterAcceptListCommand(parsingParameters: &r))
+        case .leRand: self = .leRand(try LERandCommand(parsingParameters: &r))
+        case .leReadSupportedStates:
+            self = .leReadSupportedStates(try LEReadSupportedStatesCommand(parsingParameters: &r))
+        case .leReadSuggestedDefaultDataLength:
+            self = .leReadSuggestedDefaultDataLength(try LEReadSuggestedDefaultDataLengthCommand(parsingParameters: &r))
+        case .leWriteSuggestedDefaultDataLength:
+            self = .leWriteSuggestedDefaultDataLength(
+                try LEWriteSuggestedDefaultDataLengthCommand(parsingParameters: &r))
+        case .leReadMaximumDataLength:
+            self = .leReadMaximumDataLength(try LEReadMaximumDataLengthCommand(parsingParameters: &r))
+        case .leSetDefaultPHY: self = .leSetDefaultPHY(try LESetDefaultPHYCommand(parsingParameters: &r))
+        case .leSetAdvertisingSetRandomAddress:
+            self = .leSetAdvertisingSetRandomAddress(try LESetAdvertisingSetRandomAddressCommand(parsingParameters: &r))
+        case .leSetExtendedScanResponseData:
+            self = .leSetExtendedScanResponseData(try LESetExtendedScanResponseDataCommand(parsingParameters: &r))
+        case .leReadMaximumAdvertisingDataLength:
+            self = .leReadMaximumAdvertisingDataLength(
+                try LEReadMaximumAdvertisingDataLengthCommand(parsingParameters: &r))
+        case .leReadNumberOfSupportedAdvertisingSets:
+            self = .leReadNumberOfSupportedAdvertisingSets(
+                try LEReadNumberOfSupportedAdvertisingSetsCommand(parsingParameters: &r))
+        case .leRemoveAdvertisingSet:
+            self = .leRemoveAdvertisingSet(try LERemoveAdvertisingSetCommand(parsingParameters: &r))
+        case .leClearAdvertisingSets:
+            self = .leClearAdvertisingSets(try LEClearAdvertisingSetsCommand(parsingParameters: &r))
+        case .leSetExtendedAdvertisingParametersV2:
+            self = .leSetExtendedAdvertisingParametersV2(
+                try LESetExtendedAdvertisingParametersV2Command(parsingParameters: &r))
+        case .leExtendedCreateConnectionV2:
+            self = .leExtendedCreateConnectionV2(try LEExtendedCreateConnectionV2Command(parsingParameters: &r))
         default: self = .unknown(packet)
         }
     }
@@ -163,6 +247,27 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .leSetExtendedScanParameters(let c): return c
         case .leSetExtendedScanEnable(let c): return c
         case .leExtendedCreateConnectionV1(let c): return c
+        case .writeLocalName(let c): return c
+        case .readLocalName(let c): return c
+        case .writeLEHostSupport(let c): return c
+        case .leReadFilterAcceptListSize(let c): return c
+        case .leClearFilterAcceptList(let c): return c
+        case .leAddDeviceToFilterAcceptList(let c): return c
+        case .leRemoveDeviceFromFilterAcceptList(let c): return c
+        case .leRand(let c): return c
+        case .leReadSupportedStates(let c): return c
+        case .leReadSuggestedDefaultDataLength(let c): return c
+        case .leWriteSuggestedDefaultDataLength(let c): return c
+        case .leReadMaximumDataLength(let c): return c
+        case .leSetDefaultPHY(let c): return c
+        case .leSetAdvertisingSetRandomAddress(let c): return c
+        case .leSetExtendedScanResponseData(let c): return c
+        case .leReadMaximumAdvertisingDataLength(let c): return c
+        case .leReadNumberOfSupportedAdvertisingSets(let c): return c
+        case .leRemoveAdvertisingSet(let c): return c
+        case .leClearAdvertisingSets(let c): return c
+        case .leSetExtendedAdvertisingParametersV2(let c): return c
+        case .leExtendedCreateConnectionV2(let c): return c
         case .unknown: return nil
         }
     }
@@ -183,7 +288,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         if case .unknown(let packet) = self {
             let known = HCIOpcode.names[packet.opcode.rawValue] != nil
-            let head = known
+            let head =
+                known
                 ? "\(packet.opcode.displayName) (\(CommandFormat.hex(packet.opcode.rawValue, digits: 4)))"
                 : packet.opcode.displayName
             return packet.parameters.isEmpty ? head : head + ": " + Hex.encode(packet.parameters)

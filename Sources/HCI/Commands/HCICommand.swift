@@ -19,7 +19,8 @@ public protocol HCICommand: Hashable, Sendable, CustomStringConvertible {
     associatedtype ReturnParameters: HCIReturnParameters = StatusReturnParameters
     /// Parses exactly the command parameters (after Parameter_Total_Length); strict.
     init(parsingParameters reader: inout ByteReader) throws(HCIError)
-    /// Writes the command parameters (not the opcode or length).
+    /// Writes the command parameters (not the opcode or length). Assumes `validate()` passed:
+    /// encode through `HCICommandPacket(_:)` or `encodeParameters()`, which check first.
     func writeParameters(to writer: inout ByteWriter)
     /// Checks the fields against the limits the parser enforces (lengths, counts, handles), so an
     /// encoded command always parses back. Called by `HCICommandPacket.init(_:)`.
@@ -30,8 +31,9 @@ extension HCICommand {
     public static var completion: HCICommandCompletion { .commandComplete }
     public func validate() throws(HCIError) {}
 
-    /// The parameters alone, as bytes.
-    public var parameterBytes: [UInt8] {
+    /// The parameters alone, as bytes; throws when a field breaks the command's limits.
+    public func encodeParameters() throws(HCIError) -> [UInt8] {
+        try validate()
         var writer = ByteWriter()
         writeParameters(to: &writer)
         return writer.bytes
@@ -110,8 +112,7 @@ public struct HCICommandPacket: Hashable, Sendable, CustomStringConvertible {
 
     /// The packet of a typed command; throws when the command breaks its own limits.
     public init<C: HCICommand>(_ command: C) throws(HCIError) {
-        try command.validate()
-        try self.init(opcode: C.opcode, parameters: command.parameterBytes)
+        try self.init(opcode: C.opcode, parameters: try command.encodeParameters())
     }
 
     /// Parses the bytes after the H4 indicator: the packet must end exactly where
@@ -276,7 +277,8 @@ public enum HCIConnectionHandleLimit {
         throws(HCIError)
     {
         guard handle <= maximum else {
-            throw .malformed(context: opcode.description, reason: .invalidValue(field: field, value: Int(handle)), offset: offset)
+            throw .malformed(
+                context: opcode.description, reason: .invalidValue(field: field, value: Int(handle)), offset: offset)
         }
     }
 }
@@ -295,9 +297,10 @@ enum CommandFormat {
         return "\(micro / 1000)." + String(micro % 1000).leftPadded(3) + " ms"
     }
 
-    /// `"30.000–50.000 ms"`: two values in the same unit.
+    /// `"30.000–50.000 ms"`: two values in the same unit (one when they are equal).
     static func millisecondRange<T: BinaryInteger>(_ low: T, _ high: T, microsecondsPerUnit: Int) -> String {
         let first = milliseconds(low, microsecondsPerUnit: microsecondsPerUnit)
+        if low == high { return first }
         return String(first.dropLast(3)) + "–" + milliseconds(high, microsecondsPerUnit: microsecondsPerUnit)
     }
 

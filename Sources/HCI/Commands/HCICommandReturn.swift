@@ -22,6 +22,15 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
     case leRemoteConnectionParameterRequestReply(ConnectionHandleReturnParameters)
     case leRemoteConnectionParameterRequestNegativeReply(ConnectionHandleReturnParameters)
     case leSetExtendedAdvertisingParametersV1(LESetExtendedAdvertisingParametersV1Command.ReturnParameters)
+    case readLocalName(ReadLocalNameCommand.ReturnParameters)
+    case leReadFilterAcceptListSize(LEReadFilterAcceptListSizeCommand.ReturnParameters)
+    case leRand(LERandCommand.ReturnParameters)
+    case leReadSupportedStates(LEReadSupportedStatesCommand.ReturnParameters)
+    case leReadSuggestedDefaultDataLength(LEReadSuggestedDefaultDataLengthCommand.ReturnParameters)
+    case leReadMaximumDataLength(LEReadMaximumDataLengthCommand.ReturnParameters)
+    case leReadMaximumAdvertisingDataLength(LEReadMaximumAdvertisingDataLengthCommand.ReturnParameters)
+    case leReadNumberOfSupportedAdvertisingSets(LEReadNumberOfSupportedAdvertisingSetsCommand.ReturnParameters)
+    case leSetExtendedAdvertisingParametersV2(LESetExtendedAdvertisingParametersV2Command.ReturnParameters)
     /// An opcode this module does not model (or a command answered by Command Status), or the
     /// NOP opcode 0x0000 that only grants credits: the raw return parameters.
     case raw(HCIOpcode, [UInt8])
@@ -32,6 +41,17 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
         .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable, .leSetScanParameters,
         .leSetScanEnable, .leCreateConnectionCancel, .leSetExtendedAdvertisingData,
         .leSetExtendedAdvertisingEnable, .leSetExtendedScanParameters, .leSetExtendedScanEnable,
+        .writeLocalName,
+        .writeLEHostSupport,
+        .leClearFilterAcceptList,
+        .leAddDeviceToFilterAcceptList,
+        .leRemoveDeviceFromFilterAcceptList,
+        .leWriteSuggestedDefaultDataLength,
+        .leSetDefaultPHY,
+        .leSetAdvertisingSetRandomAddress,
+        .leSetExtendedScanResponseData,
+        .leRemoveAdvertisingSet,
+        .leClearAdvertisingSets,
     ]
 
     /// Decodes `returnParameters` of a Command Complete for `opcode`. Strict: a modelled opcode
@@ -66,16 +86,38 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
             case .leReadBufferSizeV2:
                 self = .leReadBufferSizeV2(try parse(LEReadBufferSizeV2Command.ReturnParameters.self))
             case .leReadLocalSupportedFeatures:
-                self = .leReadLocalSupportedFeatures(try parse(LEReadLocalSupportedFeaturesCommand.ReturnParameters.self))
+                self = .leReadLocalSupportedFeatures(
+                    try parse(LEReadLocalSupportedFeaturesCommand.ReturnParameters.self))
             case .leReadPHY: self = .leReadPHY(try parse(LEReadPHYCommand.ReturnParameters.self))
             case .leSetDataLength: self = .leSetDataLength(try parse(ConnectionHandleReturnParameters.self))
             case .leRemoteConnectionParameterRequestReply:
                 self = .leRemoteConnectionParameterRequestReply(try parse(ConnectionHandleReturnParameters.self))
             case .leRemoteConnectionParameterRequestNegativeReply:
-                self = .leRemoteConnectionParameterRequestNegativeReply(try parse(ConnectionHandleReturnParameters.self))
+                self = .leRemoteConnectionParameterRequestNegativeReply(
+                    try parse(ConnectionHandleReturnParameters.self))
             case .leSetExtendedAdvertisingParametersV1:
                 self = .leSetExtendedAdvertisingParametersV1(
                     try parse(LESetExtendedAdvertisingParametersV1Command.ReturnParameters.self))
+            case .readLocalName: self = .readLocalName(try parse(ReadLocalNameCommand.ReturnParameters.self))
+            case .leReadFilterAcceptListSize:
+                self = .leReadFilterAcceptListSize(try parse(LEReadFilterAcceptListSizeCommand.ReturnParameters.self))
+            case .leRand: self = .leRand(try parse(LERandCommand.ReturnParameters.self))
+            case .leReadSupportedStates:
+                self = .leReadSupportedStates(try parse(LEReadSupportedStatesCommand.ReturnParameters.self))
+            case .leReadSuggestedDefaultDataLength:
+                self = .leReadSuggestedDefaultDataLength(
+                    try parse(LEReadSuggestedDefaultDataLengthCommand.ReturnParameters.self))
+            case .leReadMaximumDataLength:
+                self = .leReadMaximumDataLength(try parse(LEReadMaximumDataLengthCommand.ReturnParameters.self))
+            case .leReadMaximumAdvertisingDataLength:
+                self = .leReadMaximumAdvertisingDataLength(
+                    try parse(LEReadMaximumAdvertisingDataLengthCommand.ReturnParameters.self))
+            case .leReadNumberOfSupportedAdvertisingSets:
+                self = .leReadNumberOfSupportedAdvertisingSets(
+                    try parse(LEReadNumberOfSupportedAdvertisingSetsCommand.ReturnParameters.self))
+            case .leSetExtendedAdvertisingParametersV2:
+                self = .leSetExtendedAdvertisingParametersV2(
+                    try parse(LESetExtendedAdvertisingParametersV2Command.ReturnParameters.self))
             default:
                 self = .raw(opcode, returnParameters)
             }
@@ -109,6 +151,15 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
         case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
         case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
         case .leSetExtendedAdvertisingParametersV1: return .leSetExtendedAdvertisingParametersV1
+        case .leSetExtendedAdvertisingParametersV2: return .leSetExtendedAdvertisingParametersV2
+        case .readLocalName: return .readLocalName
+        case .leReadFilterAcceptListSize: return .leReadFilterAcceptListSize
+        case .leRand: return .leRand
+        case .leReadSupportedStates: return .leReadSupportedStates
+        case .leReadSuggestedDefaultDataLength: return .leReadSuggestedDefaultDataLength
+        case .leReadMaximumDataLength: return .leReadMaximumDataLength
+        case .leReadMaximumAdvertisingDataLength: return .leReadMaximumAdvertisingDataLength
+        case .leReadNumberOfSupportedAdvertisingSets: return .leReadNumberOfSupportedAdvertisingSets
         }
     }
 
@@ -130,7 +181,15 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
         case .leSetDataLength(let p), .leRemoteConnectionParameterRequestReply(let p),
             .leRemoteConnectionParameterRequestNegativeReply(let p):
             return p
-        case .leSetExtendedAdvertisingParametersV1(let p): return p
+        case .leSetExtendedAdvertisingParametersV1(let p), .leSetExtendedAdvertisingParametersV2(let p): return p
+        case .readLocalName(let p): return p
+        case .leReadFilterAcceptListSize(let p): return p
+        case .leRand(let p): return p
+        case .leReadSupportedStates(let p): return p
+        case .leReadSuggestedDefaultDataLength(let p): return p
+        case .leReadMaximumDataLength(let p): return p
+        case .leReadMaximumAdvertisingDataLength(let p): return p
+        case .leReadNumberOfSupportedAdvertisingSets(let p): return p
         }
     }
 

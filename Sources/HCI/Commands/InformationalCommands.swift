@@ -11,7 +11,9 @@ public struct CoreVersion: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let v5_0 = CoreVersion(rawValue: 0x09)
     public static let v5_4 = CoreVersion(rawValue: 0x0D)
 
-    static let names = ["1.0b", "1.1", "1.2", "2.0", "2.1", "3.0", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "5.3", "5.4", "6.0"]
+    static let names = [
+        "1.0b", "1.1", "1.2", "2.0", "2.1", "3.0", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "5.3", "5.4", "6.0",
+    ]
 
     /// `"5.4"`, `nil` when unknown.
     public var name: String? { Int(rawValue) < Self.names.count ? Self.names[Int(rawValue)] : nil }
@@ -51,7 +53,8 @@ public struct ReadLocalVersionInformationCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalVersionInformationCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalVersionInformationCommand.opcode) return parameters")
             status = try r.status()
             hciVersion = CoreVersion(rawValue: try r.uint8())
             hciSubversion = try r.uint16()
@@ -101,6 +104,39 @@ public struct HCISupportedCommands: Hashable, Sendable, CustomStringConvertible 
     /// How many bits are set.
     public var count: Int { octets.reduce(0) { $0 + $1.nonzeroBitCount } }
 
+    /// Whether the controller claims `opcode`; `nil` when the table below has no position for it
+    /// (HCI_Read_Local_Supported_Commands itself has none).
+    public func supports(_ opcode: HCIOpcode) -> Bool? {
+        guard let position = Self.positions[opcode] else { return nil }
+        return supports(octet: position.octet, bit: position.bit)
+    }
+
+    /// Octet and bit of the commands this module names (Core 5.4 Vol 4 Part E §6.27).
+    public static let positions: [HCIOpcode: (octet: Int, bit: Int)] = [
+        .disconnect: (0, 5), .setEventMask: (5, 6), .reset: (5, 7), .writeLocalName: (7, 0),
+        .readLocalName: (7, 1), .writeLEHostSupport: (24, 6), .readLocalVersionInformation: (14, 3),
+        .readLocalSupportedFeatures: (14, 5), .readLocalExtendedFeatures: (14, 6), .readBufferSize: (14, 7),
+        .readBDADDR: (15, 1), .readRSSI: (15, 5),
+        .leSetEventMask: (25, 0), .leReadBufferSizeV1: (25, 1), .leReadLocalSupportedFeatures: (25, 2),
+        .leSetRandomAddress: (25, 4), .leSetAdvertisingParameters: (25, 5),
+        .leReadAdvertisingPhysicalChannelTxPower: (25, 6), .leSetAdvertisingData: (25, 7),
+        .leSetScanResponseData: (26, 0), .leSetAdvertisingEnable: (26, 1), .leSetScanParameters: (26, 2),
+        .leSetScanEnable: (26, 3), .leCreateConnection: (26, 4), .leCreateConnectionCancel: (26, 5),
+        .leReadFilterAcceptListSize: (26, 6), .leClearFilterAcceptList: (26, 7),
+        .leAddDeviceToFilterAcceptList: (27, 0), .leRemoveDeviceFromFilterAcceptList: (27, 1),
+        .leConnectionUpdate: (27, 2), .leRand: (27, 7), .leReadSupportedStates: (28, 3),
+        .leRemoteConnectionParameterRequestReply: (33, 4), .leRemoteConnectionParameterRequestNegativeReply: (33, 5),
+        .leSetDataLength: (33, 6), .leReadSuggestedDefaultDataLength: (33, 7),
+        .leWriteSuggestedDefaultDataLength: (34, 0), .leReadMaximumDataLength: (35, 3), .leReadPHY: (35, 4),
+        .leSetDefaultPHY: (35, 5), .leSetPHY: (35, 6), .leSetAdvertisingSetRandomAddress: (36, 1),
+        .leSetExtendedAdvertisingParametersV1: (36, 2), .leSetExtendedAdvertisingData: (36, 3),
+        .leSetExtendedScanResponseData: (36, 4), .leSetExtendedAdvertisingEnable: (36, 5),
+        .leReadMaximumAdvertisingDataLength: (36, 6), .leReadNumberOfSupportedAdvertisingSets: (36, 7),
+        .leRemoveAdvertisingSet: (37, 0), .leClearAdvertisingSets: (37, 1), .leSetExtendedScanParameters: (37, 5),
+        .leSetExtendedScanEnable: (37, 6), .leExtendedCreateConnectionV1: (37, 7), .leReadBufferSizeV2: (41, 5),
+        .leSetExtendedAdvertisingParametersV2: (46, 2), .leExtendedCreateConnectionV2: (47, 0),
+    ]
+
     public var description: String { "\(count) commands supported" }
 }
 
@@ -121,7 +157,8 @@ public struct ReadLocalSupportedCommandsCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalSupportedCommandsCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalSupportedCommandsCommand.opcode) return parameters")
             status = try r.status()
             // 64 octets read, so the initializer cannot fail.
             supportedCommands = HCISupportedCommands(octets: try r.bytes(HCISupportedCommands.octetCount))!
@@ -175,7 +212,8 @@ public struct ReadLocalSupportedFeaturesCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(ReadLocalSupportedFeaturesCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(ReadLocalSupportedFeaturesCommand.opcode) return parameters")
             status = try r.status()
             lmpFeatures = LMPFeatures(rawValue: try r.uint64())
             try r.end()

@@ -159,7 +159,7 @@ public struct LEPHYMask: OptionSet, Hashable, Sendable, CustomStringConvertible 
         var parts = phys.map(\.description)
         let other = rawValue & ~0x07
         if other != 0 { parts.append(CommandFormat.hex(other, digits: 2)) }
-        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+        return parts.isEmpty ? "none" : parts.joined(separator: "/")
     }
 }
 

@@ -149,7 +149,9 @@ public struct LEConnectionUpdateCommand: HCICommand {
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) {
         writer.writeUInt16LE(connectionHandle)
@@ -212,7 +214,9 @@ public struct LERemoteConnectionParameterRequestReplyCommand: HCICommand {
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) {
         writer.writeUInt16LE(connectionHandle)
@@ -246,7 +250,9 @@ public struct LERemoteConnectionParameterRequestNegativeReplyCommand: HCICommand
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) {
         writer.writeUInt16LE(connectionHandle)
@@ -285,7 +291,9 @@ public struct LESetDataLengthCommand: HCICommand {
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) {
         writer.writeUInt16LE(connectionHandle)
@@ -313,7 +321,9 @@ public struct LEReadPHYCommand: HCICommand {
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt16LE(connectionHandle) }
 
@@ -391,7 +401,9 @@ public struct LESetPHYCommand: HCICommand {
         reader = r.reader
     }
 
-    public func validate() throws(HCIError) { try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0) }
+    public func validate() throws(HCIError) {
+        try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
+    }
 
     public func writeParameters(to writer: inout ByteWriter) {
         writer.writeUInt16LE(connectionHandle)

@@ -13,7 +13,9 @@ enum LEAdvertisingHandleLimit {
 
     static func check(_ handle: UInt8, in opcode: HCIOpcode, offset: Int) throws(HCIError) {
         guard handle <= maximum else {
-            throw .malformed(context: opcode.description, reason: .invalidValue(field: "Advertising_Handle", value: Int(handle)), offset: offset)
+            throw .malformed(
+                context: opcode.description, reason: .invalidValue(field: "Advertising_Handle", value: Int(handle)),
+                offset: offset)
         }
     }
 }
@@ -106,7 +108,8 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
 
     public func validate() throws(HCIError) {
         func invalid(_ field: String, _ value: Int, _ offset: Int) -> HCIError {
-            .malformed(context: Self.opcode.description, reason: .invalidValue(field: field, value: value), offset: offset)
+            .malformed(
+                context: Self.opcode.description, reason: .invalidValue(field: field, value: value), offset: offset)
         }
         try LEAdvertisingHandleLimit.check(advertisingHandle, in: Self.opcode, offset: 0)
         guard primaryAdvertisingIntervalMin >> 24 == 0 else {
@@ -148,8 +151,12 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
         ]
         if advertisingEventProperties.contains(.directed) { parts.append("peer \(peerAddress) (\(peerAddressType))") }
         parts.append("\(advertisingFilterPolicy)")
-        parts.append(advertisingTxPower == Self.noTxPowerPreference ? "TX power no preference" : "TX power \(advertisingTxPower) dBm")
-        parts.append("primary \(primaryAdvertisingPHY), secondary \(secondaryAdvertisingPHY) skip \(secondaryAdvertisingMaxSkip)")
+        parts.append(
+            advertisingTxPower == Self.noTxPowerPreference
+                ? "TX power no preference" : "TX power \(advertisingTxPower) dBm")
+        parts.append(
+            "primary \(primaryAdvertisingPHY), secondary \(secondaryAdvertisingPHY) skip \(secondaryAdvertisingMaxSkip)"
+        )
         parts.append("SID \(advertisingSID)")
         if scanRequestNotificationEnable { parts.append("scan request notifications") }
         return "\(Self.opcode.displayName): " + parts.joined(separator: ", ")
@@ -166,7 +173,8 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(LESetExtendedAdvertisingParametersV1Command.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(LESetExtendedAdvertisingParametersV1Command.opcode) return parameters")
             status = try r.status()
             selectedTxPower = try r.int8()
             try r.end()
@@ -195,7 +203,10 @@ public struct LESetExtendedAdvertisingDataCommand: HCICommand {
     public var shouldNotFragment: Bool
     public var advertisingData: [UInt8]
 
-    public init(advertisingHandle: UInt8, operation: LEAdvertisingDataOperation = .complete, shouldNotFragment: Bool = false, advertisingData: [UInt8]) {
+    public init(
+        advertisingHandle: UInt8, operation: LEAdvertisingDataOperation = .complete, shouldNotFragment: Bool = false,
+        advertisingData: [UInt8]
+    ) {
         self.advertisingHandle = advertisingHandle
         self.operation = operation
         self.shouldNotFragment = shouldNotFragment
@@ -298,7 +309,9 @@ public struct LESetExtendedAdvertisingEnableCommand: HCICommand {
 
     public func validate() throws(HCIError) {
         guard sets.count <= Self.maximumSets, !sets.isEmpty || !enable else {
-            throw .malformed(context: Self.opcode.description, reason: .invalidLength(field: "Num_Sets", value: sets.count), offset: 1)
+            throw .malformed(
+                context: Self.opcode.description, reason: .invalidLength(field: "Num_Sets", value: sets.count),
+                offset: 1)
         }
         for (index, set) in sets.enumerated() {
             try LEAdvertisingHandleLimit.check(set.advertisingHandle, in: Self.opcode, offset: 2 + 4 * index)

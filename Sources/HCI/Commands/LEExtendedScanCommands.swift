@@ -79,7 +79,8 @@ public struct LESetExtendedScanParametersCommand: HCICommand {
 
     public func validate() throws(HCIError) {
         guard !scanningPHYs.isEmpty else {
-            throw .malformed(context: Self.opcode.description, reason: .invalidValue(field: "Scanning_PHYs", value: 0), offset: 2)
+            throw .malformed(
+                context: Self.opcode.description, reason: .invalidValue(field: "Scanning_PHYs", value: 0), offset: 2)
         }
     }
 
@@ -114,7 +115,9 @@ public struct LESetExtendedScanEnableCommand: HCICommand {
     /// Period in 1.28 s units; 0 scans continuously.
     public var period: UInt16
 
-    public init(enable: Bool, filterDuplicates: LEFilterDuplicates = .disabled, duration: UInt16 = 0, period: UInt16 = 0) {
+    public init(
+        enable: Bool, filterDuplicates: LEFilterDuplicates = .disabled, duration: UInt16 = 0, period: UInt16 = 0
+    ) {
         self.enable = enable
         self.filterDuplicates = filterDuplicates
         self.duration = duration
@@ -233,7 +236,8 @@ public struct LEExtendedCreateConnectionV1Command: HCICommand {
 
     public func validate() throws(HCIError) {
         guard !initiatingPHYs.isEmpty else {
-            throw .malformed(context: Self.opcode.description, reason: .invalidValue(field: "Initiating_PHYs", value: 0), offset: 9)
+            throw .malformed(
+                context: Self.opcode.description, reason: .invalidValue(field: "Initiating_PHYs", value: 0), offset: 9)
         }
     }
 

@@ -77,7 +77,8 @@ public struct LESetAdvertisingParametersCommand: HCICommand {
     }
 
     public var description: String {
-        var text = "\(Self.opcode.displayName): \(advertisingType), interval "
+        var text =
+            "\(Self.opcode.displayName): \(advertisingType), interval "
             + "\(CommandFormat.millisecondRange(advertisingIntervalMin, advertisingIntervalMax, microsecondsPerUnit: 625)), "
             + "own \(ownAddressType)"
         if isDirected { text += ", peer \(peerAddress) (\(peerAddressType))" }
@@ -131,7 +132,8 @@ public struct LESetAdvertisingDataCommand: HCICommand {
     }
 
     public func validate() throws(HCIError) {
-        try LegacyAdvertisingDataField.validate(advertisingData, lengthField: "Advertising_Data_Length", in: Self.opcode)
+        try LegacyAdvertisingDataField.validate(
+            advertisingData, lengthField: "Advertising_Data_Length", in: Self.opcode)
     }
 
     public func writeParameters(to writer: inout ByteWriter) {
@@ -158,7 +160,8 @@ public struct LESetScanResponseDataCommand: HCICommand {
     }
 
     public func validate() throws(HCIError) {
-        try LegacyAdvertisingDataField.validate(scanResponseData, lengthField: "Scan_Response_Data_Length", in: Self.opcode)
+        try LegacyAdvertisingDataField.validate(
+            scanResponseData, lengthField: "Scan_Response_Data_Length", in: Self.opcode)
     }
 
     public func writeParameters(to writer: inout ByteWriter) {

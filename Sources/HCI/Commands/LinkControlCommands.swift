@@ -27,7 +27,9 @@ public struct DisconnectCommand: HCICommand {
         connectionHandle = try r.connectionHandle()
         let at = r.offset
         reason = try r.status()
-        guard Self.permittedReasons.contains(reason) else { throw r.invalidValue("Reason", Int(reason.rawValue), at: at) }
+        guard Self.permittedReasons.contains(reason) else {
+            throw r.invalidValue("Reason", Int(reason.rawValue), at: at)
+        }
         try r.end()
         reader = r.reader
     }

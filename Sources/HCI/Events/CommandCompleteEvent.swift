@@ -40,6 +40,15 @@ public struct CommandCompleteEvent: Hashable, Sendable {
 }
 
 extension CommandCompleteEvent {
+    /// The Command Complete that answers command `C` with `returnParameters` (what a controller,
+    /// or the emulator, sends).
+    public init<C: HCICommand>(
+        completing command: C.Type, numHCICommandPackets: UInt8 = 1, returning returnParameters: C.ReturnParameters
+    ) {
+        self.init(
+            numHCICommandPackets: numHCICommandPackets, opcode: C.opcode, returnParameters: returnParameters.bytes)
+    }
+
     /// The return parameters of command `C`. Throws `.commandFailed` when the status is not
     /// success (whatever follows it: controllers often return only the status on failure), and
     /// `.malformed` when the opcode is another command's or the parameters are not exactly `C`'s.
@@ -106,5 +115,18 @@ public struct CommandStatusEvent: Hashable, Sendable {
         writer.writeUInt8(status.rawValue)
         writer.writeUInt8(numHCICommandPackets)
         writer.writeUInt16LE(opcode.rawValue)
+    }
+}
+
+extension CommandStatusEvent {
+    /// Checks that this Command Status answers command `C` and accepted it: throws `.malformed`
+    /// for another command's opcode and `.commandFailed` for a failure status.
+    public func check<C: HCICommand>(for command: C.Type) throws(HCIError) {
+        guard opcode == C.opcode else {
+            throw .malformed(
+                context: "HCI_Command_Status for \(C.opcode)",
+                reason: .invalidValue(field: "Command_Opcode", value: Int(opcode.rawValue)), offset: 2)
+        }
+        guard status == .success else { throw .commandFailed(opcode: opcode, status: status) }
     }
 }
