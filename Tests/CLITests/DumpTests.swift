@@ -1,4 +1,5 @@
 import Foundation
+import Bluetooth
 import HCI
 import Testing
 @testable import GATTClientCLI
@@ -109,7 +110,15 @@ func sameJSON(_ a: Any, _ b: Any) -> Bool {
             "extra adv_report#13.1",
             // Wireshark 4.0 does not list the handles of a Read Multiple Variable Request.
             "att#45.0 handles: ours [3, 14] oracle []",
+            // Wireshark 4.0 does not know L2CAP_CREDIT_BASED_CONNECTION_REQ (0x17), so it does not
+            // see the Enhanced ATT channels it opens; these four PDUs are ATT on those channels.
+            "extra att#77.0", "extra att#79.0", "extra att#80.0", "extra att#81.0",
         ])
+        // Enhanced ATT: channels learnt from LE signaling, SDUs rebuilt from K-frames.
+        let eatt = ours.filter { ($0["cid"] as? Int ?? 4) != 4 }
+        #expect(eatt.map { $0["cid"] as? Int } == [0x80, 0x40, 0x41, 0x81])
+        #expect(eatt.map { $0["op"] as? String } == ["READ_REQ", "READ_RSP", "HANDLE_VALUE_NTF", "WRITE_CMD"])
+        #expect(eatt[1]["value"] as? String == Hex.encode(Array("CC2650 SensorTag, EATT bearer one".utf8)), "one SDU over two K-frames")
         // Every kind of report and PDU is there.
         let ops = Set(ours.compactMap { $0["op"] as? String })
         #expect(ops.count == 32, "31 PDUs and one unknown opcode")
@@ -168,13 +177,13 @@ struct DumpOracleSharedCaptureTests {
     @Test func summaryCountsEveryLayer() throws {
         let (lines, _) = try dump(Paths.fixture("synthetic-att-adv.btsnoop"), json: true) { $0.summary = true }
         let summary = try #require(try jsonObjects(lines).first)
-        #expect(summary["records"] as? Int == 78)
-        #expect(summary["att"] as? Int == 49)
+        #expect(summary["records"] as? Int == 85)
+        #expect(summary["att"] as? Int == 53)
         #expect(summary["advReports"] as? Int == 16)
         #expect(summary["advMalformed"] as? Int == 5)
         #expect((summary["attByOp"] as? [String: Int])?["ERROR_RSP"] == 4)
         #expect((summary["attErrors"] as? [String: Int])?["CCCD_IMPROPERLY_CONFIGURED"] == 1)
-        #expect((summary["otherL2CAPChannels"] as? [String: Int])?["0x0005"] == 1)
+        #expect((summary["otherL2CAPChannels"] as? [String: Int])?["0x0005"] == 3)
     }
 
     @Test func filtersSelectRecords() throws {

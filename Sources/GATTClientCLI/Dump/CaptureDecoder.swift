@@ -50,6 +50,8 @@ public protocol CaptureVisitor {
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord)
     /// A broken ACL fragment sequence: the partial frame was dropped.
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord)
+    /// A K-frame on an Enhanced ATT channel that did not fit its SDU: the SDU was dropped.
+    mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord)
 }
 
 /// Decodes capture records at every layer: HCI packets, advertising reports, ACL → L2CAP
@@ -60,6 +62,8 @@ public struct CaptureDecoder: Sendable {
     private var receivedReassembler = L2CAPReassembler()
     /// Last Read By Type Request type per (connection, direction it travelled).
     private var readByTypeRequests: [UInt32: BluetoothUUID] = [:]
+    /// Enhanced ATT channels opened on LE signaling, and their K-frame reassembly.
+    private var creditBasedChannels = CreditBasedChannelTracker()
 
     public init() {}
 
@@ -83,6 +87,7 @@ public struct CaptureDecoder: Sendable {
         case .event(.disconnectionComplete(let event)):
             sentReassembler.reset(handle: event.connectionHandle)
             receivedReassembler.reset(handle: event.connectionHandle)
+            creditBasedChannels.reset(handle: event.connectionHandle)
         case .acl(let acl):
             self.acl(acl, record: record, visitor: &visitor)
         default:
@@ -118,11 +123,26 @@ public struct CaptureDecoder: Sendable {
         }
         if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
         guard let frame = output.frame else { return }
-        guard frame.channelID == L2CAPBasicFrame.attributeProtocolCID else {
-            visitor.visit(l2capFrame: frame, connectionHandle: acl.handle, direction: record.direction, record: record)
+        if frame.channelID == L2CAPBasicFrame.attributeProtocolCID {
+            visitor.visit(att: att(frame.payload, handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
             return
         }
-        visitor.visit(att: att(frame.payload, handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
+        let direction: CreditBasedChannelTracker.Direction = record.direction == .received ? .incoming : .outgoing
+        if frame.channelID == L2CAPBasicFrame.leSignalingCID {
+            creditBasedChannels.signaling(frame.payload, handle: acl.handle, direction: direction)
+        } else if frame.channelID >= 0x0040,
+                  creditBasedChannels.carriesATT(handle: acl.handle, direction: direction, cid: frame.channelID) {
+            switch creditBasedChannels.kFrame(frame.payload, handle: acl.handle, direction: direction, cid: frame.channelID) {
+            case .sdu(let sdu):
+                visitor.visit(att: att(sdu[...], handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
+            case .incomplete:
+                break
+            case .dropped(let reason):
+                visitor.visit(sduDrop: reason, connectionHandle: acl.handle, channelID: frame.channelID, record: record)
+            }
+            return
+        }
+        visitor.visit(l2capFrame: frame, connectionHandle: acl.handle, direction: record.direction, record: record)
     }
 
     private mutating func att(_ bytes: ArraySlice<UInt8>, handle: UInt16, channel: UInt16, direction: CaptureDirection) -> ATTItem {

@@ -136,4 +136,5 @@ struct JSONDumpVisitor: CaptureVisitor {
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {}
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {}
+    mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {}
 }

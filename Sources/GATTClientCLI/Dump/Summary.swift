@@ -128,6 +128,10 @@ struct SummaryVisitor: CaptureVisitor {
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {
         summary.l2capDrops += 1
     }
+
+    mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
+        summary.l2capDrops += 1
+    }
 }
 
 extension HCIEvent {

@@ -108,6 +108,7 @@ struct TextDumpVisitor: CaptureVisitor {
         guard filter.shows(att: att) else { return }
         let head = shownRecord ? String(repeating: " ", count: 23) : prefix(record)
         var line = head + "  ATT conn 0x" + hex(att.connectionHandle, 4) + " "
+            + (att.channelID == L2CAPBasicFrame.attributeProtocolCID ? "" : "EATT cid 0x" + hex(att.channelID, 4) + " ")
         if let pdu = att.pdu {
             line += pdu.description.dropFirst(4)  // without the "ATT " its description starts with
         } else if let pdu = att.lenientPDU, let error = att.error {
@@ -134,6 +135,12 @@ struct TextDumpVisitor: CaptureVisitor {
         guard filter.shows(packet: nil) || filter.options.connection == l2capDrop.handle else { return }
         output.writeLine(String(repeating: " ", count: 23) + "  L2CAP handle 0x" + hex(l2capDrop.handle, 4)
             + ": partial frame dropped: \(l2capDrop.reason)")
+    }
+
+    mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
+        guard filter.shows(packet: nil) || filter.options.connection == connectionHandle else { return }
+        output.writeLine(String(repeating: " ", count: 23) + "  EATT handle 0x" + hex(connectionHandle, 4) + " cid 0x"
+            + hex(channelID, 4) + ": SDU dropped: \(reason)")
     }
 
     private func printable(_ bytes: ArraySlice<UInt8>) -> String {
