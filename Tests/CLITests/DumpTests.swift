@@ -11,7 +11,7 @@ enum Paths {
     static let sharedCaptures = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/captures")
     static var sharedPresent: Bool {
         FileManager.default.fileExists(atPath: sharedCaptures.appendingPathComponent("oracle").path)
-            && FileManager.default.isExecutableFile(atPath: "/usr/bin/zcat") || FileManager.default.isExecutableFile(atPath: "/bin/zcat")
+            && (FileManager.default.isExecutableFile(atPath: "/usr/bin/zcat") || FileManager.default.isExecutableFile(atPath: "/bin/zcat"))
     }
 }
 
