@@ -10,16 +10,16 @@ func kernelHex(_ text: String) -> [UInt8] {
 }
 
 /// A Read Controller Information reply: 00:1A:7D:DA:71:13, version 0x09, manufacturer 0x000A,
-/// supported 0x0001BFFF, current 0x00000AC0 (LE, BR/EDR, SSP, SC; not powered), class 0x1C010C,
+/// supported 0x0001BFFF, current 0x000008C0 (BR/EDR, SSP, SC; neither LE nor powered), class 0x1C010C,
 /// name "BlueZ 5.66", short name "bz".
 let kernelControllerInfoReply: [UInt8] =
-    kernelHex("13 71 DA 7D 1A 00  09  0A 00  FF BF 01 00  C0 0A 00 00  0C 01 1C")
+    kernelHex("13 71 DA 7D 1A 00  09  0A 00  FF BF 01 00  C0 08 00 00  0C 01 1C")
     + Array("BlueZ 5.66".utf8) + [UInt8](repeating: 0, count: 249 - 10)
     + Array("bz".utf8) + [UInt8](repeating: 0, count: 11 - 2)
 
 let kernelControllerInfo = ManagementControllerInformation(
     address: BluetoothAddress("00:1A:7D:DA:71:13")!, bluetoothVersion: 0x09, manufacturer: 0x000A,
-    supportedSettings: ManagementSettings(rawValue: 0x0001_BFFF), currentSettings: ManagementSettings(rawValue: 0x0AC0),
+    supportedSettings: ManagementSettings(rawValue: 0x0001_BFFF), currentSettings: ManagementSettings(rawValue: 0x08C0),
     classOfDevice: 0x1C010C, name: "BlueZ 5.66", shortName: "bz")
 
 @Suite("Kernel management protocol codec")
