@@ -66,6 +66,30 @@ struct KernelATTChannelIOTests {
         await channel.close()
     }
 
+    @Test("a flood far beyond one read batch drains into incoming before anyone consumes it")
+    func floodBeforeConsuming() async throws {
+        // Regression: libdispatch on Linux does not always fire a read source again when its
+        // handler leaves datagrams unread, so the channel must continue a full batch itself.
+        let (channel, peer) = try makeChannel()
+        let count = 5000
+        try await onPeerThread {
+            for index in 0..<count {
+                guard try peer.wait(for: .writable, timeout: .seconds(5)) else {
+                    throw KernelBluetoothError.system(operation: .receive(peer: nil), errno: .timedOut)
+                }
+                try peer.send(kernelSDU(index))
+            }
+            try peer.close()
+        }
+        var received = 0
+        for try await sdu in channel.incoming {
+            #expect(sdu == kernelSDU(received))
+            received += 1
+        }
+        #expect(received == count)
+        await channel.close()
+    }
+
     @Test("a 517-octet SDU and a 65535-octet SDU go through whole")
     func largeSDUs() async throws {
         let (channel, peer) = try makeChannel()
