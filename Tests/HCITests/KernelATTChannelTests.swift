@@ -331,6 +331,64 @@ struct KernelATTListenerTests {
     }
 }
 
+@Suite("Kernel L2CAP non-blocking connect completion", .timeLimit(.minutes(1)))
+struct KernelConnectCompletionTests {
+    static let operation = KernelOperation.connectL2CAP(peer: BluetoothAddress("C4:BE:84:70:69:09")!, type: .public)
+
+    @Test("a writable socket without a pending error is connected")
+    func connected() async throws {
+        let (a, b) = try kernelSeqpacketPair()
+        defer {
+            try? a.close()
+            try? b.close()
+        }
+        try await KernelL2CAP.awaitConnect(a.rawValue, operation: Self.operation, timeout: .seconds(5))
+    }
+
+    @Test("a socket that never becomes writable times out with ETIMEDOUT")
+    func timesOut() async throws {
+        let (a, b) = try kernelSeqpacketPair()
+        defer {
+            try? a.close()
+            try? b.close()
+        }
+        // Fill the queue towards the peer, so `a` stays unwritable as a pending connect does.
+        while (try? a.send([0x00], nonBlocking: true)) != nil {}
+        await #expect(throws: KernelBluetoothError.system(operation: Self.operation, errno: .timedOut)) {
+            try await KernelL2CAP.awaitConnect(a.rawValue, operation: Self.operation, timeout: .milliseconds(30))
+        }
+    }
+
+    @Test("a failed connect reports SO_ERROR")
+    func failed() async throws {
+        let (a, b) = try kernelSeqpacketPair()
+        defer { try? a.close() }
+        // Unread data at the peer's close leaves ECONNRESET pending on `a`.
+        try a.send([0x01])
+        try b.close()
+        await #expect(throws: KernelBluetoothError.system(operation: Self.operation, errno: .connectionReset)) {
+            try await KernelL2CAP.awaitConnect(a.rawValue, operation: Self.operation, timeout: .seconds(5))
+        }
+    }
+
+    @Test("cancelling the connecting task gives ECANCELED")
+    func cancelled() async throws {
+        let (a, b) = try kernelSeqpacketPair()
+        defer {
+            try? a.close()
+            try? b.close()
+        }
+        while (try? a.send([0x00], nonBlocking: true)) != nil {}
+        let fd = a.rawValue
+        let pending = Task {
+            try await KernelL2CAP.awaitConnect(fd, operation: Self.operation, timeout: .seconds(50))
+        }
+        pending.cancel()
+        let result = await pending.result
+        #expect(throws: KernelBluetoothError.system(operation: Self.operation, errno: .cancelled)) { try result.get() }
+    }
+}
+
 @Suite("Kernel L2CAP sockets on this machine", .timeLimit(.minutes(1)))
 struct KernelL2CAPSocketTests {
     @Test("connect succeeds or throws the typed error (exact message without Bluetooth)")
