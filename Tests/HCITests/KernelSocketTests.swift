@@ -69,7 +69,12 @@ struct KernelHCISocketTests {
         let filter = HCIFilter(packetTypes: [.event], events: [HCIEventCode(rawValue: 0x0E), HCIEventCode(rawValue: 0x3E)])
         do {
             try socket.setFilter(filter)
-            #expect(try socket.filter() == filter.kernelMasks)
+            // Without CAP_NET_RAW the kernel narrows the filter to its safe list; never widens it.
+            let installed = try socket.filter()
+            let wanted = filter.kernelMasks
+            #expect(installed.typeMask & ~wanted.typeMask == 0)
+            #expect(installed.eventMask & ~wanted.eventMask == 0)
+            #expect(installed.eventMask & (1 << 0x0E) != 0)
         } catch {
             Issue.record("setting a filter on an open raw socket failed: \(error)")
         }
