@@ -80,6 +80,17 @@ struct KernelHCISocketTests {
         }
     }
 
+    @Test("openRaw with a filter succeeds or throws the typed error")
+    func openRawWithFilter() {
+        let operation = KernelOperation.openHCISocket(channel: .raw, device: 0)
+        if let socket = expectKernelOutcome(operation, { () throws(KernelBluetoothError) in
+            try HCISocket.openRaw(device: 0, filter: .allEvents)
+        }) {
+            #expect(socket.channel == .raw)
+            socket.close()
+        }
+    }
+
     @Test("adapter up on a kernel without Bluetooth says so")
     func adapterUp() {
         _ = expectKernelOutcome(.adapterUp(index: 15)) { () throws(KernelBluetoothError) in try KernelHCI.bringUp(index: 15) }
