@@ -1,0 +1,85 @@
+import Bluetooth
+
+/// Every failure the GATT module reports. Malformed peer data, a refusal by the peer, a local
+/// misuse and a lookup that has no single answer are distinct cases.
+public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
+    // MARK: Peer data
+
+    /// An attribute value (a declaration, a descriptor) whose layout breaks the spec.
+    /// `handle` is the attribute's handle when the decoder knew it.
+    case invalidAttributeValue(type: BluetoothUUID, handle: UInt16?, reason: ValueReason)
+
+    // MARK: Lookups
+
+    /// No characteristic (or service) with this UUID in the database.
+    case notFound(BluetoothUUID)
+    /// No attribute at this handle in the database.
+    case noAttribute(handle: UInt16)
+    /// The UUID names several characteristics; `handles` are their value handles: ask for one.
+    case ambiguousUUID(BluetoothUUID, handles: [UInt16])
+    /// A database whose groups do not nest (`GATTDatabase.validate()`).
+    case inconsistentDatabase(handle: UInt16, reason: String)
+
+    // MARK: Local
+
+    /// The crypto shim failed (`code` is the negative value `chcrypto_*` returned).
+    case crypto(code: Int32)
+
+    /// Why an attribute value is invalid.
+    public enum ValueReason: Hashable, Sendable, CustomStringConvertible {
+        /// The value has `length` octets; the spec allows only `allowed`.
+        case invalidLength(Int, allowed: [Int])
+        /// A handle field is 0x0000.
+        case zeroHandle(field: String)
+        /// A handle range whose start is above its end.
+        case invalidRange(start: UInt16, end: UInt16)
+
+        public var description: String {
+            switch self {
+            case .invalidLength(let length, let allowed):
+                return "length \(length), expected " + allowed.map(String.init).joined(separator: " or ")
+            case .zeroHandle(let field): return "\(field) is 0x0000"
+            case .invalidRange(let start, let end): return "invalid range 0x\(hex4(start))-0x\(hex4(end))"
+            }
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidAttributeValue(let type, let handle, let reason):
+            let at = handle.map { " at handle 0x\(hex4($0))" } ?? ""
+            return "invalid \(gattName(of: type)) value\(at): \(reason)"
+        case .notFound(let uuid):
+            return "no attribute with UUID \(uuid)"
+        case .noAttribute(let handle):
+            return "no attribute at handle 0x\(hex4(handle))"
+        case .ambiguousUUID(let uuid, let handles):
+            return "UUID \(uuid) names \(handles.count) characteristics (value handles "
+                + handles.map { "0x" + hex4($0) }.joined(separator: ", ") + "); give a handle"
+        case .inconsistentDatabase(let handle, let reason):
+            return "inconsistent database at handle 0x\(hex4(handle)): \(reason)"
+        case .crypto(let code):
+            return "AES-CMAC failed (libcrypto error \(code))"
+        }
+    }
+
+    /// The same error with `handle` filled in where the decoder did not know it.
+    func at(handle: UInt16) -> GATTError {
+        if case .invalidAttributeValue(let type, nil, let reason) = self {
+            return .invalidAttributeValue(type: type, handle: handle, reason: reason)
+        }
+        return self
+    }
+}
+
+/// Four upper-case hex digits.
+@usableFromInline
+func hex4(_ value: UInt16) -> String {
+    let raw = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: 4 - raw.count) + raw
+}
+
+/// A UUID's name from the SIG table, or its text.
+func gattName(of uuid: BluetoothUUID) -> String {
+    GATTNames.name(for: uuid) ?? uuid.description
+}
