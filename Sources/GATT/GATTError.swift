@@ -24,6 +24,11 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The crypto shim failed (`code` is the negative value `chcrypto_*` returned).
     case crypto(code: Int32)
+    /// A local caller passed something unusable (a key of the wrong length, an empty range).
+    case invalidParameter(String)
+    /// A value the computation needs is not known (a Characteristic Extended Properties
+    /// descriptor whose value was never read, for the Database Hash).
+    case valueUnknown(handle: UInt16)
 
     /// Why an attribute value is invalid.
     public enum ValueReason: Hashable, Sendable, CustomStringConvertible {
@@ -60,6 +65,10 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             return "inconsistent database at handle 0x\(hex4(handle)): \(reason)"
         case .crypto(let code):
             return "AES-CMAC failed (libcrypto error \(code))"
+        case .invalidParameter(let reason):
+            return "invalid parameter: \(reason)"
+        case .valueUnknown(let handle):
+            return "the value at handle 0x\(hex4(handle)) is not known"
         }
     }
 
