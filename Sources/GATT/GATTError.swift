@@ -1,3 +1,4 @@
+import ATT
 import Bluetooth
 
 /// Every failure the GATT module reports. Malformed peer data, a refusal by the peer, a local
@@ -8,6 +9,17 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// An attribute value (a declaration, a descriptor) whose layout breaks the spec.
     /// `handle` is the attribute's handle when the decoder knew it.
     case invalidAttributeValue(type: BluetoothUUID, handle: UInt16?, reason: ValueReason)
+
+    /// A response that breaks the procedure's rules (a handle outside the requested range or
+    /// going backwards, a value longer than ATT_MTU allows, a Prepare Write echo that differs).
+    case invalidResponse(opcode: ATTOpcode, reason: ResponseReason)
+    /// A PDU that is not an answer to the request outstanding (`request`).
+    case unexpectedResponse(request: ATTOpcode, received: ATTOpcode)
+
+    // MARK: Peer refusal
+
+    /// The server answered `request` with ATT_ERROR_RSP (`handle` as the server gave it).
+    case peerError(request: ATTOpcode, handle: UInt16, code: ATTErrorCode)
 
     // MARK: Lookups
 
@@ -26,9 +38,44 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     case crypto(code: Int32)
     /// A local caller passed something unusable (a key of the wrong length, an empty range).
     case invalidParameter(String)
+    /// A value to write is longer than the procedure can carry (`maximum` octets).
+    case valueTooLong(length: Int, maximum: Int)
+    /// A procedure was driven out of order (`receive` before `start`, anything after the end).
+    case procedureState(String)
     /// A value the computation needs is not known (a Characteristic Extended Properties
     /// descriptor whose value was never read, for the Database Hash).
     case valueUnknown(handle: UInt16)
+
+    /// Why a response breaks the procedure.
+    public enum ResponseReason: Hashable, Sendable, CustomStringConvertible {
+        /// An entry's handle lies outside the requested range.
+        case handleOutOfRange(UInt16, range: ClosedRange<UInt16>)
+        /// An entry's handle is not above `previous`, the last handle already covered.
+        case handleNotAdvancing(UInt16, previous: UInt16)
+        /// A characteristic's value handle is not above its declaration handle, or beyond the range.
+        case invalidValueHandle(declaration: UInt16, value: UInt16)
+        /// The PDU is longer than ATT_MTU.
+        case exceedsMTU(length: Int, mtu: Int)
+        /// The value read so far is longer than an attribute value can be (512 octets).
+        case valueTooLong(length: Int, maximum: Int)
+        /// A Prepare Write Response that does not echo the request.
+        case echoMismatch(handle: UInt16, offset: UInt16)
+
+        public var description: String {
+            switch self {
+            case .handleOutOfRange(let handle, let range):
+                return "handle 0x\(hex4(handle)) outside 0x\(hex4(range.lowerBound))-0x\(hex4(range.upperBound))"
+            case .handleNotAdvancing(let handle, let previous):
+                return "handle 0x\(hex4(handle)) does not follow 0x\(hex4(previous))"
+            case .invalidValueHandle(let declaration, let value):
+                return "value handle 0x\(hex4(value)) invalid for declaration 0x\(hex4(declaration))"
+            case .exceedsMTU(let length, let mtu): return "\(length) octets exceed ATT_MTU \(mtu)"
+            case .valueTooLong(let length, let maximum): return "value of \(length) octets (maximum \(maximum))"
+            case .echoMismatch(let handle, let offset):
+                return "Prepare Write echo differs (handle 0x\(hex4(handle)), offset \(offset))"
+            }
+        }
+    }
 
     /// Why an attribute value is invalid.
     public enum ValueReason: Hashable, Sendable, CustomStringConvertible {
@@ -54,6 +101,12 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidAttributeValue(let type, let handle, let reason):
             let at = handle.map { " at handle 0x\(hex4($0))" } ?? ""
             return "invalid \(gattName(of: type)) value\(at): \(reason)"
+        case .invalidResponse(let opcode, let reason):
+            return "invalid \(opcode): \(reason)"
+        case .unexpectedResponse(let request, let received):
+            return "unexpected \(received) while waiting for the answer to \(request)"
+        case .peerError(let request, let handle, let code):
+            return "\(request) on handle 0x\(hex4(handle)) failed: \(code)"
         case .notFound(let uuid):
             return "no attribute with UUID \(uuid)"
         case .noAttribute(let handle):
@@ -67,6 +120,10 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             return "AES-CMAC failed (libcrypto error \(code))"
         case .invalidParameter(let reason):
             return "invalid parameter: \(reason)"
+        case .valueTooLong(let length, let maximum):
+            return "value of \(length) octets is too long (maximum \(maximum))"
+        case .procedureState(let reason):
+            return "procedure misuse: \(reason)"
         case .valueUnknown(let handle):
             return "the value at handle 0x\(hex4(handle)) is not known"
         }

@@ -38,6 +38,8 @@ enum SharedVectors {
         var derivedResults: [[String: Any]]
         var pdus: [PDU]
         var clientMTU: Int
+        /// The database name (`databases` key) the scripted server mimics, for full-client cases.
+        var serverDatabase: String?
 
         /// PDUs of one phase, in order.
         func pdus(phase: String) -> [PDU] { pdus.filter { $0.phase == phase } }
@@ -64,8 +66,39 @@ enum SharedVectors {
                 id: raw["id"] as? String ?? "", procedure: raw["procedure"] as? String ?? "",
                 context: raw["bluez_context"] as? String ?? "", arguments: raw["arguments"] as? [String: Any] ?? [:],
                 expected: raw["expected"] as? [String: Any] ?? [:],
-                derivedResults: raw["derived_results"] as? [[String: Any]] ?? [], pdus: pdus, clientMTU: mtu)
+                derivedResults: raw["derived_results"] as? [[String: Any]] ?? [], pdus: pdus, clientMTU: mtu,
+                serverDatabase: raw["server_database"] as? String)
         }
+    }
+
+    /// The services of every database in the client file (handles, primary flag, UUIDs; no
+    /// characteristics), or `nil` when the file is absent.
+    static func databases() throws -> [String: [GATTServiceRecord]]? {
+        guard FileManager.default.fileExists(atPath: clientFile.path) else { return nil }
+        let data = try Data(contentsOf: clientFile)
+        guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let databases = root["databases"] as? [String: [String: Any]]
+        else { throw VectorError.layout("no databases") }
+        var out: [String: [GATTServiceRecord]] = [:]
+        for (name, database) in databases {
+            let services = database["services"] as? [[String: Any]] ?? []
+            out[name] = try services.map { service in
+                guard let start = service["handle"] as? Int, let end = service["end_handle"] as? Int,
+                    let text = service["uuid"] as? String, let uuid = BluetoothUUID(text)
+                else { throw VectorError.layout("service in \(name)") }
+                return GATTServiceRecord(
+                    uuid: uuid, startHandle: UInt16(start), endHandle: UInt16(end),
+                    isPrimary: service["primary"] as? Bool ?? true)
+            }
+        }
+        return out
+    }
+
+    struct GATTServiceRecord: Sendable {
+        var uuid: BluetoothUUID
+        var startHandle: UInt16
+        var endHandle: UInt16
+        var isPrimary: Bool
     }
 
     enum VectorError: Error { case layout(String) }
