@@ -1,5 +1,6 @@
 import ATT
 import Bluetooth
+import Testing
 
 @testable import GATT
 
@@ -37,10 +38,18 @@ struct ProcedureRun<P: GATTClientProcedure> {
     var sentHex: [String] { sent.map { Hex.encode($0.encoded) } }
 }
 
-/// An ATT PDU from hex (test literal).
+/// An ATT PDU from hex (test literal); an undecodable literal is recorded as an issue.
 func pdu(_ hex: String) -> ATTPDU {
-    let bytes = Hex.decode(hex.replacingOccurrences(of: " ", with: ""))!
-    return try! ATTPDU(decoding: bytes)
+    guard let bytes = Hex.decode(hex.replacingOccurrences(of: " ", with: "")) else {
+        Issue.record("bad hex literal \(hex)")
+        return .unknown(opcode: ATTOpcode(0), parameters: [])
+    }
+    do {
+        return try ATTPDU(decoding: bytes)
+    } catch {
+        Issue.record("literal \(hex) does not decode: \(error)")
+        return .unknown(opcode: ATTOpcode(0), parameters: [])
+    }
 }
 
 /// Drives `procedure` along a scripted exchange: each PDU it sends must equal the next
