@@ -60,6 +60,8 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
         case valueTooLong(length: Int, maximum: Int)
         /// A Prepare Write Response that does not echo the request.
         case echoMismatch(handle: UInt16, offset: UInt16)
+        /// More values than handles requested.
+        case tooManyValues(count: Int, requested: Int)
 
         public var description: String {
             switch self {
@@ -73,6 +75,7 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             case .valueTooLong(let length, let maximum): return "value of \(length) octets (maximum \(maximum))"
             case .echoMismatch(let handle, let offset):
                 return "Prepare Write echo differs (handle 0x\(hex4(handle)), offset \(offset))"
+            case .tooManyValues(let count, let requested): return "\(count) values for \(requested) handles"
             }
         }
     }

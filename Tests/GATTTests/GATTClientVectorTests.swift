@@ -199,4 +199,98 @@ struct GATTClientVectorTests {
         }
         #expect(checked > 50)
     }
+
+    @Test func otherProcedureCases() throws {
+        guard let cases = try Self.loadCases([
+            "read_multiple", "reliable_write", "read_using_characteristic_uuid", "find_included_services",
+            "write_without_response", "signed_write_without_response",
+        ]) else { return }
+        #expect(cases.count == 25)
+        var played = 0
+        for vector in cases {
+            var script = vector.pdus(phase: "procedure")[...]
+            let mtu = vector.clientMTU
+            let args = vector.arguments
+            let success = vector.expected["success"] as? Bool == true
+            let retried = success && script.contains { $0.dir == "s2c" && $0.bytes.count == 5 && $0.bytes[0] == 0x01 && $0.bytes[4] == 0x05 }
+            switch vector.procedure {
+            case "read_multiple":
+                let handles = (args["handles"] as? [Int] ?? []).map { UInt16($0) }
+                for attempt in 1...(retried ? 2 : 1) {
+                    var procedure = ReadMultipleCharacteristicValues(handles: handles, mtu: mtu)
+                    let run = play(&procedure, script: script)
+                    #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
+                    script = run.rest
+                    if attempt == 1 && retried {
+                        #expect(run.outcome == .fail(.peerError(request: .readMultipleRequest, handle: handles[0], code: .insufficientAuthentication)))
+                    } else {
+                        let value = (vector.expected["value"] as? String).flatMap(Hex.decode)
+                        Self.check(run.outcome, vector) { $0 == value }
+                    }
+                }
+            case "reliable_write":
+                if retried {
+                    // BlueZ raises security and prepares again without cancelling the queue;
+                    // ours cancels on every error, so this script differs by design.
+                    print("\(vector.id): not played (BlueZ retries without Execute Write cancel)")
+                    continue
+                }
+                let value = Hex.decode(args["value"] as? String ?? "") ?? []
+                var procedure = ReliableWrites(
+                    writes: [.init(handle: UInt16(args["handle"] as! Int), value: value, offset: UInt16(args["offset"] as? Int ?? 0))],
+                    mtu: mtu)
+                let run = play(&procedure, script: script)
+                #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
+                script = run.rest
+                Self.check(run.outcome, vector) { $0 == value.count }
+            case "read_using_characteristic_uuid":
+                let uuid = try #require(Self.uuid(args["uuid"]))
+                let range = UInt16(args["start_handle"] as! Int)...UInt16(args["end_handle"] as! Int)
+                var procedure = ReadUsingCharacteristicUUID(uuid: uuid, range: range, mtu: mtu)
+                let run = play(&procedure, script: script)
+                #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
+                script = run.rest
+                if let first = vector.expected["first_and_only_result_value"] as? String {
+                    guard case .done(let values) = run.outcome else {
+                        Issue.record("\(vector.id): \(String(describing: run.outcome))")
+                        continue
+                    }
+                    #expect(values.map { Hex.encode($0.value) } == [first], "\(vector.id)")
+                } else {
+                    Self.check(run.outcome, vector) { _ in false }
+                }
+            case "find_included_services":
+                let range = UInt16(args["start_handle"] as! Int)...UInt16(args["end_handle"] as! Int)
+                var procedure = FindIncludedServices(range: range, mtu: mtu)
+                let run = play(&procedure, script: script)
+                #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
+                script = run.rest
+                let expected = vector.derivedResults.map {
+                    IncludedService(
+                        handle: UInt16($0["declaration_handle"] as! Int), startHandle: UInt16($0["start"] as! Int),
+                        endHandle: UInt16($0["end"] as! Int), uuid: Self.uuid($0["uuid"]))
+                }
+                #expect(run.outcome == .done(expected), "\(vector.id)")
+            case "write_without_response", "signed_write_without_response":
+                let handle = UInt16(args["handle"] as! Int)
+                let value = Hex.decode(args["value"] as? String ?? "") ?? []
+                let command: ATTPDU
+                if let csrk = (args["csrk_le"] as? String).flatMap(Hex.decode), let counter = args["sign_counter"] as? Int {
+                    command = try WriteWithoutResponse.signedCommand(
+                        handle: handle, value: value, csrk: try #require(ConnectionSignatureResolvingKey(littleEndian: csrk)),
+                        signCounter: UInt32(counter), mtu: mtu)
+                } else {
+                    // Without a counter (the encrypted-link variant) BlueZ sends a plain command.
+                    command = try WriteWithoutResponse.command(handle: handle, value: value, mtu: mtu)
+                }
+                #expect(script.first.map { Hex.encode($0.bytes) } == Hex.encode(command.encoded), "\(vector.id)")
+                script = script.dropFirst()
+            default:
+                Issue.record("unhandled \(vector.procedure)")
+            }
+            #expect(script.isEmpty, "\(vector.id): \(script.count) PDUs not played")
+            played += 1
+        }
+        #expect(played == cases.count - 1)
+    }
 }

@@ -17,13 +17,8 @@ public struct WriteLongCharacteristicValues: GATTClientProcedure {
     /// Where the value goes in the attribute.
     public let offset: UInt16
     public let mtu: Int
-    private var phase = ProcedurePhase.idle
-    /// Octets of `value` queued and echoed so far.
-    private var sent = 0
-    /// The part outstanding.
-    private var pending: PrepareWriteRequest?
-    /// The failure to report once the cancelling Execute Write is answered.
-    private var failure: GATTError?
+    private var exchange: QueuedWriteExchange?
+    private var finished = false
 
     public init(handle: UInt16, value: [UInt8], offset: UInt16 = 0, mtu: Int = GATTLimits.defaultMTU) {
         self.handle = handle
@@ -32,68 +27,28 @@ public struct WriteLongCharacteristicValues: GATTClientProcedure {
         self.mtu = mtu
     }
 
-    private var partLength: Int { mtu - 5 }
-
     public mutating func start() -> GATTProcedureAction<Result> {
-        guard phase == .idle else { return .misuse(phase) }
-        if let error = checkMTU(mtu) { return finish(.fail(error)) }
+        guard exchange == nil, !finished else { return .misuse(finished ? .finished : .waiting(.prepareWriteRequest)) }
+        if let error = checkMTU(mtu) {
+            finished = true
+            return .fail(error)
+        }
         let maximum = GATTLimits.maximumAttributeValueLength - Int(offset)
         guard maximum >= 0, value.count <= maximum else {
-            return finish(.fail(.valueTooLong(length: value.count, maximum: max(0, maximum))))
+            finished = true
+            return .fail(.valueTooLong(length: value.count, maximum: max(0, maximum)))
         }
-        return prepareNext()
+        var exchange = QueuedWriteExchange(
+            parts: QueuedWriteExchange.parts(handle: handle, value: value, offset: offset, mtu: mtu), mtu: mtu)
+        let action = exchange.start()
+        self.exchange = exchange
+        return action
     }
 
     public mutating func receive(_ pdu: ATTPDU) -> GATTProcedureAction<Result> {
-        guard case .waiting(let request) = phase else { return .misuse(phase) }
-        if let error = checkLength(pdu, mtu: mtu) { return cancel(error) }
-        switch (request, pdu) {
-        case (.prepareWriteRequest, .prepareWriteResponse(let response)):
-            guard let pending,
-                response.handle == pending.handle, response.offset == pending.offset, response.value == pending.value
-            else {
-                return cancel(.invalidResponse(
-                    opcode: pdu.opcode, reason: .echoMismatch(handle: response.handle, offset: response.offset)))
-            }
-            sent += pending.value.count
-            self.pending = nil
-            guard sent < value.count else { return execute(.writeAll) }
-            return prepareNext()
-        case (.prepareWriteRequest, .errorResponse(let error)):
-            return cancel(errorFor(error, request: request))
-        case (.executeWriteRequest, .executeWriteResponse):
-            if let failure { return finish(.fail(failure)) }
-            return finish(.done(value.count))
-        case (.executeWriteRequest, .errorResponse(let error)):
-            // The first failure (the one that made us cancel) is the one to report.
-            return finish(.fail(failure ?? errorFor(error, request: request)))
-        default:
-            let error = GATTError.unexpectedResponse(request: request, received: pdu.opcode)
-            return request == .prepareWriteRequest ? cancel(error) : finish(.fail(failure ?? error))
-        }
-    }
-
-    private mutating func prepareNext() -> GATTProcedureAction<Result> {
-        let end = min(value.count, sent + partLength)
-        let part = PrepareWriteRequest(handle: handle, offset: offset + UInt16(sent), value: Array(value[sent..<end]))
-        pending = part
-        phase = .waiting(.prepareWriteRequest)
-        return .send(.prepareWriteRequest(part))
-    }
-
-    private mutating func execute(_ flags: ExecuteWriteRequest.Flags) -> GATTProcedureAction<Result> {
-        phase = .waiting(.executeWriteRequest)
-        return .send(.executeWriteRequest(ExecuteWriteRequest(flags: flags)))
-    }
-
-    /// Cancels the prepared writes; the procedure fails with `error` once that is answered.
-    private mutating func cancel(_ error: GATTError) -> GATTProcedureAction<Result> {
-        failure = error
-        return execute(.cancelAll)
-    }
-
-    private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {
-        phase = .finished
+        guard var exchange else { return .misuse(finished ? .finished : .idle) }
+        let action = exchange.receive(pdu)
+        self.exchange = exchange
         return action
     }
 }
