@@ -21,10 +21,12 @@ struct GATTClientVectorTests {
     static func int(_ value: Any?) -> Int? { value as? Int }
 
     @Test func discoveryHelperCases() throws {
-        guard let cases = try Self.loadCases([
-            "discover_all_primary_services", "discover_primary_services_by_uuid", "discover_characteristics",
-            "discover_descriptors",
-        ]) else { return }
+        guard
+            let cases = try Self.loadCases([
+                "discover_all_primary_services", "discover_primary_services_by_uuid", "discover_characteristics",
+                "discover_descriptors",
+            ])
+        else { return }
         #expect(cases.count == 8)
         for vector in cases {
             let script = vector.pdus(phase: "procedure")[...]
@@ -37,8 +39,9 @@ struct GATTClientVectorTests {
                 let (outcome, rest, mismatch) = play(&procedure, script: script)
                 #expect(mismatch == nil && rest.isEmpty, "\(vector.id): \(mismatch ?? "PDUs left over")")
                 let expected = derived.map {
-                    Service(uuid: Self.uuid($0["uuid"])!, startHandle: UInt16($0["start"] as! Int),
-                            endHandle: UInt16($0["end"] as! Int))
+                    Service(
+                        uuid: Self.uuid($0["uuid"])!, startHandle: UInt16($0["start"] as! Int),
+                        endHandle: UInt16($0["end"] as! Int))
                 }
                 #expect(outcome == .done(expected), "\(vector.id)")
             case "discover_primary_services_by_uuid":
@@ -70,7 +73,9 @@ struct GATTClientVectorTests {
                 var procedure = DiscoverAllCharacteristicDescriptors(range: range, mtu: mtu)
                 let (outcome, rest, mismatch) = play(&procedure, script: script)
                 #expect(mismatch == nil && rest.isEmpty, "\(vector.id): \(mismatch ?? "PDUs left over")")
-                let expected = derived.map { Descriptor(handle: UInt16($0["handle"] as! Int), uuid: Self.uuid($0["uuid"])!) }
+                let expected = derived.map {
+                    Descriptor(handle: UInt16($0["handle"] as! Int), uuid: Self.uuid($0["uuid"])!)
+                }
                 #expect(outcome == .done(expected), "\(vector.id)")
             default:
                 Issue.record("unhandled \(vector.procedure)")
@@ -113,9 +118,10 @@ struct GATTClientVectorTests {
             let expectedValue = (vector.expected["value"] as? String).flatMap(Hex.decode)
             // With auto-elevation BlueZ raises security after Insufficient Authentication and
             // runs the procedure again: our driver's job, so play the procedure twice.
-            let attempts = vector.pdus.filter { $0.phase == "procedure" && $0.dir == "s2c" }
-                .contains { $0.bytes.count == 5 && $0.bytes[0] == 0x01 && $0.bytes[4] == 0x05 }
-                && vector.expected["success"] as? Bool == true ? 2 : 1
+            let attempts =
+                vector.pdus.filter { $0.phase == "procedure" && $0.dir == "s2c" }
+                    .contains { $0.bytes.count == 5 && $0.bytes[0] == 0x01 && $0.bytes[4] == 0x05 }
+                    && vector.expected["success"] as? Bool == true ? 2 : 1
             for attempt in 1...attempts {
                 let last = attempt == attempts
                 switch vector.procedure {
@@ -124,25 +130,47 @@ struct GATTClientVectorTests {
                     let run = play(&procedure, script: script)
                     #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
                     script = run.rest
-                    if last { Self.check(run.outcome, vector) { $0 == expectedValue } }
-                    else { #expect(run.outcome == .fail(.peerError(request: .readRequest, handle: handle, code: .insufficientAuthentication))) }
+                    if last {
+                        Self.check(run.outcome, vector) { $0 == expectedValue }
+                    } else {
+                        #expect(
+                            run.outcome
+                                == .fail(
+                                    .peerError(request: .readRequest, handle: handle, code: .insufficientAuthentication)
+                                ))
+                    }
                 case "read_long_value":
                     var procedure = ReadLongCharacteristicValues(handle: handle, offset: offset, mtu: mtu)
                     let bluezView = vector.pdus.contains { $0.asReadByBlueZ != nil }
                     let run = play(&procedure, script: script, preferBlueZView: bluezView)
                     #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
                     script = run.rest
-                    if last { Self.check(run.outcome, vector) { $0 == expectedValue } }
-                    else { #expect(run.outcome == .fail(.peerError(request: .readRequest, handle: handle, code: .insufficientAuthentication))) }
+                    if last {
+                        Self.check(run.outcome, vector) { $0 == expectedValue }
+                    } else {
+                        #expect(
+                            run.outcome
+                                == .fail(
+                                    .peerError(request: .readRequest, handle: handle, code: .insufficientAuthentication)
+                                ))
+                    }
                 case "write_value":
                     var procedure = WriteCharacteristicValue(handle: handle, value: value, mtu: mtu)
                     let run = play(&procedure, script: script)
                     #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
                     script = run.rest
-                    if last { Self.check(run.outcome, vector) { $0 == value.count } }
-                    else { #expect(run.outcome == .fail(.peerError(request: .writeRequest, handle: handle, code: .insufficientAuthentication))) }
+                    if last {
+                        Self.check(run.outcome, vector) { $0 == value.count }
+                    } else {
+                        #expect(
+                            run.outcome
+                                == .fail(
+                                    .peerError(
+                                        request: .writeRequest, handle: handle, code: .insufficientAuthentication)))
+                    }
                 case "write_long_value":
-                    var procedure = WriteLongCharacteristicValues(handle: handle, value: value, offset: offset, mtu: mtu)
+                    var procedure = WriteLongCharacteristicValues(
+                        handle: handle, value: value, offset: offset, mtu: mtu)
                     let run = play(&procedure, script: script)
                     #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
                     script = run.rest
@@ -167,7 +195,9 @@ struct GATTClientVectorTests {
             var procedure = ReadLongCharacteristicValues(
                 handle: UInt16(Self.int(vector.arguments["handle"])!), mtu: vector.clientMTU)
             let run = play(&procedure, script: vector.pdus(phase: "procedure")[...])
-            #expect(run.outcome == .fail(.invalidResponse(opcode: .readResponse, reason: .exceedsMTU(length: 513, mtu: 512))))
+            #expect(
+                run.outcome
+                    == .fail(.invalidResponse(opcode: .readResponse, reason: .exceedsMTU(length: 513, mtu: 512))))
         }
     }
 
@@ -201,10 +231,12 @@ struct GATTClientVectorTests {
     }
 
     @Test func otherProcedureCases() throws {
-        guard let cases = try Self.loadCases([
-            "read_multiple", "reliable_write", "read_using_characteristic_uuid", "find_included_services",
-            "write_without_response", "signed_write_without_response",
-        ]) else { return }
+        guard
+            let cases = try Self.loadCases([
+                "read_multiple", "reliable_write", "read_using_characteristic_uuid", "find_included_services",
+                "write_without_response", "signed_write_without_response",
+            ])
+        else { return }
         #expect(cases.count == 25)
         var played = 0
         for vector in cases {
@@ -212,7 +244,11 @@ struct GATTClientVectorTests {
             let mtu = vector.clientMTU
             let args = vector.arguments
             let success = vector.expected["success"] as? Bool == true
-            let retried = success && script.contains { $0.dir == "s2c" && $0.bytes.count == 5 && $0.bytes[0] == 0x01 && $0.bytes[4] == 0x05 }
+            let retried =
+                success
+                && script.contains {
+                    $0.dir == "s2c" && $0.bytes.count == 5 && $0.bytes[0] == 0x01 && $0.bytes[4] == 0x05
+                }
             switch vector.procedure {
             case "read_multiple":
                 let handles = (args["handles"] as? [Int] ?? []).map { UInt16($0) }
@@ -222,7 +258,12 @@ struct GATTClientVectorTests {
                     #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
                     script = run.rest
                     if attempt == 1 && retried {
-                        #expect(run.outcome == .fail(.peerError(request: .readMultipleRequest, handle: handles[0], code: .insufficientAuthentication)))
+                        #expect(
+                            run.outcome
+                                == .fail(
+                                    .peerError(
+                                        request: .readMultipleRequest, handle: handles[0],
+                                        code: .insufficientAuthentication)))
                     } else {
                         let value = (vector.expected["value"] as? String).flatMap(Hex.decode)
                         Self.check(run.outcome, vector) { $0 == value }
@@ -237,7 +278,11 @@ struct GATTClientVectorTests {
                 }
                 let value = Hex.decode(args["value"] as? String ?? "") ?? []
                 var procedure = ReliableWrites(
-                    writes: [.init(handle: UInt16(args["handle"] as! Int), value: value, offset: UInt16(args["offset"] as? Int ?? 0))],
+                    writes: [
+                        .init(
+                            handle: UInt16(args["handle"] as! Int), value: value,
+                            offset: UInt16(args["offset"] as? Int ?? 0))
+                    ],
                     mtu: mtu)
                 let run = play(&procedure, script: script)
                 #expect(run.mismatch == nil, "\(vector.id): \(run.mismatch ?? "")")
@@ -275,9 +320,12 @@ struct GATTClientVectorTests {
                 let handle = UInt16(args["handle"] as! Int)
                 let value = Hex.decode(args["value"] as? String ?? "") ?? []
                 let command: ATTPDU
-                if let csrk = (args["csrk_le"] as? String).flatMap(Hex.decode), let counter = args["sign_counter"] as? Int {
+                if let csrk = (args["csrk_le"] as? String).flatMap(Hex.decode),
+                    let counter = args["sign_counter"] as? Int
+                {
                     command = try WriteWithoutResponse.signedCommand(
-                        handle: handle, value: value, csrk: try #require(ConnectionSignatureResolvingKey(littleEndian: csrk)),
+                        handle: handle, value: value,
+                        csrk: try #require(ConnectionSignatureResolvingKey(littleEndian: csrk)),
                         signCounter: UInt32(counter), mtu: mtu)
                 } else {
                     // Without a counter (the encrypted-link variant) BlueZ sends a plain command.

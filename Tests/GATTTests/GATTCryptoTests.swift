@@ -47,7 +47,8 @@ struct GATTCryptoTests {
         let signature = try ATTSigning.authenticationSignature(
             csrk: Self.csrk, message: Self.signedMessage, signCounter: 0)
         #expect(Hex.encode(signature) == "00000000311f0acd1c3a5b0a")
-        #expect(try ATTSigning.mac(csrk: Self.csrk, message: Self.signedMessage, signCounter: 0) == 0x0A5B_3A1C_CD0A_1F31)
+        #expect(
+            try ATTSigning.mac(csrk: Self.csrk, message: Self.signedMessage, signCounter: 0) == 0x0A5B_3A1C_CD0A_1F31)
         let pdu = try ATTSigning.sign(csrk: Self.csrk, message: Self.signedMessage, signCounter: 0)
         #expect(Hex.encode(pdu) == "d20700010203" + "00000000311f0acd1c3a5b0a")
         #expect(try ATTSigning.verify(csrk: Self.csrk, signedPDU: pdu))
@@ -138,15 +139,17 @@ struct GATTCryptoTests {
         let message = DatabaseHash.message(attributes: attributes)
         #expect(Hex.encode(message) == Self.expectedMessage)
         // Characteristic values and other descriptors never take part; order is by handle.
-        var withValues = attributes.reversed() + [
-            DatabaseHash.Attribute(handle: 0x0003, type: 0x2A00, value: Array("name".utf8)),
-            DatabaseHash.Attribute(handle: 0x0010, type: 0x2906, value: [1, 2]),
-        ]
+        var withValues =
+            attributes.reversed() + [
+                DatabaseHash.Attribute(handle: 0x0003, type: 0x2A00, value: Array("name".utf8)),
+                DatabaseHash.Attribute(handle: 0x0010, type: 0x2906, value: [1, 2]),
+            ]
         withValues.shuffle()
         #expect(DatabaseHash.message(attributes: withValues) == message)
         let hash = try DatabaseHash.compute(database: Self.database, extendedProperties: [0x000A: .reliableWrite])
         #expect(try hash == AESCMAC.compute(key: UInt128(0), message: message))
-        #expect(Hex.encode(DatabaseHash.characteristicValue(hash)) == Hex.encode(AESCMAC.bigEndianBytes(hash).reversed()))
+        #expect(
+            Hex.encode(DatabaseHash.characteristicValue(hash)) == Hex.encode(AESCMAC.bigEndianBytes(hash).reversed()))
     }
 
     @Test func databaseHashSensitivity() throws {
@@ -154,7 +157,9 @@ struct GATTCryptoTests {
         #expect(try DatabaseHash.compute(database: Self.database, extendedProperties: [0x000A: []]) != base)
         var services = Self.database.services
         services[0].characteristics[0].properties.insert(.write)
-        #expect(try DatabaseHash.compute(database: GATTDatabase(services: services), extendedProperties: [0x000A: .reliableWrite]) != base)
+        #expect(
+            try DatabaseHash.compute(
+                database: GATTDatabase(services: services), extendedProperties: [0x000A: .reliableWrite]) != base)
         #expect(throws: GATTError.valueUnknown(handle: 0x000A)) {
             _ = try DatabaseHash.compute(database: Self.database)
         }

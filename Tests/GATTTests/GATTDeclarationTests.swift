@@ -19,7 +19,8 @@ struct GATTDeclarationTests {
         // Manufacturer Name, read + write.
         .init(hex: "0a0700292a", properties: [.read, .write], valueHandle: 0x0007, uuid: 0x2A29),
         // Every property bit.
-        .init(hex: "ff3412ffff", properties: CharacteristicProperties(rawValue: 0xFF), valueHandle: 0x1234, uuid: 0xFFFF),
+        .init(
+            hex: "ff3412ffff", properties: CharacteristicProperties(rawValue: 0xFF), valueHandle: 0x1234, uuid: 0xFFFF),
         // SensorTag IR temperature data F000AA01-0451-4000-B000-000000000000, read + notify.
         .init(
             hex: "122500" + "000000000000" + "00b0" + "0040" + "5104" + "01aa00f0",

@@ -39,10 +39,14 @@ struct GATTDiscoveryProcedureTests {
     static let allPrimary: [Exchange<[Service]>] = [
         .init(
             "two rounds, then Attribute Not Found",
-            replies: ["11 06 0100 0700 0018 0800 0b00 0118", "11 14 0c00 2000 9ecadc240ee5a9e093f3a3b50100406e",
-                      "01 10 2100 0a"],
-            sent: ["10 0100 ffff 0028", "10 0c00 ffff 0028",
-                   "10 2100 ffff 0028"],
+            replies: [
+                "11 06 0100 0700 0018 0800 0b00 0118", "11 14 0c00 2000 9ecadc240ee5a9e093f3a3b50100406e",
+                "01 10 2100 0a",
+            ],
+            sent: [
+                "10 0100 ffff 0028", "10 0c00 ffff 0028",
+                "10 2100 ffff 0028",
+            ],
             .done([gap, gatt, Service(uuid: nus.uuid, startHandle: 0x000C, endHandle: 0x0020)])),
         .init(
             "a group ending at 0xFFFF needs no further request",
@@ -56,18 +60,23 @@ struct GATTDiscoveryProcedureTests {
             "a server repeating itself is caught, not looped on",
             replies: ["11 06 0100 0700 0018", "11 06 0100 0700 0018"],
             sent: ["10 0100 ffff 0028", "10 0800 ffff 0028"],
-            .fail(.invalidResponse(
-                opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0001, previous: 0x0007)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0001, previous: 0x0007)))),
         .init(
             "entries going backwards inside one response",
             replies: ["11 06 0800 0b00 0118 0100 0700 0018"],
             sent: ["10 0100 ffff 0028"],
-            .fail(.invalidResponse(opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0001, previous: 0x000B)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0001, previous: 0x000B)))),
         .init(
             "an entry inside the previous group",
             replies: ["11 06 0100 0700 0018 0500 0b00 0118"],
             sent: ["10 0100 ffff 0028"],
-            .fail(.invalidResponse(opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0005, previous: 0x0007)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(0x0005, previous: 0x0007)))),
         .init(
             "a 32-bit service UUID is not a valid declaration value",
             replies: ["11 08 0100 0700 0f180000"],
@@ -105,11 +114,15 @@ struct GATTDiscoveryProcedureTests {
         .init(
             "an entry before the range",
             replies: ["11 06 0500 0700 0f18"], sent: ["10 0010 0020 0028"],
-            .fail(.invalidResponse(opcode: .readByGroupTypeResponse, reason: .handleOutOfRange(0x0005, range: 0x1000...0x2000)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByGroupTypeResponse, reason: .handleOutOfRange(0x0005, range: 0x1000...0x2000)))),
         .init(
             "an entry after the range",
             replies: ["11 06 0121 0221 0f18"], sent: ["10 0010 0020 0028"],
-            .fail(.invalidResponse(opcode: .readByGroupTypeResponse, reason: .handleOutOfRange(0x2101, range: 0x1000...0x2000)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByGroupTypeResponse, reason: .handleOutOfRange(0x2101, range: 0x1000...0x2000)))),
     ]
 
     @Test(arguments: subRange)
@@ -122,7 +135,10 @@ struct GATTDiscoveryProcedureTests {
             "two instances, then Attribute Not Found",
             replies: ["07 0100 0700 1000 1200", "01 06 1300 0a"],
             sent: ["06 0100 ffff 0028 0f18", "06 1300 ffff 0028 0f18"],
-            .done([Service(uuid: 0x180F, startHandle: 1, endHandle: 7), Service(uuid: 0x180F, startHandle: 0x10, endHandle: 0x12)])),
+            .done([
+                Service(uuid: 0x180F, startHandle: 1, endHandle: 7),
+                Service(uuid: 0x180F, startHandle: 0x10, endHandle: 0x12),
+            ])),
         .init(
             "a group ending at 0xFFFF needs no further request",
             replies: ["07 0100 ffff"], sent: ["06 0100 ffff 0028 0f18"],
@@ -143,8 +159,11 @@ struct GATTDiscoveryProcedureTests {
         var procedure = DiscoverPrimaryServiceByServiceUUID(uuid: 0x180F)
         _ = procedure.start()
         let reply = FindByTypeValueResponse(entries: [.init(foundAttributeHandle: 9, groupEndHandle: 7)])
-        #expect(procedure.receive(.findByTypeValueResponse(reply)) == .fail(.invalidAttributeValue(
-            type: 0x2800, handle: 9, reason: .invalidRange(start: 9, end: 7))))
+        #expect(
+            procedure.receive(.findByTypeValueResponse(reply))
+                == .fail(
+                    .invalidAttributeValue(
+                        type: 0x2800, handle: 9, reason: .invalidRange(start: 9, end: 7))))
     }
 
     @Test func primaryServiceByUUIDWidths() {
@@ -158,13 +177,17 @@ struct GATTDiscoveryProcedureTests {
     static let characteristics: [Exchange<[Characteristic]>] = [
         .init(
             "declarations over two rounds; end handles follow the next declaration",
-            replies: ["09 07 1100 02 1200 002a 1300 12 1400 192a", "09 15 1500 10 1600 9ecadc240ee5a9e093f3a3b50300406e",
-                      "01 08 1600 0a"],
+            replies: [
+                "09 07 1100 02 1200 002a 1300 12 1400 192a", "09 15 1500 10 1600 9ecadc240ee5a9e093f3a3b50300406e",
+                "01 08 1600 0a",
+            ],
             sent: ["08 1000 2000 0328", "08 1400 2000 0328", "08 1600 2000 0328"],
             .done([
-                Characteristic(uuid: 0x2A00, declarationHandle: 0x11, valueHandle: 0x12, endHandle: 0x12, properties: .read),
                 Characteristic(
-                    uuid: 0x2A19, declarationHandle: 0x13, valueHandle: 0x14, endHandle: 0x14, properties: [.read, .notify]),
+                    uuid: 0x2A00, declarationHandle: 0x11, valueHandle: 0x12, endHandle: 0x12, properties: .read),
+                Characteristic(
+                    uuid: 0x2A19, declarationHandle: 0x13, valueHandle: 0x14, endHandle: 0x14,
+                    properties: [.read, .notify]),
                 Characteristic(
                     uuid: BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!, declarationHandle: 0x15,
                     valueHandle: 0x16, endHandle: 0x20, properties: .notify),
@@ -172,15 +195,22 @@ struct GATTDiscoveryProcedureTests {
         .init(
             "a value handle at the service end needs no further request",
             replies: ["09 07 1f00 02 2000 002a"], sent: ["08 1000 2000 0328"],
-            .done([Characteristic(uuid: 0x2A00, declarationHandle: 0x1F, valueHandle: 0x20, endHandle: 0x20, properties: .read)])),
+            .done([
+                Characteristic(
+                    uuid: 0x2A00, declarationHandle: 0x1F, valueHandle: 0x20, endHandle: 0x20, properties: .read)
+            ])),
         .init(
             "a value handle before its declaration",
             replies: ["09 07 1100 02 1000 002a"], sent: ["08 1000 2000 0328"],
-            .fail(.invalidResponse(opcode: .readByTypeResponse, reason: .invalidValueHandle(declaration: 0x11, value: 0x10)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByTypeResponse, reason: .invalidValueHandle(declaration: 0x11, value: 0x10)))),
         .init(
             "a value handle past the service",
             replies: ["09 07 1100 02 2100 002a"], sent: ["08 1000 2000 0328"],
-            .fail(.invalidResponse(opcode: .readByTypeResponse, reason: .invalidValueHandle(declaration: 0x11, value: 0x21)))),
+            .fail(
+                .invalidResponse(
+                    opcode: .readByTypeResponse, reason: .invalidValueHandle(declaration: 0x11, value: 0x21)))),
         .init(
             "a declaration at the previous value handle",
             replies: ["09 07 1100 02 1300 002a 1300 02 1400 012a"], sent: ["08 1000 2000 0328"],
@@ -196,8 +226,9 @@ struct GATTDiscoveryProcedureTests {
         .init(
             "a zero value handle",
             replies: ["09 07 1100 02 0000 002a"], sent: ["08 1000 2000 0328"],
-            .fail(.invalidAttributeValue(
-                type: 0x2803, handle: 0x11, reason: .zeroHandle(field: "Characteristic Value Attribute Handle")))),
+            .fail(
+                .invalidAttributeValue(
+                    type: 0x2803, handle: 0x11, reason: .zeroHandle(field: "Characteristic Value Attribute Handle")))),
         .init(
             "no characteristics", replies: ["01 08 1000 0a"], sent: ["08 1000 2000 0328"], .done([])),
     ]
@@ -221,10 +252,13 @@ struct GATTDiscoveryProcedureTests {
             sent: ["04 1300 1400", "04 1400 1400"], .done([Descriptor(handle: 0x13, uuid: 0x2902)])),
         .init(
             "a handle outside the range", replies: ["05 01 1500 0229"], sent: ["04 1300 1400"],
-            .fail(.invalidResponse(opcode: .findInformationResponse, reason: .handleOutOfRange(0x15, range: 0x13...0x14)))),
+            .fail(
+                .invalidResponse(opcode: .findInformationResponse, reason: .handleOutOfRange(0x15, range: 0x13...0x14)))
+        ),
         .init(
             "a repeated handle", replies: ["05 01 1300 0229 1300 0129"], sent: ["04 1300 1400"],
-            .fail(.invalidResponse(opcode: .findInformationResponse, reason: .handleNotAdvancing(0x13, previous: 0x13)))),
+            .fail(.invalidResponse(opcode: .findInformationResponse, reason: .handleNotAdvancing(0x13, previous: 0x13)))
+        ),
         .init(
             "insufficient authentication", replies: ["01 04 1300 05"], sent: ["04 1300 1400"],
             .fail(.peerError(request: .findInformationRequest, handle: 0x13, code: .insufficientAuthentication))),

@@ -9,8 +9,10 @@ struct GATTMoreProcedureTests {
     static let includes: [Exchange<[IncludedService]>] = [
         .init(
             "16-bit and 128-bit includes; the 128-bit UUID is read before the search goes on",
-            replies: ["09 08 1100 2000 2500 0f18", "09 06 1200 3000 3500", "0b 9ecadc240ee5a9e093f3a3b50100406e",
-                      "01 08 1300 0a"],
+            replies: [
+                "09 08 1100 2000 2500 0f18", "09 06 1200 3000 3500", "0b 9ecadc240ee5a9e093f3a3b50100406e",
+                "01 08 1300 0a",
+            ],
             sent: ["08 1000 1f00 0228", "08 1200 1f00 0228", "0a 3000", "08 1300 1f00 0228"],
             .done([
                 IncludedService(handle: 0x11, startHandle: 0x20, endHandle: 0x25, uuid: 0x180F),
@@ -71,9 +73,11 @@ struct GATTMoreProcedureTests {
             replies: ["09 07 1100 02 1200 192a 1400 12 1500 002a 1700 12 1800 192a", "01 08 1800 0a"],
             sent: ["08 1000 1f00 0328", "08 1800 1f00 0328"],
             .done([
-                Characteristic(uuid: 0x2A19, declarationHandle: 0x11, valueHandle: 0x12, endHandle: 0x13, properties: .read),
                 Characteristic(
-                    uuid: 0x2A19, declarationHandle: 0x17, valueHandle: 0x18, endHandle: 0x1F, properties: [.read, .notify]),
+                    uuid: 0x2A19, declarationHandle: 0x11, valueHandle: 0x12, endHandle: 0x13, properties: .read),
+                Characteristic(
+                    uuid: 0x2A19, declarationHandle: 0x17, valueHandle: 0x18, endHandle: 0x1F,
+                    properties: [.read, .notify]),
             ])
         ).check(DiscoverCharacteristicsByUUID(uuid: 0x2A19, range: 0x10...0x1F))
     }
@@ -100,7 +104,8 @@ struct GATTMoreProcedureTests {
         ).check(ReadMultipleVariableLengthCharacteristicValues(handles: [3, 7]))
         Exchange<[ReadMultipleVariableResponse.LengthValue]>(
             "more values than handles", replies: ["21 0100 01 0100 02 0100 03"], sent: ["20 0300 0700"],
-            .fail(.invalidResponse(opcode: .readMultipleVariableResponse, reason: .tooManyValues(count: 3, requested: 2)))
+            .fail(
+                .invalidResponse(opcode: .readMultipleVariableResponse, reason: .tooManyValues(count: 3, requested: 2)))
         ).check(ReadMultipleVariableLengthCharacteristicValues(handles: [3, 7]))
     }
 
@@ -120,7 +125,9 @@ struct GATTMoreProcedureTests {
         ).check(ReliableWrites(writes: [.init(handle: 7, value: [1, 2]), .init(handle: 9, value: [5])]))
         var none = ReliableWrites(writes: [])
         #expect(none.start() == .fail(.invalidParameter("nothing to write")))
-        var tooLong = ReliableWrites(writes: [.init(handle: 7, value: [1]), .init(handle: 9, value: [1, 2], offset: 511)])
+        var tooLong = ReliableWrites(writes: [
+            .init(handle: 7, value: [1]), .init(handle: 9, value: [1, 2], offset: 511),
+        ])
         #expect(tooLong.start() == .fail(.valueTooLong(length: 2, maximum: 1)))
     }
 
@@ -129,7 +136,8 @@ struct GATTMoreProcedureTests {
         #expect(throws: GATTError.valueTooLong(length: 21, maximum: 20)) {
             _ = try WriteWithoutResponse.command(handle: 7, value: [UInt8](repeating: 0, count: 21))
         }
-        let csrk = try #require(ConnectionSignatureResolvingKey(littleEndian: Hex.decode("d8515948451fea320dc05a2e88308188")!))
+        let csrk = try #require(
+            ConnectionSignatureResolvingKey(littleEndian: Hex.decode("d8515948451fea320dc05a2e88308188")!))
         let signed = try WriteWithoutResponse.signedCommand(handle: 7, value: [1, 2, 3], csrk: csrk, signCounter: 0)
         #expect(Hex.encode(signed.encoded) == "d2070001020300000000311f0acd1c3a5b0a")
         #expect(try ATTSigning.verify(csrk: csrk, signedPDU: signed.encoded))

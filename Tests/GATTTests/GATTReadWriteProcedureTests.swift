@@ -67,7 +67,8 @@ struct GATTReadWriteProcedureTests {
         .init(
             "a value growing past 512 octets",
             replies: (0..<24).map { "0" + ($0 == 0 ? "b" : "d") + run(22, from: $0 * 22) },
-            sent: ["0a 2100"] + (1..<24).map { "0c 2100 " + Hex.encode([UInt8($0 * 22 & 0xFF), UInt8(($0 * 22) >> 8)]) },
+            sent: ["0a 2100"]
+                + (1..<24).map { "0c 2100 " + Hex.encode([UInt8($0 * 22 & 0xFF), UInt8(($0 * 22) >> 8)]) },
             .fail(.invalidResponse(opcode: .readBlobResponse, reason: .valueTooLong(length: 528, maximum: 512)))),
     ]
 
@@ -128,8 +129,13 @@ struct GATTReadWriteProcedureTests {
     static let writeLong: [Exchange<Int>] = [
         .init(
             "three parts of at most 18 octets, then execute",
-            replies: ["17 2500 0000" + run(18), "17 2500 1200" + run(18, from: 18), "17 2500 2400" + run(4, from: 36), "19"],
-            sent: ["16 2500 0000" + run(18), "16 2500 1200" + run(18, from: 18), "16 2500 2400" + run(4, from: 36), "18 01"],
+            replies: [
+                "17 2500 0000" + run(18), "17 2500 1200" + run(18, from: 18), "17 2500 2400" + run(4, from: 36), "19",
+            ],
+            sent: [
+                "16 2500 0000" + run(18), "16 2500 1200" + run(18, from: 18), "16 2500 2400" + run(4, from: 36),
+                "18 01",
+            ],
             .done(40)),
         .init(
             "an error cancels the queue, then fails with it",
@@ -153,9 +159,14 @@ struct GATTReadWriteProcedureTests {
             .fail(.peerError(request: .prepareWriteRequest, handle: 0x25, code: .writeNotPermitted))),
         .init(
             "execute refused",
-            replies: ["17 2500 0000" + run(18), "17 2500 1200" + run(18, from: 18), "17 2500 2400" + run(4, from: 36),
-                      "01 18 0000 0d"],
-            sent: ["16 2500 0000" + run(18), "16 2500 1200" + run(18, from: 18), "16 2500 2400" + run(4, from: 36), "18 01"],
+            replies: [
+                "17 2500 0000" + run(18), "17 2500 1200" + run(18, from: 18), "17 2500 2400" + run(4, from: 36),
+                "01 18 0000 0d",
+            ],
+            sent: [
+                "16 2500 0000" + run(18), "16 2500 1200" + run(18, from: 18), "16 2500 2400" + run(4, from: 36),
+                "18 01",
+            ],
             .fail(.peerError(request: .executeWriteRequest, handle: 0, code: .invalidAttributeValueLength))),
         .init(
             "a Write Response instead of the echo cancels the queue",

@@ -65,7 +65,10 @@ func play<P: GATTClientProcedure>(
             return (nil, script, "sent \(Hex.encode(request.encoded)) after the script ended")
         }
         guard expected.dir == "c2s", expected.bytes == request.encoded else {
-            return (nil, script, "sent \(Hex.encode(request.encoded)), script has \(expected.dir) \(Hex.encode(expected.bytes))")
+            return (
+                nil, script,
+                "sent \(Hex.encode(request.encoded)), script has \(expected.dir) \(Hex.encode(expected.bytes))"
+            )
         }
         guard let reply = script.popFirst(), reply.dir == "s2c" else {
             return (nil, script, "no server answer to \(Hex.encode(request.encoded))")

@@ -65,7 +65,8 @@ public enum ATTSigning {
     /// Checks a received signed PDU (message then 12-octet signature): `true` when the MAC
     /// matches. The caller also checks that SignCounter is above the last one it accepted
     /// (Vol 3 Part C §10.4.2); `signCounter(of:)` reads it.
-    public static func verify<P: Collection>(csrk: ConnectionSignatureResolvingKey, signedPDU: P) throws(GATTError) -> Bool
+    public static func verify<P: Collection>(csrk: ConnectionSignatureResolvingKey, signedPDU: P) throws(GATTError)
+        -> Bool
     where P.Element == UInt8 {
         let bytes = Array(signedPDU)
         guard bytes.count >= signatureLength + 1 else { return false }

@@ -83,10 +83,11 @@ public enum DatabaseHash {
     ) throws(GATTError) -> [Attribute] {
         var out: [Attribute] = []
         for service in database.services {
-            out.append(Attribute(
-                handle: service.startHandle,
-                type: service.isPrimary ? GATTUUID.primaryService : GATTUUID.secondaryService,
-                value: ServiceDeclaration(uuid: service.uuid).encoded))
+            out.append(
+                Attribute(
+                    handle: service.startHandle,
+                    type: service.isPrimary ? GATTUUID.primaryService : GATTUUID.secondaryService,
+                    value: ServiceDeclaration(uuid: service.uuid).encoded))
             for include in service.includes {
                 let value = IncludeDeclaration(
                     includedServiceHandle: include.startHandle, endGroupHandle: include.endHandle, uuid: include.uuid)
@@ -96,9 +97,10 @@ public enum DatabaseHash {
                 let declaration = CharacteristicDeclaration(
                     properties: characteristic.properties, valueHandle: characteristic.valueHandle,
                     uuid: characteristic.uuid)
-                out.append(Attribute(
-                    handle: characteristic.declarationHandle, type: GATTUUID.characteristic,
-                    value: declaration.encoded))
+                out.append(
+                    Attribute(
+                        handle: characteristic.declarationHandle, type: GATTUUID.characteristic,
+                        value: declaration.encoded))
                 for descriptor in characteristic.descriptors {
                     if descriptor.uuid == GATTUUID.characteristicExtendedProperties {
                         guard let value = extendedProperties[descriptor.handle] else {

@@ -145,7 +145,8 @@ public struct GATTDatabase: Hashable, Sendable {
                 throw GATTError.inconsistentDatabase(handle: 0, reason: "service starts at handle 0x0000")
             }
             guard service.startHandle <= service.endHandle else {
-                throw GATTError.inconsistentDatabase(handle: service.startHandle, reason: "service ends before it starts")
+                throw GATTError.inconsistentDatabase(
+                    handle: service.startHandle, reason: "service ends before it starts")
             }
             if let end = previousEnd, service.startHandle <= end {
                 throw GATTError.inconsistentDatabase(handle: service.startHandle, reason: "services overlap")
@@ -156,7 +157,8 @@ public struct GATTDatabase: Hashable, Sendable {
                     throw GATTError.inconsistentDatabase(handle: include.handle, reason: "include outside its service")
                 }
                 guard include.startHandle != 0, include.startHandle <= include.endHandle else {
-                    throw GATTError.inconsistentDatabase(handle: include.handle, reason: "include names an invalid range")
+                    throw GATTError.inconsistentDatabase(
+                        handle: include.handle, reason: "include names an invalid range")
                 }
             }
             var previousCharacteristicEnd = service.startHandle
@@ -169,7 +171,8 @@ public struct GATTDatabase: Hashable, Sendable {
                     characteristic.valueHandle <= characteristic.endHandle,
                     characteristic.endHandle <= service.endHandle
                 else {
-                    throw GATTError.inconsistentDatabase(handle: declaration, reason: "characteristic outside its service")
+                    throw GATTError.inconsistentDatabase(
+                        handle: declaration, reason: "characteristic outside its service")
                 }
                 for descriptor in characteristic.descriptors {
                     guard descriptor.handle > characteristic.valueHandle, descriptor.handle <= characteristic.endHandle

@@ -52,7 +52,8 @@ public struct DiscoverAllCharacteristicDescriptors: GATTClientProcedure {
     private mutating func next() -> GATTProcedureAction<Result> {
         guard let start = cursor.nextStart else { return finish(.done(descriptors)) }
         phase = .waiting(.findInformationRequest)
-        return .send(.findInformationRequest(FindInformationRequest(startingHandle: start, endingHandle: range.upperBound)))
+        return .send(
+            .findInformationRequest(FindInformationRequest(startingHandle: start, endingHandle: range.upperBound)))
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

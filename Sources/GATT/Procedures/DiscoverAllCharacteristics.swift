@@ -75,9 +75,10 @@ public struct DiscoverAllCharacteristics: GATTClientProcedure {
             return .invalidResponse(
                 opcode: opcode, reason: .invalidValueHandle(declaration: handle, value: declaration.valueHandle))
         }
-        characteristics.append(Characteristic(
-            uuid: declaration.uuid, declarationHandle: handle, valueHandle: declaration.valueHandle,
-            endHandle: declaration.valueHandle, properties: declaration.properties))
+        characteristics.append(
+            Characteristic(
+                uuid: declaration.uuid, declarationHandle: handle, valueHandle: declaration.valueHandle,
+                endHandle: declaration.valueHandle, properties: declaration.properties))
         lastDeclaration = handle
         return nil
     }
@@ -101,8 +102,10 @@ public struct DiscoverAllCharacteristics: GATTClientProcedure {
             start = range.lowerBound
         }
         phase = .waiting(.readByTypeRequest)
-        return .send(.readByTypeRequest(ReadByTypeRequest(
-            startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.characteristic)))
+        return .send(
+            .readByTypeRequest(
+                ReadByTypeRequest(
+                    startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.characteristic)))
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

@@ -42,8 +42,10 @@ public struct DiscoverAllPrimaryServices: GATTClientProcedure {
                 }
                 do {
                     let declaration = try ServiceDeclaration(decoding: entry.value, handle: entry.handle)
-                    services.append(Service(
-                        uuid: declaration.uuid, startHandle: entry.handle, endHandle: entry.endGroupHandle, isPrimary: true))
+                    services.append(
+                        Service(
+                            uuid: declaration.uuid, startHandle: entry.handle, endHandle: entry.endGroupHandle,
+                            isPrimary: true))
                 } catch {
                     return finish(.fail(error))
                 }
@@ -61,8 +63,11 @@ public struct DiscoverAllPrimaryServices: GATTClientProcedure {
     private mutating func next() -> GATTProcedureAction<Result> {
         guard let start = cursor.nextStart else { return finish(.done(services)) }
         phase = .waiting(.readByGroupTypeRequest)
-        return .send(.readByGroupTypeRequest(ReadByGroupTypeRequest(
-            startingHandle: start, endingHandle: range.upperBound, attributeGroupType: GATTUUID.primaryService)))
+        return .send(
+            .readByGroupTypeRequest(
+                ReadByGroupTypeRequest(
+                    startingHandle: start, endingHandle: range.upperBound, attributeGroupType: GATTUUID.primaryService))
+        )
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

@@ -50,8 +50,11 @@ public struct DiscoverPrimaryServiceByServiceUUID: GATTClientProcedure {
                 let start = entry.foundAttributeHandle
                 let end = entry.groupEndHandle
                 guard start != 0, start <= end else {
-                    return finish(.fail(.invalidAttributeValue(
-                        type: GATTUUID.primaryService, handle: start, reason: .invalidRange(start: start, end: end))))
+                    return finish(
+                        .fail(
+                            .invalidAttributeValue(
+                                type: GATTUUID.primaryService, handle: start,
+                                reason: .invalidRange(start: start, end: end))))
                 }
                 if let error = cursor.accept(start, through: end, opcode: pdu.opcode) { return finish(.fail(error)) }
                 services.append(Service(uuid: uuid, startHandle: start, endHandle: end, isPrimary: true))
@@ -69,8 +72,11 @@ public struct DiscoverPrimaryServiceByServiceUUID: GATTClientProcedure {
     private mutating func next() -> GATTProcedureAction<Result> {
         guard let start = cursor.nextStart else { return finish(.done(services)) }
         phase = .waiting(.findByTypeValueRequest)
-        return .send(.findByTypeValueRequest(FindByTypeValueRequest(
-            startingHandle: start, endingHandle: range.upperBound, attributeType: 0x2800, attributeValue: uuidValue)))
+        return .send(
+            .findByTypeValueRequest(
+                FindByTypeValueRequest(
+                    startingHandle: start, endingHandle: range.upperBound, attributeType: 0x2800,
+                    attributeValue: uuidValue)))
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

@@ -52,9 +52,10 @@ public struct FindIncludedServices: GATTClientProcedure {
                     return finish(.fail(error))
                 }
                 if declaration.uuid == nil { unresolved.append(includes.count) }
-                includes.append(IncludedService(
-                    handle: entry.handle, startHandle: declaration.includedServiceHandle,
-                    endHandle: declaration.endGroupHandle, uuid: declaration.uuid))
+                includes.append(
+                    IncludedService(
+                        handle: entry.handle, startHandle: declaration.includedServiceHandle,
+                        endHandle: declaration.endGroupHandle, uuid: declaration.uuid))
             }
             return next()
         case (.readByTypeRequest, .errorResponse(let error))
@@ -63,9 +64,11 @@ public struct FindIncludedServices: GATTClientProcedure {
         case (.readRequest, .readResponse(let response)):
             let index = unresolved.removeFirst()
             guard response.value.count == 16, let uuid = BluetoothUUID(littleEndian: response.value) else {
-                return finish(.fail(.invalidAttributeValue(
-                    type: GATTUUID.primaryService, handle: includes[index].startHandle,
-                    reason: .invalidLength(response.value.count, allowed: [16]))))
+                return finish(
+                    .fail(
+                        .invalidAttributeValue(
+                            type: GATTUUID.primaryService, handle: includes[index].startHandle,
+                            reason: .invalidLength(response.value.count, allowed: [16]))))
             }
             includes[index].uuid = uuid
             return next()
@@ -84,8 +87,10 @@ public struct FindIncludedServices: GATTClientProcedure {
         }
         guard let start = cursor.nextStart else { return finish(.done(includes)) }
         phase = .waiting(.readByTypeRequest)
-        return .send(.readByTypeRequest(ReadByTypeRequest(
-            startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.include)))
+        return .send(
+            .readByTypeRequest(
+                ReadByTypeRequest(
+                    startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.include)))
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

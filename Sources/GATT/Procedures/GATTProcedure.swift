@@ -59,7 +59,9 @@ extension GATTProcedureAction {
 /// The checks every answer goes through before its own: it must fit ATT_MTU.
 func checkLength(_ pdu: ATTPDU, mtu: Int) -> GATTError? {
     let length = pdu.encodedLength
-    guard length <= mtu else { return .invalidResponse(opcode: pdu.opcode, reason: .exceedsMTU(length: length, mtu: mtu)) }
+    guard length <= mtu else {
+        return .invalidResponse(opcode: pdu.opcode, reason: .exceedsMTU(length: length, mtu: mtu))
+    }
     return nil
 }
 

@@ -39,8 +39,9 @@ struct QueuedWriteExchange: Hashable, Sendable {
             let pending = parts[next]
             guard response.handle == pending.handle, response.offset == pending.offset, response.value == pending.value
             else {
-                return cancel(.invalidResponse(
-                    opcode: pdu.opcode, reason: .echoMismatch(handle: response.handle, offset: response.offset)))
+                return cancel(
+                    .invalidResponse(
+                        opcode: pdu.opcode, reason: .echoMismatch(handle: response.handle, offset: response.offset)))
             }
             next += 1
             guard next < parts.count else { return execute(.writeAll) }
@@ -87,7 +88,8 @@ struct QueuedWriteExchange: Hashable, Sendable {
         var start = 0
         repeat {
             let end = min(value.count, start + size)
-            out.append(PrepareWriteRequest(handle: handle, offset: offset + UInt16(start), value: Array(value[start..<end])))
+            out.append(
+                PrepareWriteRequest(handle: handle, offset: offset + UInt16(start), value: Array(value[start..<end])))
             start = end
         } while start < value.count
         return out

@@ -65,8 +65,11 @@ public struct ReadLongCharacteristicValues: GATTClientProcedure {
         value += part
         let total = Int(offset) + value.count
         guard total <= GATTLimits.maximumAttributeValueLength else {
-            return finish(.fail(.invalidResponse(
-                opcode: opcode, reason: .valueTooLong(length: total, maximum: GATTLimits.maximumAttributeValueLength))))
+            return finish(
+                .fail(
+                    .invalidResponse(
+                        opcode: opcode,
+                        reason: .valueTooLong(length: total, maximum: GATTLimits.maximumAttributeValueLength))))
         }
         guard part.count == partLength, total < GATTLimits.maximumAttributeValueLength else {
             return finish(.done(value))

@@ -70,8 +70,10 @@ public struct ReadMultipleVariableLengthCharacteristicValues: GATTClientProcedur
         switch pdu {
         case .readMultipleVariableResponse(let response):
             guard response.entries.count <= handles.count else {
-                return .fail(.invalidResponse(
-                    opcode: pdu.opcode, reason: .tooManyValues(count: response.entries.count, requested: handles.count)))
+                return .fail(
+                    .invalidResponse(
+                        opcode: pdu.opcode,
+                        reason: .tooManyValues(count: response.entries.count, requested: handles.count)))
             }
             return .done(response.entries)
         case .errorResponse(let error): return .fail(errorFor(error, request: request))

@@ -58,7 +58,9 @@ public struct ReadUsingCharacteristicUUID: GATTClientProcedure {
     private mutating func next() -> GATTProcedureAction<Result> {
         guard let start = cursor.nextStart else { return finish(.done(values)) }
         phase = .waiting(.readByTypeRequest)
-        return .send(.readByTypeRequest(ReadByTypeRequest(startingHandle: start, endingHandle: range.upperBound, attributeType: uuid)))
+        return .send(
+            .readByTypeRequest(
+                ReadByTypeRequest(startingHandle: start, endingHandle: range.upperBound, attributeType: uuid)))
     }
 
     private mutating func finish(_ action: GATTProcedureAction<Result>) -> GATTProcedureAction<Result> {

@@ -26,8 +26,10 @@ public enum WriteWithoutResponse {
         if let error = checkMTU(mtu) { throw error }
         let maximum = min(mtu - 15, GATTLimits.maximumAttributeValueLength)
         guard value.count <= maximum else { throw GATTError.valueTooLong(length: value.count, maximum: maximum) }
-        var message: [UInt8] = [ATTOpcode.signedWriteCommand.rawValue, UInt8(truncatingIfNeeded: handle),
-                                UInt8(truncatingIfNeeded: handle >> 8)]
+        var message: [UInt8] = [
+            ATTOpcode.signedWriteCommand.rawValue, UInt8(truncatingIfNeeded: handle),
+            UInt8(truncatingIfNeeded: handle >> 8),
+        ]
         message += value
         let mac = try ATTSigning.mac(csrk: csrk, message: message, signCounter: signCounter)
         return .signedWriteCommand(SignedWriteCommand(handle: handle, value: value, signCounter: signCounter, mac: mac))
