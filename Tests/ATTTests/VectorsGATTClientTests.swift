@@ -1,5 +1,4 @@
 import Bluetooth
-import Foundation
 import Testing
 @testable import ATT
 
@@ -7,15 +6,13 @@ import Testing
 /// every case decodes at the ATT_MTU in force and re-encodes byte for byte.
 enum GATTClientVectors {
     /// `<package root>/../shared/vectors/gatt-client-vectors.json`.
-    static let url: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/vectors/gatt-client-vectors.json")
+    static let path = TestFiles.sharedPath("vectors/gatt-client-vectors.json")
 
-    static var isPresent: Bool { FileManager.default.fileExists(atPath: url.path) }
+    static var isPresent: Bool { TestFiles.exists(path) }
 
-    static func load() throws -> [String: Any] {
-        let data = try Data(contentsOf: url)
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    static func load() throws -> JSONValue {
+        let bytes = try #require(TestFiles.read(path), "cannot read \(path)")
+        return try JSONValue.parse(bytes)
     }
 }
 
@@ -26,31 +23,28 @@ struct ATTVectorsGATTClientTests {
     @Test("every PDU decodes and re-encodes identically; over-MTU responses are rejected")
     func allCases() throws {
         let root = try GATTClientVectors.load()
-        let cases = try #require(root["cases"] as? [[String: Any]])
+        let cases = try #require(root["cases"]?.array)
         #expect(cases.count == 99)
         var decoded = 0
         var rejectedOverMTU: [String] = []
         for testCase in cases {
-            let id = testCase["id"] as? String ?? "?"
-            let pdus = testCase["pdus"] as? [[String: Any]] ?? []
+            let id = testCase["id"]?.string ?? "?"
             // ATT_MTU is 23 until the Exchange MTU Response, then the smaller Rx MTU.
             var mtu = ATTPDU.defaultLEMTU
             var clientRxMTU: UInt16?
-            for entry in pdus {
-                guard let hex = entry["pdu"] as? String else { continue }  // markers
+            for entry in testCase["pdus"]?.array ?? [] {
+                guard let hex = entry["pdu"]?.string else { continue }  // markers
                 let bytes = try #require(Hex.decode(hex), "\(id): bad hex")
-                let op = entry["op"] as? String
-                if entry["exceeds_att_mtu"] as? Bool == true {
+                let op = entry["op"]?.string
+                if entry["exceeds_att_mtu"]?.bool == true {
                     // Quirk 1 of the README: a 513-octet Read Response at ATT_MTU 512. Only
                     // BlueZ's harness (which reads at most ATT_MTU octets) accepted it.
-                    #expect(throws: ATTError.malformed(opcode: .readResponse, field: "PDU", offset: mtu,
-                                                       reason: .exceedsMTU(length: bytes.count, mtu: mtu)),
-                            "\(id)") {
-                        try ATTPDU(decoding: bytes, mtu: mtu)
-                    }
+                    let expected = ATTError.malformed(opcode: .readResponse, field: "PDU", offset: mtu,
+                                                      reason: .exceedsMTU(length: bytes.count, mtu: mtu))
+                    #expect(throws: expected, "\(id)") { try ATTPDU(decoding: bytes, mtu: mtu) }
                     rejectedOverMTU.append(id)
                     // What BlueZ actually read decodes.
-                    let truncated = try #require(Hex.decode(entry["as_read_by_bluez"] as? String ?? ""))
+                    let truncated = try #require(Hex.decode(entry["as_read_by_bluez"]?.string ?? ""))
                     let pdu = try ATTPDU(decoding: truncated, mtu: mtu)
                     #expect(try pdu.encode(mtu: mtu) == truncated)
                     continue
@@ -65,12 +59,13 @@ struct ATTVectorsGATTClientTests {
                 decoded += 1
                 #expect(pdu.opcode.wiresharkName == op, "\(id): \(hex)")
                 #expect(pdu.opcode.isKnown, "\(id): \(hex)")
-                #expect(try pdu.encode(mtu: mtu) == bytes, "\(id): \(hex) re-encodes differently")
+                let encoded = try pdu.encode(mtu: mtu)
+                #expect(encoded == bytes, "\(id): \(hex) re-encodes differently")
                 switch pdu {
                 case .exchangeMTURequest(let request): clientRxMTU = request.clientRxMTU
                 case .exchangeMTUResponse(let response):
-                    mtu = ExchangeMTURequest.negotiatedMTU(clientRxMTU: clientRxMTU ?? UInt16(ATTPDU.defaultLEMTU),
-                                                           serverRxMTU: response.serverRxMTU)
+                    let client = clientRxMTU ?? UInt16(ATTPDU.defaultLEMTU)
+                    mtu = ExchangeMTURequest.negotiatedMTU(clientRxMTU: client, serverRxMTU: response.serverRxMTU)
                 default: break
                 }
             }
@@ -82,28 +77,25 @@ struct ATTVectorsGATTClientTests {
     @Test("legacy GAttrib cases: the trailing-octet MTU response and the 1-octet handle are malformed")
     func gattribCases() throws {
         let root = try GATTClientVectors.load()
-        let gattrib = try #require(root["gattrib_api_cases"] as? [String: Any])
-        let cases = try #require(gattrib["cases"] as? [[String: Any]])
+        let cases = try #require(root["gattrib_api_cases"]?["cases"]?.array)
         var seen = Set<String>()
         for testCase in cases {
-            let entries = (testCase["pdus"] as? [[String: Any]] ?? []) + (testCase["peer_sends"] as? [[String: Any]] ?? [])
+            let entries = (testCase["pdus"]?.array ?? []) + (testCase["peer_sends"]?.array ?? [])
             for entry in entries {
-                guard let hex = entry["pdu"] as? String, let bytes = Hex.decode(hex) else { continue }
+                guard let hex = entry["pdu"]?.string, let bytes = Hex.decode(hex) else { continue }
                 seen.insert(hex)
                 switch hex {
                 case "03020304":
-                    #expect(throws: ATTError.malformed(opcode: .exchangeMTUResponse, field: "Server Rx MTU", offset: 3,
-                                                       reason: .trailingBytes(count: 1))) {
-                        try ATTPDU(decoding: bytes, mtu: 23)
-                    }
+                    let expected = ATTError.malformed(opcode: .exchangeMTUResponse, field: "Server Rx MTU", offset: 3,
+                                                      reason: .trailingBytes(count: 1))
+                    #expect(throws: expected) { try ATTPDU(decoding: bytes, mtu: 23) }
                 case "1d14":
-                    #expect(throws: ATTError.malformed(opcode: .handleValueIndication, field: "Attribute Handle", offset: 1,
-                                                       reason: .truncated(needed: 2, available: 1))) {
-                        try ATTPDU(decoding: bytes, mtu: 23)
-                    }
+                    let expected = ATTError.malformed(opcode: .handleValueIndication, field: "Attribute Handle", offset: 1,
+                                                      reason: .truncated(needed: 2, available: 1))
+                    #expect(throws: expected) { try ATTPDU(decoding: bytes, mtu: 23) }
                 default:
                     let pdu = try ATTPDU(decoding: bytes, mtu: 23)
-                    #expect(pdu.opcode.wiresharkName == entry["op"] as? String, "\(hex)")
+                    #expect(pdu.opcode.wiresharkName == entry["op"]?.string, "\(hex)")
                     #expect(pdu.encoded == bytes)
                 }
             }

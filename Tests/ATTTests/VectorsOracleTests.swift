@@ -1,5 +1,4 @@
 import Bluetooth
-import Foundation
 import Testing
 @testable import ATT
 
@@ -7,32 +6,21 @@ import Testing
 /// every ATT record's PDU decodes, re-encodes byte for byte, and the fields we decode agree
 /// with the fields Wireshark decoded from the same octets.
 enum OracleRecords {
-    static let directory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/captures/oracle")
+    static let directory = TestFiles.sharedPath("captures/oracle")
 
-    static var files: [URL] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasSuffix(".jsonl.gz") }.sorted().map { directory.appendingPathComponent($0) }
+    static var files: [String] {
+        TestFiles.list(directory).filter { $0.hasSuffix(".jsonl.gz") }.map { directory + "/" + $0 }
     }
 
-    static var isPresent: Bool { !files.isEmpty && FileManager.default.isExecutableFile(atPath: "/usr/bin/gzip") }
+    static var isPresent: Bool { !files.isEmpty && TestFiles.exists("/usr/bin/gzip") }
 
-    /// The ATT records of one file (decompressed by gzip, bounded by the file's size).
-    static func attRecords(_ file: URL) throws -> [[String: Any]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
-        process.arguments = ["-dc", file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        var records: [[String: Any]] = []
+    /// The ATT records of one file.
+    static func attRecords(_ file: String) throws -> [JSONValue] {
+        let data = try #require(TestFiles.gunzip(file), "cannot decompress \(file)")
+        var records: [JSONValue] = []
         for line in data.split(separator: UInt8(ascii: "\n")) {
-            guard let record = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                  record["kind"] as? String == "att" else { continue }
-            records.append(record)
+            let record = try JSONValue.parse(line)
+            if record["kind"]?.string == "att" { records.append(record) }
         }
         return records
     }
@@ -47,11 +35,12 @@ struct ATTVectorsOracleTests {
         var total = 0
         var strictRejections: [String] = []
         for file in OracleRecords.files {
+            let fileName = file.split(separator: "/").last.map(String.init) ?? file
             for record in try OracleRecords.attRecords(file) {
                 total += 1
-                let where_ = "\(file.lastPathComponent) frame \(record["frame"] ?? "?")"
-                let bytes = try #require(Hex.decode(record["pdu"] as? String ?? ""), "\(where_)")
-                if record["malformed"] as? Bool == true {
+                let where_ = "\(fileName) frame \(record["frame"]?.int ?? -1)"
+                let bytes = try #require(Hex.decode(record["pdu"]?.string ?? ""), "\(where_)")
+                if record["malformed"]?.bool == true {
                     #expect(throws: ATTError.self, "\(where_)") { try ATTPDU(decoding: bytes) }
                     continue
                 }
@@ -61,14 +50,14 @@ struct ATTVectorsOracleTests {
                     continue
                 }
                 #expect(pdu.encoded == bytes, "\(where_)")
-                #expect(pdu.opcode.wiresharkName == record["op"] as? String, "\(where_)")
+                #expect(pdu.opcode.wiresharkName == record["op"]?.string, "\(where_)")
                 let ours = Self.fields(of: pdu)
                 for (key, value) in ours {
                     guard let theirs = record[key] else {
                         Issue.record("\(where_): we decode \(key), Wireshark does not")
                         continue
                     }
-                    #expect(Self.same(value, theirs), "\(where_): \(key) ours \(value) theirs \(theirs)")
+                    #expect(Self.covered(value, by: theirs), "\(where_): \(key) ours \(value) theirs \(theirs)")
                 }
                 for key in ["handle", "start_handle", "end_handle", "uuid", "value", "error", "mtu", "offset", "flags",
                             "length", "format", "handles", "entries"] where record[key] != nil && ours[key] == nil {
@@ -86,67 +75,70 @@ struct ATTVectorsOracleTests {
         ])
     }
 
-    /// JSON values compared loosely: numbers as Int, dictionaries and arrays element-wise.
-    static func same(_ ours: Any, _ theirs: Any) -> Bool {
+    /// Whether Wireshark's value holds ours: equal scalars, arrays element by element, and for
+    /// objects every key we produce (Wireshark adds context-only keys we do not decode).
+    static func covered(_ ours: JSONValue, by theirs: JSONValue) -> Bool {
         switch (ours, theirs) {
-        case (let a as Int, let b as NSNumber): return a == b.intValue
-        case (let a as String, let b as String): return a == b
-        case (is NSNull, is NSNull): return true
-        case (let a as [String: Any], let b as [String: Any]):
-            // Compare the keys we produce; Wireshark may add context-only keys.
-            return a.allSatisfy { key, value in b[key].map { same(value, $0) } ?? false }
-        case (let a as [Any], let b as [Any]):
-            return a.count == b.count && zip(a, b).allSatisfy { same($0, $1) }
-        default: return false
+        case (.object(let a), .object(let b)):
+            return a.allSatisfy { key, value in b[key].map { covered(value, by: $0) } ?? false }
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { covered($0, by: $1) }
+        default:
+            return ours == theirs
         }
     }
 
     /// Our decode in the oracle's schema (only the keys the oracle README defines).
-    static func fields(of pdu: ATTPDU) -> [String: Any] {
-        func uuid(_ u: BluetoothUUID) -> String { u.text(uppercase: false) }
-        func hex(_ b: [UInt8]) -> String { Hex.encode(b) }
-        func range(_ s: UInt16, _ e: UInt16) -> [String: Any] { ["start_handle": Int(s), "end_handle": Int(e)] }
+    static func fields(of pdu: ATTPDU) -> [String: JSONValue] {
+        func n<T: BinaryInteger>(_ v: T) -> JSONValue { .number(Double(v)) }
+        func uuid(_ u: BluetoothUUID) -> JSONValue { .string(u.text(uppercase: false)) }
+        func hex(_ b: [UInt8]) -> JSONValue { .string(Hex.encode(b)) }
+        func range(_ s: UInt16, _ e: UInt16) -> [String: JSONValue] { ["start_handle": n(s), "end_handle": n(e)] }
+        func with(_ base: [String: JSONValue], _ extra: [String: JSONValue]) -> [String: JSONValue] {
+            base.merging(extra) { a, _ in a }
+        }
         switch pdu {
         case .errorResponse(let p):
-            return ["error": ["request_opcode": Int(p.requestOpcode.rawValue), "handle": Int(p.handle),
-                              "code": Int(p.errorCode.rawValue), "name": p.errorCode.name.map { $0 as Any } ?? NSNull()]]
-        case .exchangeMTURequest(let p): return ["mtu": Int(p.clientRxMTU)]
-        case .exchangeMTUResponse(let p): return ["mtu": Int(p.serverRxMTU)]
+            let name: JSONValue = p.errorCode.name.map { .string($0) } ?? .null
+            return ["error": .object(["request_opcode": n(p.requestOpcode.rawValue), "handle": n(p.handle),
+                                      "code": n(p.errorCode.rawValue), "name": name])]
+        case .exchangeMTURequest(let p): return ["mtu": n(p.clientRxMTU)]
+        case .exchangeMTUResponse(let p): return ["mtu": n(p.serverRxMTU)]
         case .findInformationRequest(let p): return range(p.startingHandle, p.endingHandle)
         case .findInformationResponse(let p):
-            return ["format": Int(p.format.rawValue),
-                    "entries": p.entries.map { ["handle": Int($0.handle), "uuid": uuid($0.uuid)] as [String: Any] }]
+            return ["format": n(p.format.rawValue),
+                    "entries": .array(p.entries.map { .object(["handle": n($0.handle), "uuid": uuid($0.uuid)]) })]
         case .findByTypeValueRequest(let p):
-            return range(p.startingHandle, p.endingHandle).merging(
-                ["uuid": uuid(.bit16(p.attributeType)), "value": hex(p.attributeValue)]) { a, _ in a }
+            return with(range(p.startingHandle, p.endingHandle), ["uuid": uuid(.bit16(p.attributeType)), "value": hex(p.attributeValue)])
         case .readByTypeRequest(let p):
-            return range(p.startingHandle, p.endingHandle).merging(["uuid": uuid(p.attributeType)]) { a, _ in a }
+            return with(range(p.startingHandle, p.endingHandle), ["uuid": uuid(p.attributeType)])
         case .readByGroupTypeRequest(let p):
-            return range(p.startingHandle, p.endingHandle).merging(["uuid": uuid(p.attributeGroupType)]) { a, _ in a }
+            return with(range(p.startingHandle, p.endingHandle), ["uuid": uuid(p.attributeGroupType)])
         case .readByTypeResponse(let p):
-            return ["length": p.length, "entries": p.entries.map { ["handle": Int($0.handle), "value": hex($0.value)] as [String: Any] }]
+            return ["length": n(p.length),
+                    "entries": .array(p.entries.map { .object(["handle": n($0.handle), "value": hex($0.value)]) })]
         case .readByGroupTypeResponse(let p):
-            return ["length": p.length, "entries": p.entries.map { entry -> [String: Any] in
-                var out: [String: Any] = ["handle": Int(entry.handle), "end_handle": Int(entry.endGroupHandle)]
+            return ["length": n(p.length), "entries": .array(p.entries.map { entry in
+                var out: [String: JSONValue] = ["handle": n(entry.handle), "end_handle": n(entry.endGroupHandle)]
                 if let u = BluetoothUUID(littleEndian: entry.value) { out["uuid"] = uuid(u) }
-                return out
-            }]
-        case .readRequest(let p): return ["handle": Int(p.handle)]
-        case .readBlobRequest(let p): return ["handle": Int(p.handle), "offset": Int(p.offset)]
+                return .object(out)
+            })]
+        case .readRequest(let p): return ["handle": n(p.handle)]
+        case .readBlobRequest(let p): return ["handle": n(p.handle), "offset": n(p.offset)]
         case .readResponse(let p): return ["value": hex(p.value)]
         case .readBlobResponse(let p): return ["value": hex(p.value)]
         case .readMultipleResponse(let p): return ["value": hex(p.values)]
-        case .readMultipleRequest(let p): return ["handles": p.handles.map { Int($0) }]
-        case .readMultipleVariableRequest(let p): return ["handles": p.handles.map { Int($0) }]
-        case .writeRequest(let p): return ["handle": Int(p.handle), "value": hex(p.value)]
-        case .writeCommand(let p): return ["handle": Int(p.handle), "value": hex(p.value)]
+        case .readMultipleRequest(let p): return ["handles": .array(p.handles.map { n($0) })]
+        case .readMultipleVariableRequest(let p): return ["handles": .array(p.handles.map { n($0) })]
+        case .writeRequest(let p): return ["handle": n(p.handle), "value": hex(p.value)]
+        case .writeCommand(let p): return ["handle": n(p.handle), "value": hex(p.value)]
         case .signedWriteCommand(let p):
-            return ["handle": Int(p.handle), "value": hex(p.value), "sign_counter": Int(p.signCounter)]
-        case .prepareWriteRequest(let p): return ["handle": Int(p.handle), "offset": Int(p.offset), "value": hex(p.value)]
-        case .prepareWriteResponse(let p): return ["handle": Int(p.handle), "offset": Int(p.offset), "value": hex(p.value)]
-        case .executeWriteRequest(let p): return ["flags": Int(p.flags.rawValue)]
-        case .handleValueNotification(let p): return ["handle": Int(p.handle), "value": hex(p.value)]
-        case .handleValueIndication(let p): return ["handle": Int(p.handle), "value": hex(p.value)]
+            return ["handle": n(p.handle), "value": hex(p.value), "sign_counter": n(p.signCounter)]
+        case .prepareWriteRequest(let p): return ["handle": n(p.handle), "offset": n(p.offset), "value": hex(p.value)]
+        case .prepareWriteResponse(let p): return ["handle": n(p.handle), "offset": n(p.offset), "value": hex(p.value)]
+        case .executeWriteRequest(let p): return ["flags": n(p.flags.rawValue)]
+        case .handleValueNotification(let p): return ["handle": n(p.handle), "value": hex(p.value)]
+        case .handleValueIndication(let p): return ["handle": n(p.handle), "value": hex(p.value)]
         case .findByTypeValueResponse, .writeResponse, .executeWriteResponse, .handleValueConfirmation,
              .readMultipleVariableResponse, .multipleHandleValueNotification, .unknown:
             return [:]
