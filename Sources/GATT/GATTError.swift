@@ -21,6 +21,10 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The server answered `request` with ATT_ERROR_RSP (`handle` as the server gave it).
     case peerError(request: ATTOpcode, handle: UInt16, code: ATTErrorCode)
 
+    /// The ATT bearer failed under the procedure: no answer in 30 s, a disconnect, a
+    /// protocol violation the bearer caught, a request it could not send.
+    case att(ATTError)
+
     // MARK: Lookups
 
     /// No characteristic (or service) with this UUID in the database.
@@ -110,6 +114,8 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             return "unexpected \(received) while waiting for the answer to \(request)"
         case .peerError(let request, let handle, let code):
             return "\(request) on handle 0x\(hex4(handle)) failed: \(code)"
+        case .att(let error):
+            return error.description
         case .notFound(let uuid):
             return "no attribute with UUID \(uuid)"
         case .noAttribute(let handle):
