@@ -119,6 +119,39 @@ struct GATTClientTests {
         await client.connection.close()
     }
 
+    /// Targeted: the TX characteristic by UUID over the whole server, its descriptors up to the
+    /// next declaration, then notifications switched on.
+    static let targeted = """
+        > 08 0100 ffff 0328
+        < 09 15 0200 10 0300 9ecadc240ee5a9e093f3a3b50300406e
+        > 08 0300 ffff 0328
+        < 09 07 0600 02 0700 002a
+        > 08 0700 ffff 0328
+        < 01 08 0700 0a
+        # TX runs to 0x0005; the service declaration at 0x0005 ends its descriptors
+        > 04 0400 0500
+        < 05 01 0400 0229 0500 0028
+        > 12 0400 0100
+        < 13
+        """
+
+    @Test func findCharacteristicAndSubscribe() async throws {
+        let (client, channel) = Self.client(try ATTTrace(parsing: Self.targeted))
+        let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
+        let found = try await client.findCharacteristics(uuid: tx)
+        #expect(found.count == 1)
+        let characteristic = try #require(found.first)
+        #expect(characteristic.descriptors == [Descriptor(handle: 4, uuid: 0x2902)])
+        try await client.configure(characteristic, .notifications)
+        await #expect(throws: GATTError.noAttribute(handle: 7)) {
+            try await client.configure(
+                Characteristic(uuid: 0x2A00, declarationHandle: 6, valueHandle: 7, properties: .read), .notifications)
+        }
+        await channel.waitUntilComplete()
+        #expect(channel.failure == nil)
+        await client.connection.close()
+    }
+
     /// A request the peer does not expect: the scripted channel fails the bearer, and the
     /// procedure ends with the bearer's error.
     @Test func bearerFailureEndsProcedure() async throws {

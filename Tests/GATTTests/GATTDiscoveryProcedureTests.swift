@@ -269,6 +269,19 @@ struct GATTDiscoveryProcedureTests {
         exchange.check(DiscoverAllCharacteristicDescriptors(range: 0x13...0x14))
     }
 
+    @Test func descriptorsStopAtADeclaration() {
+        Exchange<[Descriptor]>(
+            "the next service's declaration ends the definition",
+            replies: ["05 01 1300 0229 1400 0028"], sent: ["04 1300 ffff"],
+            .done([Descriptor(handle: 0x13, uuid: 0x2902)])
+        ).check(DiscoverAllCharacteristicDescriptors(range: 0x13...0xFFFF))
+        Exchange<[Descriptor]>(
+            "a characteristic declaration in a later round",
+            replies: ["05 01 1300 0229", "05 01 1400 0328"], sent: ["04 1300 ffff", "04 1400 ffff"],
+            .done([Descriptor(handle: 0x13, uuid: 0x2902)])
+        ).check(DiscoverAllCharacteristicDescriptors(range: 0x13...0xFFFF))
+    }
+
     @Test func descriptorsUpToLastHandle() {
         // 0xFFFF is the end: no overflow, no further request.
         Exchange<[Descriptor]>(

@@ -98,6 +98,18 @@ public struct GATTClient: Sendable {
         return service
     }
 
+    /// The characteristics with `uuid` anywhere on the server (§4.6.2 over 0x0001–0xFFFF),
+    /// with their descriptors: what a targeted `read`/`subscribe` by UUID needs, without
+    /// discovering the services. A characteristic's range may run past its service's end, to
+    /// the next characteristic declaration; descriptor discovery stops at any declaration.
+    public func findCharacteristics(uuid: BluetoothUUID) async throws(GATTError) -> [Characteristic] {
+        var found = try await run(DiscoverCharacteristicsByUUID(uuid: uuid, range: 0x0001...0xFFFF, mtu: await mtu))
+        for index in found.indices {
+            found[index].descriptors = try await discoverDescriptors(of: found[index])
+        }
+        return found
+    }
+
     // MARK: Reads and writes
 
     /// The value at `handle` (§4.8.1), at most ATT_MTU − 1 octets.
@@ -138,6 +150,18 @@ public struct GATTClient: Sendable {
     @discardableResult
     public func reliableWrite(_ writes: [ReliableWrites.Write]) async throws(GATTError) -> Int {
         try await run(ReliableWrites(writes: writes, mtu: await mtu))
+    }
+
+    /// Writes the Client Characteristic Configuration descriptor of `characteristic` (§4.12.3):
+    /// `.notifications`, `.indications`, or `[]` to stop. Throws `noAttribute` when its
+    /// descriptors hold no CCCD (discover them first).
+    public func configure(
+        _ characteristic: Characteristic, _ configuration: ClientCharacteristicConfiguration
+    ) async throws(GATTError) {
+        guard let handle = characteristic.clientConfigurationHandle else {
+            throw GATTError.noAttribute(handle: characteristic.valueHandle)
+        }
+        try await write(handle: handle, value: configuration.encoded)
     }
 
     /// Sends an ATT_WRITE_CMD (§4.9.1): no answer, no confirmation of delivery.

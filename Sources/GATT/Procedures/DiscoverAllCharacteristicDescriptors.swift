@@ -5,6 +5,11 @@ import Bluetooth
 /// characteristic's value, each starting one past the last handle received, until Attribute
 /// Not Found or the range is covered (a response reaching the end needs no further request).
 ///
+/// A declaration (service, include or characteristic) among the answers ends the definition:
+/// the procedure stops there and leaves it out. A range running to the next characteristic
+/// declaration can cross a service boundary (a characteristic found by a search over the whole
+/// server does not know its service's end); this keeps the next service out of its descriptors.
+///
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.7.1
 public struct DiscoverAllCharacteristicDescriptors: GATTClientProcedure {
     public typealias Result = [Descriptor]
@@ -37,6 +42,7 @@ public struct DiscoverAllCharacteristicDescriptors: GATTClientProcedure {
                 if let error = cursor.accept(entry.handle, through: entry.handle, opcode: pdu.opcode) {
                     return finish(.fail(error))
                 }
+                if Self.declarationTypes.contains(entry.uuid) { return finish(.done(descriptors)) }
                 descriptors.append(Descriptor(handle: entry.handle, uuid: entry.uuid))
             }
             return next()
@@ -48,6 +54,11 @@ public struct DiscoverAllCharacteristicDescriptors: GATTClientProcedure {
             return finish(.fail(.unexpectedResponse(request: request, received: pdu.opcode)))
         }
     }
+
+    /// Attribute types that start a new definition.
+    static let declarationTypes: Set<BluetoothUUID> = [
+        GATTUUID.primaryService, GATTUUID.secondaryService, GATTUUID.include, GATTUUID.characteristic,
+    ]
 
     private mutating func next() -> GATTProcedureAction<Result> {
         guard let start = cursor.nextStart else { return finish(.done(descriptors)) }
