@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import HCI
+import L2CAP
 
 /// Writes `dump --json` records in the schema of Wireshark's view (`captures/oracle/README.md`
 /// of the shared material): one `att` record per ATT PDU and one `adv_report` record per HCI

@@ -1,7 +1,6 @@
 import ATT
 import Bluetooth
 import HCI
-import L2CAP
 
 /// One HCI advertising report as it came, with its place in the event.
 public struct AdvertisingReportItem: Sendable {
@@ -54,7 +53,7 @@ public protocol CaptureVisitor {
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord)
 }
 
-/// Decodes capture records at every layer: HCI packets, advertising reports, ACL → L2CAP
+/// Decodes capture records at every layer (used by `gattclient dump`, replay and monitor): HCI packets, advertising reports, ACL → L2CAP
 /// reassembly per connection and direction, ATT on the fixed channel 0x0004.
 public struct CaptureDecoder: Sendable {
     /// Separate reassembly per direction: the two sides' fragments interleave on one handle.
