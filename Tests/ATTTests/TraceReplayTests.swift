@@ -38,39 +38,55 @@ struct TraceReplayTests {
         }
     }
 
-    @Test func smartPenAnswersThePeersExchangeMTUWhileDiscovering() async throws {
-        let trace = try TraceReplay.load("smartpen-mtu-discovery.trace")
+    /// The value of each notification, in order (nil for any other PDU).
+    static func notificationValues(_ pdus: [ATTPDU]) -> [[UInt8]?] {
+        pdus.map { pdu in
+            if case .handleValueNotification(let notification) = pdu { return notification.value }
+            return nil
+        }
+    }
+
+    @Test func peerExchangeMTUIsAnsweredWhileOurDiscoveryRequestIsOutstanding() async throws {
+        let trace = try TraceReplay.load("bumble-peer-mtu-during-discovery.trace")
         let channel = ScriptedATTChannel(trace: trace)
         let connection = ATTConnection(channel: channel, configuration: .init(rxMTU: 247))
         let outcome = try await TraceReplay.replayAsClient(trace, connection: connection, channel: channel)
         #expect(channel.failure == nil)
         #expect(channel.isComplete)
         #expect(await connection.mtu == 247)
+        // The notification came before any request of ours.
         #expect(outcome.inbound == [F.notification(0x0017, [0x44, 0x01, 0x00])])
-        #expect(outcome.requests == 20)
-        #expect(outcome.peerErrors.count == 9)
+        // Our Exchange MTU Response went out before the discovery request was answered (the
+        // peer answers only after it): the first two SDUs we sent.
+        #expect(
+            channel.sentSDUs.prefix(2) == [[0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28], [0x03, 0xF7, 0x00]])
+        // 16 discovery requests, then a 43-octet Write Request only ATT_MTU 247 allows.
+        #expect(outcome.requests == 17)
+        #expect(channel.sentSDUs.last?.count == 43)
+        #expect(outcome.peerErrors.count == 6)
         #expect(
             outcome.peerErrors.first
-                == .peerError(request: .readByGroupTypeRequest, handle: 0x0031, code: .attributeNotFound))
+                == .peerError(request: .readByGroupTypeRequest, handle: 0x0020, code: .attributeNotFound))
         await connection.close()
     }
 
-    @Test func smartPenPrimaryServices() async throws {
-        let channel = ScriptedATTChannel(trace: try TraceReplay.load("smartpen-mtu-discovery.trace"))
+    @Test func peerExchangeMTUTracePrimaryServices() async throws {
+        let channel = ScriptedATTChannel(trace: try TraceReplay.load("bumble-peer-mtu-during-discovery.trace"))
         let connection = ATTConnection(channel: channel, configuration: .init(rxMTU: 247))
         let services = try await Self.discoverPrimaryServices(connection)
-        #expect(services.map(\.0) == [0x0001, 0x0008, 0x000C, 0x0015, 0x001D, 0x0025, 0x002D])
-        #expect(services.map(\.1) == [0x0007, 0x000B, 0x0014, 0x001C, 0x0024, 0x002C, 0x0030])
-        let uuids: [UInt16?] = services.prefix(6).map { $0.2.uuid16 }
-        let expected: [UInt16?] = [0x1800, 0x1801, 0x180A, 0xF100, 0xFFF0, 0xF200]
+        #expect(services.map(\.0) == [0x0001, 0x0006, 0x000E, 0x0015, 0x001C])
+        #expect(services.map(\.1) == [0x0005, 0x000D, 0x0014, 0x001B, 0x001F])
+        let uuids: [UInt16?] = services.prefix(4).map { $0.2.uuid16 }
+        let expected: [UInt16?] = [0x1800, 0x1801, 0x180A, 0xFFF0]
         #expect(uuids == expected)
         #expect(services.last?.2.byteWidth == 16)
+        #expect(await connection.mtu == 247)
         #expect(channel.failure == nil)
         await connection.close()
     }
 
-    @Test func treadmillNotificationsArriveInRecordedOrder() async throws {
-        let trace = try TraceReplay.load("horizon-ccc-notifications.trace")
+    @Test func notificationBurstsAfterTheCCCWriteArriveInRecordedOrder() async throws {
+        let trace = try TraceReplay.load("bumble-ccc-notification-burst.trace")
         let channel = ScriptedATTChannel(trace: trace)
         let connection = ATTConnection(channel: channel)
         let outcome = try await TraceReplay.replayAsClient(trace, connection: connection, channel: channel)
@@ -78,44 +94,91 @@ struct TraceReplayTests {
         #expect(channel.isComplete)
         let recorded = trace.entries.filter { $0.direction == .peerToHost && $0.bytes[0] == 0x1B }
         #expect(outcome.inbound.count == recorded.count)
-        #expect(outcome.inbound.count == 53)
-        #expect(outcome.inbound.first == F.notification(0x0012, [0x05, 0x02]))
-        #expect(outcome.requests == 9)
+        #expect(outcome.inbound.count == 37)
+        // The CCC write (0x0019 = 0100) is answered, then the peer's first notification.
+        #expect(channel.sentSDUs.contains([0x12, 0x19, 0x00, 0x01, 0x00]))
+        #expect(outcome.inbound.first == F.notification(0x0017, [0x01, 0x00]))
+        // Then three bursts of 12, each after a Write Response: sample `i` of block `b`
+        // starts with the bytes `b`, `i`.
+        let heads: [[UInt8]?] = Self.notificationValues(Array(outcome.inbound.dropFirst())).map { value in
+            value.map { Array($0.prefix(2)) }
+        }
+        let expected: [[UInt8]?] = (0..<3).flatMap { block in (0..<12).map { [UInt8(block), UInt8($0)] } }
+        #expect(heads == expected)
+        #expect(outcome.requests == 10)
+        #expect(
+            outcome.peerErrors == [
+                .peerError(request: .findByTypeValueRequest, handle: 0x001C, code: .attributeNotFound),
+                .peerError(request: .readByTypeRequest, handle: 0x001B, code: .attributeNotFound),
+            ])
         await connection.close()
     }
 
-    @Test func toyCarDiscoveryWithAttributeNotFoundErrors() async throws {
-        let trace = try TraceReplay.load("revcar-discovery-errors.trace")
+    @Test func discoveryEndsEachRoundWithAttributeNotFound() async throws {
+        let trace = try TraceReplay.load("bumble-discovery-errors.trace")
         let channel = ScriptedATTChannel(trace: trace)
         let connection = ATTConnection(channel: channel)
         let outcome = try await TraceReplay.replayAsClient(trace, connection: connection, channel: channel)
         #expect(channel.failure == nil)
         #expect(channel.isComplete)
-        #expect(outcome.requests == 22)
-        #expect(outcome.peerErrors.count == 12)
-        #expect(
-            outcome.peerErrors.allSatisfy {
-                if case .peerError(.readByTypeRequest, _, .attributeNotFound) = $0 { return true }
-                return false
-            })
+        #expect(outcome.requests == 34)
+        #expect(outcome.peerErrors.count == 17)
+        var readByType = 0
+        var findInformation: [UInt16] = []
+        for error in outcome.peerErrors {
+            switch error {
+            case .peerError(.readByTypeRequest, _, .attributeNotFound): readByType += 1
+            case .peerError(.findInformationRequest, let handle, .attributeNotFound): findInformation.append(handle)
+            default: Issue.record("unexpected \(error)")
+            }
+        }
+        #expect(readByType == 16)  // included services and characteristics, 8 services
+        #expect(findInformation == [0x002B])  // past the last descriptor, group ending at 0xFFFF
         await connection.close()
     }
 
-    @Test func toyCarPrimaryServicesEndAtFFFF() async throws {
-        let channel = ScriptedATTChannel(trace: try TraceReplay.load("revcar-discovery-errors.trace"))
+    @Test func discoveryTracePrimaryServicesEndAtFFFF() async throws {
+        let channel = ScriptedATTChannel(trace: try TraceReplay.load("bumble-discovery-errors.trace"))
         let connection = ATTConnection(channel: channel)
         let services = try await Self.discoverPrimaryServices(connection)
-        #expect(services.map(\.0) == [0x0001, 0x0008, 0x0009, 0x0010, 0x0015, 0x0019, 0x001F, 0x0030, 0x0033])
-        let uuids: [UInt16?] = services.map { $0.2.uuid16 }
-        let expected: [UInt16?] = [0x1800, 0x1801, 0x180A, 0xFFE0, 0xFFE5, 0xFFA0, 0xFF90, 0xFF30, 0xFF10]
+        #expect(services.map(\.0) == [0x0001, 0x0006, 0x000E, 0x0015, 0x0019, 0x001E, 0x0022, 0x0027])
+        let uuids: [UInt16?] = services.prefix(7).map { $0.2.uuid16 }
+        let expected: [UInt16?] = [0x1800, 0x1801, 0x180A, 0x180F, 0xFFE0, 0xFFE5, 0xFFA0]
         #expect(uuids == expected)
+        #expect(services.last?.2.byteWidth == 16)
         #expect(services.last?.1 == 0xFFFF)
+        #expect(channel.failure == nil)
+        await connection.close()
+    }
+
+    @Test func anyOrderReplayServesARecordedDiscoveryInAnotherOrder() async throws {
+        let trace = try TraceReplay.load("bumble-discovery-errors.trace")
+        let channel = ScriptedATTChannel(trace: trace, matching: .anyOrder)
+        let connection = ATTConnection(channel: channel)
+        // Characteristic discovery of three services, last recorded first.
+        let declarations: [(UInt16, UInt16, [UInt16])] = [
+            (0x0022, 0x0026, [0x0023, 0x0025]), (0x0015, 0x0018, [0x0016]), (0x0001, 0x0005, [0x0002, 0x0004]),
+        ]
+        for (start, end, handles) in declarations {
+            let response = try await connection.request(
+                .readByTypeRequest(
+                    ReadByTypeRequest(startingHandle: start, endingHandle: end, attributeType: .bit16(0x2803))))
+            guard case .readByTypeResponse(let list) = response else {
+                Issue.record("unexpected \(response)")
+                continue
+            }
+            #expect(list.entries.map(\.handle) == handles)
+        }
+        #expect(channel.failure == nil)
+        #expect(channel.sentSDUs.count == 3)
+        #expect(!channel.isComplete)
         await connection.close()
     }
 
     @Test func divergingFromTheTraceFailsWithLineAndBothPDUs() async throws {
-        let trace = try TraceReplay.load("revcar-discovery-errors.trace")
+        let trace = try TraceReplay.load("bumble-discovery-errors.trace")
         let firstLine = try #require(trace.entries.first { $0.direction == .hostToPeer }).line
+        #expect(firstLine == 13)  // the example in Fixtures/traces/README.md
         let connection = ATTConnection(channel: ScriptedATTChannel(trace: trace))
         await #expect {
             _ = try await connection.request(
