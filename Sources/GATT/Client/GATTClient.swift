@@ -78,18 +78,20 @@ public struct GATTClient: Sendable {
     /// of each. Straightforward, not request-optimal: includes and characteristics are asked
     /// per service and descriptors per characteristic, skipping only requests whose range is
     /// empty or already covered by an answer.
-    public func discoverDatabase() async throws(GATTError) -> GATTDatabase {
+    /// `findIncludes: false` skips the include search (one request per service) for a server
+    /// known to have none.
+    public func discoverDatabase(findIncludes: Bool = true) async throws(GATTError) -> GATTDatabase {
         var services: [Service] = []
         for service in try await discoverPrimaryServices() {
-            services.append(try await discoverDefinitions(of: service))
+            services.append(try await discoverDefinitions(of: service, findIncludes: findIncludes))
         }
         return GATTDatabase(services: services)
     }
 
     /// `service` with its includes, characteristics and their descriptors discovered.
-    public func discoverDefinitions(of service: Service) async throws(GATTError) -> Service {
+    public func discoverDefinitions(of service: Service, findIncludes: Bool = true) async throws(GATTError) -> Service {
         var service = service
-        service.includes = try await findIncludedServices(of: service)
+        if findIncludes { service.includes = try await findIncludedServices(of: service) }
         var characteristics = try await discoverCharacteristics(of: service)
         for index in characteristics.indices {
             characteristics[index].descriptors = try await discoverDescriptors(of: characteristics[index])
