@@ -70,8 +70,13 @@ struct GATTBumbleSessionTests {
         let client = GATTClient(connection: connection)
         #expect(try await connection.exchangeMTU(247) == 247)
 
-        // Bumble's client searches no includes: neither do we here.
-        let database = try await client.discoverDatabase(findIncludes: false)
+        // Service by service without includes, as Bumble's client asked (the request-minimal
+        // `discoverDatabase()` sends requests this recording cannot answer).
+        var services: [Service] = []
+        for service in try await client.discoverPrimaryServices() {
+            services.append(try await client.discoverDefinitions(of: service, findIncludes: false))
+        }
+        let database = GATTDatabase(services: services)
         try database.validate()
         let base = "-0451-4000-B000-000000000000"
         #expect(database.services.map(\.uuid) == [0x1800, 0x1801, 0x180F, BluetoothUUID("F000AA00" + base)!])

@@ -74,18 +74,11 @@ public struct GATTClient: Sendable {
         return try await run(DiscoverAllCharacteristicDescriptors(range: range, mtu: await mtu))
     }
 
-    /// The whole database, service by service: primary services, then `discoverDefinitions`
-    /// of each. Straightforward, not request-optimal: includes and characteristics are asked
-    /// per service and descriptors per characteristic, skipping only requests whose range is
-    /// empty or already covered by an answer.
-    /// `findIncludes: false` skips the include search (one request per service) for a server
-    /// known to have none.
+    /// The whole database in few requests (`DatabaseDiscovery`: includes and characteristics
+    /// searched once over all services, descriptors only where a gap leaves room for them).
+    /// `findIncludes: false` skips the include search for a server known to have none.
     public func discoverDatabase(findIncludes: Bool = true) async throws(GATTError) -> GATTDatabase {
-        var services: [Service] = []
-        for service in try await discoverPrimaryServices() {
-            services.append(try await discoverDefinitions(of: service, findIncludes: findIncludes))
-        }
-        return GATTDatabase(services: services)
+        try await run(DatabaseDiscovery(mtu: await mtu, findIncludes: findIncludes))
     }
 
     /// `service` with its includes, characteristics and their descriptors discovered.
