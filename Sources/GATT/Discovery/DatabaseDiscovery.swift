@@ -16,7 +16,9 @@ import Bluetooth
 ///
 /// Every phase inherits its procedure's checks (handles move forward and stay in range), so a
 /// misbehaving server cannot make it loop. Characteristic declarations outside every known
-/// service are left out (they belong to a secondary service nothing includes).
+/// service are left out (they belong to a secondary service nothing includes). The include
+/// search covers the primary services' handles; includes inside a secondary service that lies
+/// beyond them are not searched.
 public struct DatabaseDiscovery: GATTClientProcedure {
     public typealias Result = GATTDatabase
 
