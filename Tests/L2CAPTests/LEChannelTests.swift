@@ -1,15 +1,18 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 @Suite struct LEUserSpaceChannelTests {
     static func host(credits: Int = 4, queue: Int = 8, buffered: Int = 64) -> UserSpaceL2CAP {
-        UserSpaceL2CAP(bufferSize: leBufferSize(count: credits), maximumQueuedFrames: queue, maximumBufferedSDUs: buffered)
+        UserSpaceL2CAP(
+            bufferSize: leBufferSize(count: credits), maximumQueuedFrames: queue, maximumBufferedSDUs: buffered)
     }
 
     static func disconnection(_ handle: UInt16, reason: UInt8) -> HCIEvent {
-        .disconnectionComplete(DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: HCIStatus(rawValue: reason)))
+        .disconnectionComplete(
+            DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: HCIStatus(rawValue: reason)))
     }
 
     static func expectFailure(
@@ -55,11 +58,19 @@ import HCI
         var outputs = host.outputs.makeAsyncIterator()
         try await channel.send([0x0A, 0x03, 0x00])
         try await channel.send([0x0A, 0x05, 0x00])
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x03, 0x00]))))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x03, 0x00]))))
         #expect(host.availableCredits == 0)
         #expect(host.packetsInFlight(handle: 0x40) == 1)
         host.receive(.numberOfCompletedPackets(leCompleted((0x40, 1))))
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x05, 0x00]))))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x05, 0x00]))))
     }
 
     @Test func aFullQueueFailsTheSend() async throws {
@@ -68,7 +79,9 @@ import HCI
         try channel.sendNow([0x0A, 0x01, 0x00])  // goes to the controller
         try channel.sendNow([0x0A, 0x02, 0x00])
         try channel.sendNow([0x0A, 0x03, 0x00])
-        await #expect(throws: L2CAPError.queueFull(handle: 0x40, limit: 2)) { try await channel.send([0x0A, 0x04, 0x00]) }
+        await #expect(throws: L2CAPError.queueFull(handle: 0x40, limit: 2)) {
+            try await channel.send([0x0A, 0x04, 0x00])
+        }
     }
 
     @Test func closeFinishesIncomingFailsSendsAndAsksForADisconnect() async throws {
@@ -93,7 +106,11 @@ import HCI
         let next = try host.connectionOpened(handle: 0x40, role: .central)
         await #expect(throws: L2CAPError.channelClosed(handle: 0x40)) { try await channel.send([0x0A, 0x01, 0x00]) }
         try await next.send([0x0A, 0x07, 0x00])
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x07, 0x00]))))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x07, 0x00]))))
     }
 
     @Test func disconnectionFailsIncomingAfterWhatArrivedAndFailsSends() async throws {
@@ -113,9 +130,16 @@ import HCI
             try await channel.send([0x0A, 0x03, 0x00])
         }
         var outputs = host.outputs.makeAsyncIterator()
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x01, 0x00]))))
         #expect(
-            await outputs.next() == .acl(ACLDataPacket(handle: 0x41, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x09, 0x00]))),
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x01, 0x00]))))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x41, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x09, 0x00]))),
             "the freed credit goes to the other connection; the dropped PDU never goes")
         #expect(host.packetsInFlight(handle: 0x40) == 0)
     }
@@ -129,10 +153,18 @@ import HCI
 
         var incoming = channel.incoming.makeAsyncIterator()
         await Self.expectFailure(&incoming, .transportClosed("H4 socket closed"))
-        await #expect(throws: L2CAPError.transportClosed("H4 socket closed")) { try await channel.send([0x0A, 0x01, 0x00]) }
-        #expect(throws: L2CAPError.transportClosed("H4 socket closed")) { try host.connectionOpened(handle: 0x41, role: .central) }
+        await #expect(throws: L2CAPError.transportClosed("H4 socket closed")) {
+            try await channel.send([0x0A, 0x01, 0x00])
+        }
+        #expect(throws: L2CAPError.transportClosed("H4 socket closed")) {
+            try host.connectionOpened(handle: 0x41, role: .central)
+        }
         var outputs = host.outputs.makeAsyncIterator()
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x01, 0x00]))))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leFrame(cid: 4, [0x0A, 0x01, 0x00]))))
         #expect(await outputs.next() == nil)
     }
 
@@ -144,7 +176,9 @@ import HCI
         #expect(try await incoming.next() == [0x1B, 0x21, 0x00, 1])
         #expect(try await incoming.next() == [0x1B, 0x21, 0x00, 2])
         await Self.expectFailure(&incoming, .receiveQueueOverflow(handle: 0x40, limit: 2))
-        await #expect(throws: L2CAPError.receiveQueueOverflow(handle: 0x40, limit: 2)) { try await channel.send([0x0A, 0x01, 0x00]) }
+        await #expect(throws: L2CAPError.receiveQueueOverflow(handle: 0x40, limit: 2)) {
+            try await channel.send([0x0A, 0x01, 0x00])
+        }
         var outputs = host.outputs.makeAsyncIterator()
         #expect(await outputs.next() == .disconnect(handle: 0x40, reason: HCIStatus(rawValue: 0x13)))
     }
@@ -155,16 +189,30 @@ import HCI
         host.receive(leIncoming(handle: 0x40, cid: 5, leBytes("12 03 08 00 18 00 28 00 00 00 f4 01")))
         host.receive(leIncoming(handle: 0x40, cid: 6, leBytes("01 03 00 09 10 03 03")))
         var outputs = host.outputs.makeAsyncIterator()
-        #expect(await outputs.next() == .updateConnectionParameters(
-            handle: 0x40, .init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500)))
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leBytes("06 00 05 00 13 03 02 00 00 00"))))
-        #expect(await outputs.next() == .acl(ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leBytes("02 00 06 00 05 05"))))
+        #expect(
+            await outputs.next()
+                == .updateConnectionParameters(
+                    handle: 0x40, .init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500))
+        )
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(
+                        handle: 0x40, packetBoundary: .firstNonFlushable, data: leBytes("06 00 05 00 13 03 02 00 00 00")
+                    )))
+        #expect(
+            await outputs.next()
+                == .acl(
+                    ACLDataPacket(handle: 0x40, packetBoundary: .firstNonFlushable, data: leBytes("02 00 06 00 05 05")))
+        )
     }
 
     @Test func openingTwiceIsRefused() throws {
         let host = Self.host()
         _ = try host.connectionOpened(handle: 0x40, role: .central)
-        #expect(throws: L2CAPError.connectionExists(handle: 0x40)) { try host.connectionOpened(handle: 0x40, role: .central) }
+        #expect(throws: L2CAPError.connectionExists(handle: 0x40)) {
+            try host.connectionOpened(handle: 0x40, role: .central)
+        }
     }
 
     /// Two channels sending from their own tasks while a simulated controller drains the outputs

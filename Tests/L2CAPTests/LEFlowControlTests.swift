@@ -1,12 +1,14 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 @Suite struct LEACLBufferSizeTests {
     @Test func leValuesAreUsedWhenNonZero() throws {
         let size = try ACLBufferSize(
-            leACLDataPacketLength: 251, totalNumLEACLDataPackets: 8, aclDataPacketLength: 1021, totalNumACLDataPackets: 4)
+            leACLDataPacketLength: 251, totalNumLEACLDataPackets: 8, aclDataPacketLength: 1021,
+            totalNumACLDataPackets: 4)
         #expect(size.packetLength == 251)
         #expect(size.packetCount == 8)
         #expect(!size.isShared)
@@ -17,13 +19,16 @@ import HCI
     func zeroLEValuesFallBackToReadBufferSize(length: UInt16, count: UInt8) throws {
         #expect(ACLBufferSize.needsSharedBufferSize(leACLDataPacketLength: length, totalNumLEACLDataPackets: count))
         let size = try ACLBufferSize(
-            leACLDataPacketLength: length, totalNumLEACLDataPackets: count, aclDataPacketLength: 1021, totalNumACLDataPackets: 6)
+            leACLDataPacketLength: length, totalNumLEACLDataPackets: count, aclDataPacketLength: 1021,
+            totalNumACLDataPackets: 6)
         #expect(size == (try ACLBufferSize(packetLength: 1021, packetCount: 6, isShared: true)))
     }
 
     @Test func zeroLEValuesWithoutFallbackThrow() {
         #expect(throws: L2CAPError.self) {
-            try ACLBufferSize(leACLDataPacketLength: 0, totalNumLEACLDataPackets: 0, aclDataPacketLength: nil, totalNumACLDataPackets: nil)
+            try ACLBufferSize(
+                leACLDataPacketLength: 0, totalNumLEACLDataPackets: 0, aclDataPacketLength: nil,
+                totalNumACLDataPackets: nil)
         }
     }
 
@@ -34,7 +39,9 @@ import HCI
 
     @Test func sharedBuffersTooSmallForLEThrow() {
         #expect(throws: L2CAPError.self) {
-            try ACLBufferSize(leACLDataPacketLength: 0, totalNumLEACLDataPackets: 0, aclDataPacketLength: 20, totalNumACLDataPackets: 4)
+            try ACLBufferSize(
+                leACLDataPacketLength: 0, totalNumLEACLDataPackets: 0, aclDataPacketLength: 20,
+                totalNumACLDataPackets: 4)
         }
     }
 }
@@ -104,7 +111,8 @@ import HCI
         #expect(flow.dequeue() == nil)
 
         let removal = flow.removeConnection(handle: 1)
-        #expect(removal == .init(handle: 1, returnedCredits: 3, droppedFrames: 1, droppedOctets: 7, partiallySent: false))
+        #expect(
+            removal == .init(handle: 1, returnedCredits: 3, droppedFrames: 1, droppedOctets: 7, partiallySent: false))
         #expect(flow.availableCredits == 3)
         #expect(!flow.isTracking(handle: 1))
         #expect(flow.removeConnection(handle: 1) == nil)
@@ -119,7 +127,8 @@ import HCI
         try flow.enqueue(pdu: Self.pdu(1, payload: 50), handle: 5)  // 54 octets
         #expect(flow.dequeue()?.data.count == 27)
         let removal = flow.removeConnection(handle: 5)
-        #expect(removal == .init(handle: 5, returnedCredits: 1, droppedFrames: 1, droppedOctets: 27, partiallySent: true))
+        #expect(
+            removal == .init(handle: 5, returnedCredits: 1, droppedFrames: 1, droppedOctets: 27, partiallySent: true))
     }
 
     @Test func roundRobinAlternatesPacketByPacket() throws {
@@ -131,7 +140,10 @@ import HCI
         try flow.enqueue(pdu: Self.pdu(0x11), handle: 0xB)
         let sent = Self.drain(&flow)
         #expect(sent.map(\.handle) == [0xA, 0xB, 0xA, 0xB, 0xA, 0xB])
-        #expect(sent.filter { $0.handle == 0xB }.map(\.packetBoundary) == [.firstNonFlushable, .continuingFragment, .firstNonFlushable])
+        #expect(
+            sent.filter { $0.handle == 0xB }.map(\.packetBoundary) == [
+                .firstNonFlushable, .continuingFragment, .firstNonFlushable,
+            ])
         #expect(sent.filter { $0.handle == 0xA }.map(\.data) == [Self.pdu(1), Self.pdu(2), Self.pdu(3)])
     }
 
@@ -171,10 +183,11 @@ import HCI
 
         let completion = flow.completed(leCompleted((0x0EFF, 9), (1, 5), (2, 0), (2, 1)))
         #expect(completion.returnedCredits == 3)
-        #expect(completion.ignored == [
-            .init(handle: 0x0EFF, count: 9, reason: .unknownHandle),
-            .init(handle: 1, count: 3, reason: .moreThanInFlight),
-        ])
+        #expect(
+            completion.ignored == [
+                .init(handle: 0x0EFF, count: 9, reason: .unknownHandle),
+                .init(handle: 1, count: 3, reason: .moreThanInFlight),
+            ])
         #expect(flow.availableCredits == 4, "never more than the controller's buffers")
         let again = flow.completed(leCompleted((1, 1), (2, 1)))
         #expect(again.returnedCredits == 0)

@@ -1,6 +1,7 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 @Suite struct LEFragmentationTests {
@@ -27,7 +28,8 @@ import HCI
             try packet.write(to: &writer)
             var reader = ByteReader(writer.bytes)
             let decoded = try ACLDataPacket(parsing: &reader)
-            let output = reassembler.receive(handle: decoded.handle, packetBoundary: decoded.packetBoundary.rawValue, data: decoded.data[...])
+            let output = reassembler.receive(
+                handle: decoded.handle, packetBoundary: decoded.packetBoundary.rawValue, data: decoded.data[...])
             #expect(output.drop == nil)
             if let frame = output.frame { frames.append(frame) }
         }

@@ -1,6 +1,7 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 @Suite struct LESecurityManagerTests {
@@ -11,9 +12,11 @@ import HCI
     @Test func pairingRequestDecodesAndReencodes() throws {
         var reader = ByteReader(Self.pairingRequest)
         let request = try PairingRequest(parsing: &reader)
-        #expect(request == PairingRequest(
-            ioCapability: 3, oobDataFlag: 0, authenticationRequirements: 0x09, maximumEncryptionKeySize: 16,
-            initiatorKeyDistribution: 3, responderKeyDistribution: 3))
+        #expect(
+            request
+                == PairingRequest(
+                    ioCapability: 3, oobDataFlag: 0, authenticationRequirements: 0x09, maximumEncryptionKeySize: 16,
+                    initiatorKeyDistribution: 3, responderKeyDistribution: 3))
         var writer = ByteWriter()
         request.write(to: &writer)
         #expect(writer.bytes == Self.pairingRequest)
@@ -39,7 +42,10 @@ import HCI
             #expect(throws: L2CAPError.self, "prefix of \(length)") { try PairingRequest(parsing: &reader) }
         }
         var security = ByteReader(leBytes("0b"))
-        #expect(throws: L2CAPError.malformed(context: "SMP Security Request", reason: .truncated(needed: 1, available: 0), offset: 1)) {
+        #expect(
+            throws: L2CAPError.malformed(
+                context: "SMP Security Request", reason: .truncated(needed: 1, available: 0), offset: 1)
+        ) {
             try SecurityRequest(parsing: &security)
         }
         var failed = ByteReader(leBytes("05"))
@@ -48,7 +54,10 @@ import HCI
 
     @Test func wrongCodesAreRejected() {
         var reader = ByteReader(leBytes("02 03 00 09 10 03 03"))
-        #expect(throws: L2CAPError.malformed(context: "SMP Pairing Request", reason: .invalidValue(field: "Code", value: 2), offset: 0)) {
+        #expect(
+            throws: L2CAPError.malformed(
+                context: "SMP Pairing Request", reason: .invalidValue(field: "Code", value: 2), offset: 0)
+        ) {
             try PairingRequest(parsing: &reader)
         }
     }
@@ -68,7 +77,8 @@ import HCI
     @Test(arguments: 0..<answers.count)
     func pairingIsRefused(index: Int) {
         let (name, request, answer) = Self.answers[index]
-        guard case .pairingFailed(let failed, let code, let error) = Self.responder.receive(leBytes(request)[...]) else {
+        guard case .pairingFailed(let failed, let code, let error) = Self.responder.receive(leBytes(request)[...])
+        else {
             Issue.record("\(name): no Pairing Failed")
             return
         }

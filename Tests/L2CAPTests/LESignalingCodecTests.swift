@@ -1,6 +1,7 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 /// One signaling vector: the C-frame payload and the command it carries.
@@ -25,7 +26,9 @@ struct LESignalingVector: Sendable, CustomTestStringConvertible {
 
 let leSignalingVectors: [LESignalingVector] = [
     .init("Command Reject, not understood", "01 07 02 00 00 00", id: 7, .commandReject(.commandNotUnderstood)),
-    .init("Command Reject, MTU exceeded", "01 08 04 00 01 00 17 00", id: 8, .commandReject(.signalingMTUExceeded(actualMTU: 23))),
+    .init(
+        "Command Reject, MTU exceeded", "01 08 04 00 01 00 17 00", id: 8,
+        .commandReject(.signalingMTUExceeded(actualMTU: 23))),
     .init(
         "Command Reject, invalid CID", "01 09 06 00 02 00 40 00 41 00", id: 9,
         .commandReject(.invalidCIDInRequest(localCID: 0x40, remoteCID: 0x41))),
@@ -40,7 +43,8 @@ let leSignalingVectors: [LESignalingVector] = [
         .disconnectionResponse(.init(destinationCID: 0x40, sourceCID: 0x41))),
     .init(
         "Connection Parameter Update Request", "12 03 08 00 18 00 28 00 00 00 f4 01", id: 3,
-        .connectionParameterUpdateRequest(.init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500))),
+        .connectionParameterUpdateRequest(
+            .init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500))),
     .init(
         "Connection Parameter Update Response, accepted", "13 03 02 00 00 00", id: 3,
         .connectionParameterUpdateResponse(.init(result: .accepted))),
@@ -55,7 +59,8 @@ let leSignalingVectors: [LESignalingVector] = [
         .leCreditBasedConnectionResponse(.refused(.spsmNotSupported))),
     .init(
         "LE Credit Based Connection Response, success", "15 06 0a 00 41 00 17 00 17 00 01 00 00 00", id: 6,
-        .leCreditBasedConnectionResponse(.init(destinationCID: 0x41, mtu: 23, mps: 23, initialCredits: 1, result: .successful))),
+        .leCreditBasedConnectionResponse(
+            .init(destinationCID: 0x41, mtu: 23, mps: 23, initialCredits: 1, result: .successful))),
     .init(
         "Flow Control Credit Indication", "16 06 04 00 40 00 05 00", id: 6,
         .flowControlCreditIndication(.init(cid: 0x40, credits: 5))),
@@ -65,20 +70,25 @@ let leSignalingVectors: [LESignalingVector] = [
         listAfter: 8),
     .init(
         "Credit Based Connection Request, three CIDs", "17 07 0e 00 27 00 00 02 f7 00 0a 00 40 00 41 00 42 00", id: 7,
-        .creditBasedConnectionRequest(.init(spsm: 0x27, mtu: 512, mps: 247, initialCredits: 10, sourceCIDs: [0x40, 0x41, 0x42])),
+        .creditBasedConnectionRequest(
+            .init(spsm: 0x27, mtu: 512, mps: 247, initialCredits: 10, sourceCIDs: [0x40, 0x41, 0x42])),
         listAfter: 8),
     .init(
-        "Credit Based Connection Request, five CIDs", "17 08 12 00 27 00 40 00 40 00 01 00 40 00 41 00 42 00 43 00 44 00",
+        "Credit Based Connection Request, five CIDs",
+        "17 08 12 00 27 00 40 00 40 00 01 00 40 00 41 00 42 00 43 00 44 00",
         id: 8,
-        .creditBasedConnectionRequest(.init(spsm: 0x27, mtu: 64, mps: 64, initialCredits: 1, sourceCIDs: [0x40, 0x41, 0x42, 0x43, 0x44])),
+        .creditBasedConnectionRequest(
+            .init(spsm: 0x27, mtu: 64, mps: 64, initialCredits: 1, sourceCIDs: [0x40, 0x41, 0x42, 0x43, 0x44])),
         listAfter: 8),
     .init(
         "Credit Based Connection Response, refused", "18 07 0e 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00", id: 7,
-        .creditBasedConnectionResponse(.init(mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: [0, 0, 0])),
+        .creditBasedConnectionResponse(
+            .init(mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: [0, 0, 0])),
         listAfter: 8),
     .init(
         "Credit Based Connection Response, two channels", "18 09 0c 00 00 02 f7 00 05 00 00 00 50 00 51 00", id: 9,
-        .creditBasedConnectionResponse(.init(mtu: 512, mps: 247, initialCredits: 5, result: .successful, destinationCIDs: [0x50, 0x51])),
+        .creditBasedConnectionResponse(
+            .init(mtu: 512, mps: 247, initialCredits: 5, result: .successful, destinationCIDs: [0x50, 0x51])),
         listAfter: 8),
     .init(
         "Credit Based Reconfigure Request", "19 08 08 00 00 02 f7 00 40 00 41 00", id: 8,
@@ -117,7 +127,8 @@ let leSignalingVectors: [LESignalingVector] = [
     func everyTruncatedDataFieldIsRejected(vector: LESignalingVector) throws {
         let data = vector.bytes[4...]
         for length in 0..<data.count {
-            let shortened = L2CAPSignalingPacket(code: vector.command.code, identifier: vector.identifier, data: data.prefix(length))
+            let shortened = L2CAPSignalingPacket(
+                code: vector.command.code, identifier: vector.identifier, data: data.prefix(length))
             if let fixed = vector.fixedDataLength, length >= fixed + 2, (length - fixed) % 2 == 0 {
                 // A shorter, still valid list.
                 #expect(throws: Never.self) { try shortened.command() }
@@ -128,7 +139,10 @@ let leSignalingVectors: [LESignalingVector] = [
     }
 
     @Test func truncatedHeaderSaysWhatWasMissing() {
-        #expect(throws: L2CAPError.malformed(context: "L2CAP signaling packet", reason: .truncated(needed: 2, available: 1), offset: 2)) {
+        #expect(
+            throws: L2CAPError.malformed(
+                context: "L2CAP signaling packet", reason: .truncated(needed: 2, available: 1), offset: 2)
+        ) {
             try L2CAPSignalingPacket(bytes: [0x12, 0x01, 0x08])
         }
     }
@@ -136,7 +150,8 @@ let leSignalingVectors: [LESignalingVector] = [
     static let malformed: [(String, [UInt8], L2CAPError)] = [
         (
             "Identifier 0x00", leBytes("13 00 02 00 00 00"),
-            .malformed(context: "L2CAP signaling packet", reason: .invalidValue(field: "Identifier", value: 0), offset: 1)
+            .malformed(
+                context: "L2CAP signaling packet", reason: .invalidValue(field: "Identifier", value: 0), offset: 1)
         ),
         (
             "Length longer than the C-frame", leBytes("06 01 06 00 40 00 41 00"),
@@ -165,7 +180,9 @@ let leSignalingVectors: [LESignalingVector] = [
         ),
         (
             "Connection Parameter Update Request of 6 octets", leBytes("12 01 06 00 18 00 28 00 00 00"),
-            .malformed(context: "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ", reason: .truncated(needed: 2, available: 0), offset: 6)
+            .malformed(
+                context: "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ", reason: .truncated(needed: 2, available: 0), offset: 6
+            )
         ),
         (
             "Connection Parameter Update Request of 10 octets", leBytes("12 01 0a 00 18 00 28 00 00 00 f4 01 00 00"),
@@ -181,12 +198,16 @@ let leSignalingVectors: [LESignalingVector] = [
         ),
         (
             "Credit Based Connection Request without CIDs", leBytes("17 01 08 00 27 00 00 02 f7 00 0a 00"),
-            .malformed(context: "L2CAP_CREDIT_BASED_CONNECTION_REQ", reason: .invalidLength(field: "Source_CID", value: 0), offset: 8)
+            .malformed(
+                context: "L2CAP_CREDIT_BASED_CONNECTION_REQ", reason: .invalidLength(field: "Source_CID", value: 0),
+                offset: 8)
         ),
         (
             "Credit Based Connection Request with six CIDs",
             leBytes("17 01 14 00 27 00 00 02 f7 00 0a 00 40 00 41 00 42 00 43 00 44 00 45 00"),
-            .malformed(context: "L2CAP_CREDIT_BASED_CONNECTION_REQ", reason: .invalidLength(field: "Source_CID", value: 6), offset: 8)
+            .malformed(
+                context: "L2CAP_CREDIT_BASED_CONNECTION_REQ", reason: .invalidLength(field: "Source_CID", value: 6),
+                offset: 8)
         ),
         (
             "Credit Based Connection Request with half a CID", leBytes("17 01 0b 00 27 00 00 02 f7 00 0a 00 40 00 41"),
@@ -194,7 +215,9 @@ let leSignalingVectors: [LESignalingVector] = [
         ),
         (
             "Credit Based Reconfigure Request without CIDs", leBytes("19 01 04 00 00 02 f7 00"),
-            .malformed(context: "L2CAP_CREDIT_BASED_RECONFIGURE_REQ", reason: .invalidLength(field: "Destination_CID", value: 0), offset: 4)
+            .malformed(
+                context: "L2CAP_CREDIT_BASED_RECONFIGURE_REQ",
+                reason: .invalidLength(field: "Destination_CID", value: 0), offset: 4)
         ),
     ]
 
@@ -212,19 +235,22 @@ let leSignalingVectors: [LESignalingVector] = [
         #expect(throws: L2CAPError.self) {
             try L2CAPSignalingPacket(
                 identifier: 1,
-                command: .creditBasedConnectionRequest(.init(spsm: 0x27, mtu: 64, mps: 64, initialCredits: 1, sourceCIDs: Array(0x40...0x45))))
+                command: .creditBasedConnectionRequest(
+                    .init(spsm: 0x27, mtu: 64, mps: 64, initialCredits: 1, sourceCIDs: Array(0x40...0x45))))
         }
         #expect(throws: L2CAPError.self) {
             try L2CAPSignalingPacket(
                 identifier: 1, command: .creditBasedReconfigureRequest(.init(mtu: 64, mps: 64, destinationCIDs: [])))
         }
         #expect(throws: L2CAPError.self) {
-            try L2CAPSignalingPacket(identifier: 1, command: .commandReject(.other(reason: .invalidCIDInRequest, data: [])))
+            try L2CAPSignalingPacket(
+                identifier: 1, command: .commandReject(.other(reason: .invalidCIDInRequest, data: [])))
         }
     }
 
     @Test func codesNameThemselvesAndKnowResponses() {
-        #expect(L2CAPSignalingCode.connectionParameterUpdateRequest.description == "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ")
+        #expect(
+            L2CAPSignalingCode.connectionParameterUpdateRequest.description == "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ")
         #expect(L2CAPSignalingCode(rawValue: 0x7F).description == "signaling code 0x7f")
         let responses = (0...0xFF).map { L2CAPSignalingCode(rawValue: UInt8($0)) }.filter(\.isResponse).map(\.rawValue)
         #expect(responses == [0x01, 0x07, 0x13, 0x15, 0x18, 0x1A])

@@ -1,6 +1,7 @@
-import Testing
 import Bluetooth
 import HCI
+import Testing
+
 @testable import L2CAP
 
 @Suite struct LESignalingResponderTests {
@@ -17,12 +18,19 @@ import HCI
         ("invalid Connection Parameter Update Request", "12 04 08 00 28 00 18 00 00 00 f4 01", "13 04 02 00 01 00"),
         ("Disconnection Request", "06 05 04 00 40 00 41 00", "01 05 06 00 02 00 40 00 41 00"),
         ("Disconnection Request for the ATT channel", "06 06 04 00 04 00 04 00", "01 06 06 00 02 00 04 00 04 00"),
-        ("LE Credit Based Connection Request", "14 05 0a 00 80 00 40 00 00 02 f7 00 0a 00", "15 05 0a 00 00 00 00 00 00 00 00 00 02 00"),
         (
-            "Credit Based Connection Request (EATT), three CIDs", "17 07 0e 00 27 00 00 02 f7 00 0a 00 40 00 41 00 42 00",
+            "LE Credit Based Connection Request", "14 05 0a 00 80 00 40 00 00 02 f7 00 0a 00",
+            "15 05 0a 00 00 00 00 00 00 00 00 00 02 00"
+        ),
+        (
+            "Credit Based Connection Request (EATT), three CIDs",
+            "17 07 0e 00 27 00 00 02 f7 00 0a 00 40 00 41 00 42 00",
             "18 07 0e 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00"
         ),
-        ("Credit Based Connection Request, one CID", "17 08 0a 00 27 00 40 00 40 00 01 00 40 00", "18 08 0a 00 00 00 00 00 00 00 02 00 00 00"),
+        (
+            "Credit Based Connection Request, one CID", "17 08 0a 00 27 00 40 00 40 00 01 00 40 00",
+            "18 08 0a 00 00 00 00 00 00 00 02 00 00 00"
+        ),
         ("Credit Based Reconfigure Request", "19 08 08 00 00 02 f7 00 40 00 41 00", "1a 08 02 00 03 00"),
         ("Information Request (BR/EDR only)", "0a 04 02 00 02 00", "01 04 02 00 00 00"),
         ("Echo Request (BR/EDR only)", "08 0b 01 00 ff", "01 0b 02 00 00 00"),
@@ -44,7 +52,9 @@ import HCI
 
     @Test func acceptedParametersAskForAnLEConnectionUpdate() throws {
         let outcome = Self.central.receive(leBytes("12 03 08 00 18 00 28 00 00 00 f4 01")[...])
-        #expect(outcome.connectionParameterUpdate == .init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500))
+        #expect(
+            outcome.connectionParameterUpdate
+                == .init(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 500))
         #expect(outcome.report == nil)
     }
 
@@ -63,7 +73,9 @@ import HCI
         let outcome = Self.peripheral.receive(leBytes("12 03 08 00 18 00 28 00 00 00 f4 01")[...])
         #expect(try Self.responseBytes(outcome) == leBytes("01 03 02 00 00 00"))
         #expect(outcome.connectionParameterUpdate == nil)
-        #expect(outcome.report == .rejectedSignaling(code: .connectionParameterUpdateRequest, identifier: 3, reason: .peripheralRole))
+        #expect(
+            outcome.report
+                == .rejectedSignaling(code: .connectionParameterUpdateRequest, identifier: 3, reason: .peripheralRole))
     }
 
     /// Interval Min, Interval Max, Peripheral Latency, Timeout Multiplier, valid.
@@ -89,7 +101,8 @@ import HCI
     @Test(arguments: 0..<parameterTable.count)
     func parameterValidityFollowsTheSpecRanges(index: Int) throws {
         let (min, max, latency, timeout, valid) = Self.parameterTable[index]
-        let request = ConnectionParameterUpdateRequest(intervalMin: min, intervalMax: max, peripheralLatency: latency, timeoutMultiplier: timeout)
+        let request = ConnectionParameterUpdateRequest(
+            intervalMin: min, intervalMax: max, peripheralLatency: latency, timeoutMultiplier: timeout)
         #expect(request.isValid == valid, "\(request): \(request.invalidity ?? "valid")")
         let packet = try L2CAPSignalingPacket(identifier: 0x21, command: .connectionParameterUpdateRequest(request))
         let outcome = Self.central.receive(try packet.encode()[...])
@@ -101,17 +114,24 @@ import HCI
     func responsesAreNeverAnswered(vector: LESignalingVector) {
         let outcome = Self.central.receive(vector.bytes[...])
         #expect(outcome.response == nil)
-        #expect(outcome.report == .ignoredSignaling(code: vector.command.code, identifier: vector.identifier, reason: .unsolicitedResponse))
+        #expect(
+            outcome.report
+                == .ignoredSignaling(
+                    code: vector.command.code, identifier: vector.identifier, reason: .unsolicitedResponse))
     }
 
     @Test func creditsForAChannelWeDoNotHaveAreIgnored() {
         let outcome = Self.central.receive(leBytes("16 06 04 00 40 00 05 00")[...])
         #expect(outcome.response == nil)
-        #expect(outcome.report == .ignoredSignaling(code: .flowControlCreditIndication, identifier: 6, reason: .unknownChannel(0x40)))
+        #expect(
+            outcome.report
+                == .ignoredSignaling(code: .flowControlCreditIndication, identifier: 6, reason: .unknownChannel(0x40)))
     }
 
     @Test func refusalsAreReported() {
-        #expect(Self.central.receive(leBytes("14 05 0a 00 80 00 40 00 00 02 f7 00 0a 00")[...]).report == .refusedChannel(spsm: 0x80, count: 1))
+        #expect(
+            Self.central.receive(leBytes("14 05 0a 00 80 00 40 00 00 02 f7 00 0a 00")[...]).report
+                == .refusedChannel(spsm: 0x80, count: 1))
         #expect(
             Self.central.receive(leBytes("17 07 0e 00 27 00 00 02 f7 00 0a 00 40 00 41 00 42 00")[...]).report
                 == .refusedChannel(spsm: 0x27, count: 3))
@@ -141,13 +161,17 @@ import HCI
     @Test func malformedResponsesAndOversizedResponsesAreIgnored() {
         let malformed = Self.central.receive(leBytes("13 01 03 00 00 00 00")[...])
         #expect(malformed.response == nil)
-        guard case .ignoredSignaling(code: .connectionParameterUpdateResponse, identifier: 1, reason: .malformed)? = malformed.report else {
+        guard
+            case .ignoredSignaling(code: .connectionParameterUpdateResponse, identifier: 1, reason: .malformed)? =
+                malformed.report
+        else {
             Issue.record("expected an ignored malformed response, got \(String(describing: malformed.report))")
             return
         }
         let oversized = Self.central.receive(leBytes("01 02 16 00" + String(repeating: " 00", count: 22))[...])
         #expect(oversized.response == nil)
-        #expect(oversized.report == .ignoredSignaling(code: .commandReject, identifier: 2, reason: .overSignalingMTU(26)))
+        #expect(
+            oversized.report == .ignoredSignaling(code: .commandReject, identifier: 2, reason: .overSignalingMTU(26)))
     }
 
     @Test func aLargerMTUsigAcceptsLongerCFrames() throws {

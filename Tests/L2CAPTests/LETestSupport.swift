@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+
 @testable import L2CAP
 
 /// Bytes from spaced hex text (test vectors only).

@@ -31,7 +31,8 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
     public init(_ error: ByteReaderError, context: String) {
         switch error.kind {
         case .truncated(let needed, let available):
-            self = .malformed(context: context, reason: .truncated(needed: needed, available: available), offset: error.offset)
+            self = .malformed(
+                context: context, reason: .truncated(needed: needed, available: available), offset: error.offset)
         case .trailingBytes(let count):
             self = .malformed(context: context, reason: .trailingBytes(count: count), offset: error.offset)
         }
@@ -39,7 +40,8 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .malformed(let context, let reason, let offset): return "malformed \(context) at offset \(offset): \(reason)"
+        case .malformed(let context, let reason, let offset):
+            return "malformed \(context) at offset \(offset): \(reason)"
         case .invalidArgument(let context, let reason): return "cannot encode \(context): \(reason)"
         case .invalidBufferSize(let why): return "unusable controller buffer size: \(why)"
         case .unknownConnection(let handle): return "no LE connection with handle \(l2capHex(handle, 4))"

@@ -47,7 +47,8 @@ public struct LEL2CAPConnection: Sendable {
             actions.append(.report(.otherHandle(packet.handle)))
             return
         }
-        let output = reassembler.receive(handle: handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
+        let output = reassembler.receive(
+            handle: handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
         if let drop = output.drop { actions.append(.report(.reassemblyDrop(drop.reason))) }
         if let frame = output.frame { receive(frame, into: &actions) }
     }
@@ -70,7 +71,8 @@ public struct LEL2CAPConnection: Sendable {
                 var writer = ByteWriter(capacity: response.encodedLength)
                 do {
                     try response.write(to: &writer)
-                    actions.append(.send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.leSignalingCID, payload: writer.bytes[...])))
+                    actions.append(
+                        .send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.leSignalingCID, payload: writer.bytes[...])))
                 } catch {
                     actions.append(.report(.responseNotSent(cid: L2CAPBasicFrame.leSignalingCID, error: error)))
                 }
@@ -80,7 +82,9 @@ public struct LEL2CAPConnection: Sendable {
         case L2CAPBasicFrame.securityManagerCID:
             switch securityManager.receive(frame.payload) {
             case .pairingFailed(let failed, let request, let error):
-                actions.append(.send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode()[...])))
+                actions.append(
+                    .send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode()[...]))
+                )
                 actions.append(.report(.refusedPairing(request: request, reason: failed.reason, error: error)))
             case .ignored(let code):
                 actions.append(.report(.ignoredSecurityManager(code)))

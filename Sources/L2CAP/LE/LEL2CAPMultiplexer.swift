@@ -27,6 +27,7 @@ public struct LEL2CAPMultiplexer: Sendable {
     public private(set) var flowControl: ACLFlowControl
     private var connections: [UInt16: LEL2CAPConnection] = [:]
     private let maximumFrameLength: Int
+    private var scratch: [LEL2CAPConnection.Action] = []
 
     /// - Parameters:
     ///   - maximumQueuedFrames: outgoing PDUs waiting per connection before sends are refused.
@@ -43,7 +44,8 @@ public struct LEL2CAPMultiplexer: Sendable {
     /// Starts L2CAP on a new connection (after LE Connection Complete with status success).
     public mutating func connectionOpened(handle: UInt16, role: LERole) throws(L2CAPError) {
         guard handle <= 0x0EFF else {
-            throw L2CAPError.invalidArgument(context: "LE connection", reason: "handle \(l2capHex(handle, 4)) over 0x0eff")
+            throw L2CAPError.invalidArgument(
+                context: "LE connection", reason: "handle \(l2capHex(handle, 4)) over 0x0eff")
         }
         guard connections[handle] == nil else { throw L2CAPError.connectionExists(handle: handle) }
         try flowControl.addConnection(handle: handle)
@@ -57,7 +59,8 @@ public struct LEL2CAPMultiplexer: Sendable {
             throw L2CAPError.invalidArgument(context: "ATT SDU", reason: "\(sdu.count) octets, 1 to 65535")
         }
         guard connections[handle] != nil else { throw L2CAPError.unknownConnection(handle: handle) }
-        try flowControl.enqueue(pdu: Self.encodeFrame(channelID: L2CAPBasicFrame.attributeProtocolCID, payload: sdu[...]), handle: handle)
+        try flowControl.enqueue(
+            pdu: Self.encodeFrame(channelID: L2CAPBasicFrame.attributeProtocolCID, payload: sdu[...]), handle: handle)
         drain(into: &actions)
     }
 
@@ -68,8 +71,14 @@ public struct LEL2CAPMultiplexer: Sendable {
             actions.append(.report(handle: handle, .unknownConnection))
             return
         }
+        // Reuses one buffer across packets: no allocation per packet once it has grown.
         var connectionActions: [LEL2CAPConnection.Action] = []
-        connections[handle]!.receive(packet, into: &connectionActions)
+        swap(&connectionActions, &scratch)
+        defer {
+            connectionActions.removeAll(keepingCapacity: true)
+            swap(&connectionActions, &scratch)
+        }
+        connections[handle]?.receive(packet, into: &connectionActions)
         var queuedResponse = false
         for action in connectionActions {
             switch action {
@@ -114,7 +123,8 @@ public struct LEL2CAPMultiplexer: Sendable {
     /// Ends a connection (HCI_Disconnection_Complete): its partial frame and queue are dropped,
     /// its credits return, and other connections may send with them.
     public mutating func disconnected(handle: UInt16, reason: HCIStatus, into actions: inout [Action]) {
-        guard connections.removeValue(forKey: handle) != nil, let removal = flowControl.removeConnection(handle: handle) else {
+        guard connections.removeValue(forKey: handle) != nil, let removal = flowControl.removeConnection(handle: handle)
+        else {
             return
         }
         actions.append(.connectionClosed(handle: handle, reason: reason, removal: removal))

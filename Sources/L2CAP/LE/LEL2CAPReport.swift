@@ -57,14 +57,19 @@ public enum LEL2CAPReport: Hashable, Sendable, CustomStringConvertible {
         case .reassemblyDrop(let reason): return "reassembly dropped a frame: \(reason)"
         case .otherHandle(let handle): return "ACL data for handle \(l2capHex(handle, 4)) on the wrong connection"
         case .unknownConnection: return "ACL data for a handle with no open connection"
-        case .unsupportedChannel(let cid, let length): return "dropped \(length) octets on unsupported CID \(l2capHex(cid, 4))"
+        case .unsupportedChannel(let cid, let length):
+            return "dropped \(length) octets on unsupported CID \(l2capHex(cid, 4))"
         case .malformedSignaling(let error): return "dropped signaling C-frame: \(error)"
-        case .rejectedSignaling(let code, let identifier, let reason): return "rejected \(code) id \(identifier): \(reason)"
-        case .ignoredSignaling(let code, let identifier, let reason): return "ignored \(code) id \(identifier): \(reason)"
+        case .rejectedSignaling(let code, let identifier, let reason):
+            return "rejected \(code) id \(identifier): \(reason)"
+        case .ignoredSignaling(let code, let identifier, let reason):
+            return "ignored \(code) id \(identifier): \(reason)"
         case .rejectedConnectionParameters(let request, let reason): return "rejected \(request): \(reason)"
-        case .refusedChannel(let spsm, let count): return "refused \(count) credit-based channel(s) on SPSM \(l2capHex(spsm, 4))"
+        case .refusedChannel(let spsm, let count):
+            return "refused \(count) credit-based channel(s) on SPSM \(l2capHex(spsm, 4))"
         case .refusedPairing(let request, let reason, let error):
-            return "answered \(request) with Pairing Failed \(l2capHex(reason.rawValue, 2))" + (error.map { ": \($0)" } ?? "")
+            return "answered \(request) with Pairing Failed \(l2capHex(reason.rawValue, 2))"
+                + (error.map { ": \($0)" } ?? "")
         case .ignoredSecurityManager(let code): return "ignored SMP " + (code.map { "\($0)" } ?? "empty PDU")
         case .responseNotSent(let cid, let error): return "response on CID \(l2capHex(cid, 4)) not sent: \(error)"
         }

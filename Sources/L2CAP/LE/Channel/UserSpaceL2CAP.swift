@@ -77,7 +77,8 @@ public final class UserSpaceL2CAP: Sendable {
     ) {
         precondition(maximumBufferedSDUs > 0, "a channel must buffer at least one SDU")
         (outputs, outputContinuation) = AsyncStream<Output>.makeStream(bufferingPolicy: .unbounded)
-        state = Mutex(State(multiplexer: LEL2CAPMultiplexer(bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames)))
+        state = Mutex(
+            State(multiplexer: LEL2CAPMultiplexer(bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames)))
         self.maximumBufferedSDUs = maximumBufferedSDUs
         self.logger = logger
     }

@@ -198,7 +198,8 @@ public struct ACLFlowControl: Sendable {
             let count = Int(entry.numCompletedPackets)
             guard let index = indexByHandle[entry.connectionHandle] else {
                 if count > 0 {
-                    result.ignored.append(IgnoredCompletion(handle: entry.connectionHandle, count: count, reason: .unknownHandle))
+                    result.ignored.append(
+                        IgnoredCompletion(handle: entry.connectionHandle, count: count, reason: .unknownHandle))
                 }
                 continue
             }
@@ -208,7 +209,8 @@ public struct ACLFlowControl: Sendable {
             result.returnedCredits += returned
             if returned < count {
                 result.ignored.append(
-                    IgnoredCompletion(handle: entry.connectionHandle, count: count - returned, reason: .moreThanInFlight))
+                    IgnoredCompletion(
+                        handle: entry.connectionHandle, count: count - returned, reason: .moreThanInFlight))
             }
         }
         return result

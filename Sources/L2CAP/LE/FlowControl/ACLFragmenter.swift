@@ -12,7 +12,9 @@ public enum ACLFragmenter {
     }
 
     /// The fragment of `pdu` that starts at `offset` (0 for the first).
-    public static func fragment(of pdu: [UInt8], at offset: Int, handle: UInt16, maximumDataLength: Int) -> ACLDataPacket {
+    public static func fragment(of pdu: [UInt8], at offset: Int, handle: UInt16, maximumDataLength: Int)
+        -> ACLDataPacket
+    {
         precondition(maximumDataLength > 0, "ACL data packet length must be positive")
         let boundary: ACLPacketBoundaryFlag = offset == 0 ? .firstNonFlushable : .continuingFragment
         if offset == 0 && pdu.count <= maximumDataLength {

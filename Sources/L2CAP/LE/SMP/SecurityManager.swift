@@ -93,7 +93,8 @@ public struct PairingRequest: Hashable, Sendable {
         let codeOffset = reader.offset
         let code = try reader.l2capUInt8(c)
         guard code == SecurityManagerCode.pairingRequest.rawValue else {
-            throw L2CAPError.malformed(context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
+            throw L2CAPError.malformed(
+                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
         }
         ioCapability = try reader.l2capUInt8(c)
         oobDataFlag = try reader.l2capUInt8(c)
@@ -131,7 +132,8 @@ public struct SecurityRequest: Hashable, Sendable {
         let codeOffset = reader.offset
         let code = try reader.l2capUInt8(c)
         guard code == SecurityManagerCode.securityRequest.rawValue else {
-            throw L2CAPError.malformed(context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
+            throw L2CAPError.malformed(
+                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
         }
         authenticationRequirements = try reader.l2capUInt8(c)
         try reader.l2capExpectEnd(c)
@@ -159,7 +161,8 @@ public struct PairingFailed: Hashable, Sendable {
         let codeOffset = reader.offset
         let code = try reader.l2capUInt8(c)
         guard code == SecurityManagerCode.pairingFailed.rawValue else {
-            throw L2CAPError.malformed(context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
+            throw L2CAPError.malformed(
+                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
         }
         reason = PairingFailedReason(rawValue: try reader.l2capUInt8(c))
         try reader.l2capExpectEnd(c)

@@ -8,11 +8,13 @@ enum CreditBasedCIDList {
         let offset = reader.offset
         let remaining = reader.remainingCount
         guard remaining % 2 == 0 else {
-            throw L2CAPError.malformed(context: context, reason: .trailingBytes(count: 1), offset: offset + remaining - 1)
+            throw L2CAPError.malformed(
+                context: context, reason: .trailingBytes(count: 1), offset: offset + remaining - 1)
         }
         let count = remaining / 2
         guard (1...maximumCount).contains(count) else {
-            throw L2CAPError.malformed(context: context, reason: .invalidLength(field: field, value: count), offset: offset)
+            throw L2CAPError.malformed(
+                context: context, reason: .invalidLength(field: field, value: count), offset: offset)
         }
         var cids: [UInt16] = []
         cids.reserveCapacity(count)
@@ -84,7 +86,9 @@ public struct CreditBasedConnectionResponse: L2CAPSignalingCommandBody {
     /// 1 to 5 Destination CIDs.
     public var destinationCIDs: [UInt16]
 
-    public init(mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: CreditBasedConnectionResult, destinationCIDs: [UInt16]) {
+    public init(
+        mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: CreditBasedConnectionResult, destinationCIDs: [UInt16]
+    ) {
         self.mtu = mtu
         self.mps = mps
         self.initialCredits = initialCredits
@@ -93,8 +97,11 @@ public struct CreditBasedConnectionResponse: L2CAPSignalingCommandBody {
     }
 
     /// Every channel of `request` refused: MTU, MPS and credits 0, a 0x0000 CID for each.
-    public static func refusingAll(_ request: CreditBasedConnectionRequest, result: CreditBasedConnectionResult) -> Self {
-        Self(mtu: 0, mps: 0, initialCredits: 0, result: result, destinationCIDs: Array(repeating: 0, count: request.sourceCIDs.count))
+    public static func refusingAll(_ request: CreditBasedConnectionRequest, result: CreditBasedConnectionResult) -> Self
+    {
+        Self(
+            mtu: 0, mps: 0, initialCredits: 0, result: result,
+            destinationCIDs: Array(repeating: 0, count: request.sourceCIDs.count))
     }
 
     public init(parsing reader: inout ByteReader) throws(L2CAPError) {

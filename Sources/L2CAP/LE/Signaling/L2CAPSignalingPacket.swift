@@ -47,7 +47,8 @@ public struct L2CAPSignalingPacket: Hashable, Sendable, CustomStringConvertible 
         let lengthOffset = reader.offset
         let length = Int(try reader.l2capUInt16(c))
         guard identifier != 0 else {
-            throw L2CAPError.malformed(context: c, reason: .invalidValue(field: "Identifier", value: 0), offset: identifierOffset)
+            throw L2CAPError.malformed(
+                context: c, reason: .invalidValue(field: "Identifier", value: 0), offset: identifierOffset)
         }
         guard reader.remainingCount == length else {
             let reason: HCIError.MalformedReason =

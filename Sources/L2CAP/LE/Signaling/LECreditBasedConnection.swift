@@ -53,7 +53,9 @@ public struct LECreditBasedConnectionResponse: L2CAPSignalingCommandBody {
     public var initialCredits: UInt16
     public var result: CreditBasedConnectionResult
 
-    public init(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: CreditBasedConnectionResult) {
+    public init(
+        destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: CreditBasedConnectionResult
+    ) {
         self.destinationCID = destinationCID
         self.mtu = mtu
         self.mps = mps

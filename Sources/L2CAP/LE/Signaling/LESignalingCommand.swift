@@ -45,7 +45,8 @@ public enum LESignalingCommand: Hashable, Sendable {
             self = .creditBasedReconfigureResponse(try CreditBasedReconfigureResponse(parsing: &reader))
         default:
             throw L2CAPError.malformed(
-                context: L2CAPSignalingPacket.context, reason: .invalidValue(field: "Code", value: Int(code.rawValue)), offset: 0)
+                context: L2CAPSignalingPacket.context, reason: .invalidValue(field: "Code", value: Int(code.rawValue)),
+                offset: 0)
         }
     }
 

@@ -48,7 +48,8 @@ public struct LESignalingResponder: Sendable {
     public let signalingMTU: Int
 
     public init(role: LERole, signalingMTU: Int = LESignalingResponder.minimumSignalingMTU) {
-        precondition(signalingMTU >= Self.minimumSignalingMTU && signalingMTU <= Int(UInt16.max), "MTUsig is 23 to 65535")
+        precondition(
+            signalingMTU >= Self.minimumSignalingMTU && signalingMTU <= Int(UInt16.max), "MTUsig is 23 to 65535")
         self.role = role
         self.signalingMTU = signalingMTU
     }
@@ -59,11 +60,14 @@ public struct LESignalingResponder: Sendable {
             let code = L2CAPSignalingCode(rawValue: payload[payload.startIndex])
             let identifier = payload[payload.startIndex + 1]
             guard !code.isResponse, identifier != 0 else {
-                return Outcome(report: .ignoredSignaling(code: code, identifier: identifier, reason: .overSignalingMTU(payload.count)))
+                return Outcome(
+                    report: .ignoredSignaling(
+                        code: code, identifier: identifier, reason: .overSignalingMTU(payload.count)))
             }
             return Outcome(
                 response: reply(identifier, .commandReject(.signalingMTUExceeded(actualMTU: UInt16(signalingMTU)))),
-                report: .rejectedSignaling(code: code, identifier: identifier, reason: .overSignalingMTU(payload.count)))
+                report: .rejectedSignaling(code: code, identifier: identifier, reason: .overSignalingMTU(payload.count))
+            )
         }
         let packet: L2CAPSignalingPacket
         do {
@@ -76,7 +80,9 @@ public struct LESignalingResponder: Sendable {
             command = try packet.command()
         } catch {
             if packet.code.isResponse {
-                return Outcome(report: .ignoredSignaling(code: packet.code, identifier: packet.identifier, reason: .malformed(error)))
+                return Outcome(
+                    report: .ignoredSignaling(
+                        code: packet.code, identifier: packet.identifier, reason: .malformed(error)))
             }
             return notUnderstood(packet, reason: .malformed(error))
         }
@@ -86,24 +92,32 @@ public struct LESignalingResponder: Sendable {
     private func handle(_ command: LESignalingCommand, packet: L2CAPSignalingPacket) -> Outcome {
         let id = packet.identifier
         switch command {
-        case .commandReject, .disconnectionResponse, .connectionParameterUpdateResponse, .leCreditBasedConnectionResponse,
+        case .commandReject, .disconnectionResponse, .connectionParameterUpdateResponse,
+            .leCreditBasedConnectionResponse,
             .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
             return Outcome(report: .ignoredSignaling(code: packet.code, identifier: id, reason: .unsolicitedResponse))
         case .flowControlCreditIndication(let indication):
-            return Outcome(report: .ignoredSignaling(code: packet.code, identifier: id, reason: .unknownChannel(indication.cid)))
+            return Outcome(
+                report: .ignoredSignaling(code: packet.code, identifier: id, reason: .unknownChannel(indication.cid)))
         case .disconnectionRequest(let request):
             return Outcome(
-                response: reply(id, .commandReject(.invalidCIDInRequest(localCID: request.destinationCID, remoteCID: request.sourceCID))),
-                report: .rejectedSignaling(code: packet.code, identifier: id, reason: .unknownChannel(request.destinationCID)))
+                response: reply(
+                    id,
+                    .commandReject(.invalidCIDInRequest(localCID: request.destinationCID, remoteCID: request.sourceCID))
+                ),
+                report: .rejectedSignaling(
+                    code: packet.code, identifier: id, reason: .unknownChannel(request.destinationCID)))
         case .connectionParameterUpdateRequest(let request):
             guard role == .central else { return notUnderstood(packet, reason: .peripheralRole) }
             if let why = request.invalidity {
                 return Outcome(
-                    response: reply(id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .rejected))),
+                    response: reply(
+                        id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .rejected))),
                     report: .rejectedConnectionParameters(request, reason: why))
             }
             return Outcome(
-                response: reply(id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .accepted))),
+                response: reply(
+                    id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .accepted))),
                 connectionParameterUpdate: request)
         case .leCreditBasedConnectionRequest(let request):
             return Outcome(
@@ -115,8 +129,10 @@ public struct LESignalingResponder: Sendable {
                 report: .refusedChannel(spsm: request.spsm, count: request.sourceCIDs.count))
         case .creditBasedReconfigureRequest(let request):
             return Outcome(
-                response: reply(id, .creditBasedReconfigureResponse(CreditBasedReconfigureResponse(result: .invalidDestinationCID))),
-                report: .rejectedSignaling(code: packet.code, identifier: id, reason: .unknownChannel(request.destinationCIDs[0])))
+                response: reply(
+                    id, .creditBasedReconfigureResponse(CreditBasedReconfigureResponse(result: .invalidDestinationCID))),
+                report: .rejectedSignaling(
+                    code: packet.code, identifier: id, reason: .unknownChannel(request.destinationCIDs[0])))
         }
     }
 
@@ -130,7 +146,9 @@ public struct LESignalingResponder: Sendable {
     /// never 0) and a Data field within the limits, so encoding cannot fail.
     private func reply(_ identifier: UInt8, _ command: LESignalingCommand) -> L2CAPSignalingPacket {
         var writer = ByteWriter(capacity: command.encodedLength)
-        do { try command.write(to: &writer) } catch { preconditionFailure("response \(command) cannot be encoded: \(error)") }
+        do { try command.write(to: &writer) } catch {
+            preconditionFailure("response \(command) cannot be encoded: \(error)")
+        }
         return L2CAPSignalingPacket(code: command.code, identifier: identifier, data: writer.bytes[...])
     }
 }
