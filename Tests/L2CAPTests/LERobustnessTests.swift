@@ -19,31 +19,36 @@ struct LESplitMix: RandomNumberGenerator {
 @Suite struct LERobustnessTests {
     /// Every answer is itself a well-formed command carrying the request's Identifier, and
     /// nothing ever answers a response.
-    static func checkAnswer(to payload: ArraySlice<UInt8>, _ outcome: LESignalingResponder.Outcome) throws {
-        guard let response = outcome.response else { return }
+    @discardableResult
+    static func checkAnswer(to payload: ArraySlice<UInt8>, _ outcome: LESignalingResponder.Outcome) throws -> Bool {
+        guard let response = outcome.response else { return false }
         let bytes = try response.encode()
         let decoded = try L2CAPSignalingPacket(bytes: bytes[...])
         _ = try decoded.command()
         #expect(decoded.identifier == payload[payload.startIndex + 1])
         #expect(!L2CAPSignalingCode(rawValue: payload[payload.startIndex]).isResponse)
         #expect(bytes.count <= LESignalingResponder.minimumSignalingMTU)
+        return true
     }
 
     @Test func randomSignalingPayloadsNeverTrapAndAnswersAreWellFormed() throws {
         var random = LESplitMix(state: 0x5157)
         let responder = LESignalingResponder(role: .central)
+        var answered = 0
         for _ in 0..<3000 {
             let length = Int.random(in: 0...40, using: &random)
             var payload = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
             if length >= 4, Bool.random(using: &random) {
                 // A plausible header: a known code and a consistent Length.
-                payload[0] = [0x01, 0x06, 0x07, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A].randomElement(using: &random)!
+                payload[0] = [0x01, 0x06, 0x07, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A].randomElement(
+                    using: &random)!
                 payload[2] = UInt8(length - 4)
                 payload[3] = 0
             }
             let outcome = responder.receive(payload[...])
-            try Self.checkAnswer(to: payload[...], outcome)
+            if try Self.checkAnswer(to: payload[...], outcome) { answered += 1 }
         }
+        #expect(answered > 100, "\(answered) answers")
     }
 
     @Test(arguments: leSignalingVectors)
@@ -64,24 +69,46 @@ struct LESplitMix: RandomNumberGenerator {
         var mux = LEL2CAPMultiplexer(bufferSize: leBufferSize(count: 1000), maximumQueuedFrames: 1000)
         do { try mux.connectionOpened(handle: 1, role: .central) } catch { Issue.record("\(error)") }
         var actions: [LEL2CAPMultiplexer.Action] = []
-        for _ in 0..<3000 {
-            let length = Int.random(in: 0...40, using: &random)
-            var data = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
-            if length >= 4 {
-                data[2] = UInt8.random(in: 3...7, using: &random)
-                data[3] = 0
+        for _ in 0..<1500 {
+            // A frame on a fixed channel, sometimes with a plausible signaling or SMP header,
+            // sometimes damaged, cut into fragments with the right (mostly) boundary flags.
+            let cid = [UInt16(4), 5, 6, 7].randomElement(using: &random)!
+            var payload = (0..<Int.random(in: 0...30, using: &random)).map { _ in
+                UInt8.random(in: 0...255, using: &random)
             }
-            let boundary = ACLPacketBoundaryFlag(rawValue: UInt8.random(in: 0...3, using: &random))
-            mux.receive(ACLDataPacket(handle: UInt16.random(in: 0...2, using: &random), packetBoundary: boundary, data: data), into: &actions)
+            if cid == 5, payload.count >= 4 {
+                payload[0] = [0x01, 0x06, 0x12, 0x14, 0x16, 0x17, 0x19, 0x0A].randomElement(using: &random)!
+                payload[2] = UInt8(payload.count - 4)
+                payload[3] = 0
+            }
+            if cid == 6, !payload.isEmpty { payload[0] = [0x01, 0x0B, 0x05].randomElement(using: &random)! }
+            var pdu = leFrame(cid: cid, payload)
+            if Int.random(in: 0..<10, using: &random) == 0 {
+                pdu[Int.random(in: 0..<pdu.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
+            let handle: UInt16 = Int.random(in: 0..<20, using: &random) == 0 ? 2 : 1
+            var offset = 0
+            while offset < pdu.count {
+                let size = min(pdu.count - offset, Int.random(in: 1...27, using: &random))
+                var boundary: ACLPacketBoundaryFlag = offset == 0 ? .firstFlushable : .continuingFragment
+                if Int.random(in: 0..<30, using: &random) == 0 {
+                    boundary = ACLPacketBoundaryFlag(rawValue: UInt8.random(in: 0...3, using: &random))
+                }
+                let packet = ACLDataPacket(
+                    handle: handle, packetBoundary: boundary, data: Array(pdu[offset..<offset + size]))
+                mux.receive(packet, into: &actions)
+                offset += size
+            }
         }
         // Every answer queued and sent is one whole B-frame on CID 5 or 6.
         var reassembler = L2CAPReassembler()
         var answers = 0
         var delivered = 0
-        for case .deliverATT = actions { delivered += 1 }
+        for case .deliverATT in actions { delivered += 1 }
         for case .transmit(let packet) in actions {
             answers += 1
-            let output = reassembler.receive(handle: packet.handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
+            let output = reassembler.receive(
+                handle: packet.handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
             #expect(output.drop == nil)
             if let frame = output.frame { #expect(frame.channelID == 5 || frame.channelID == 6) }
         }
