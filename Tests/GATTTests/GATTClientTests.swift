@@ -173,18 +173,9 @@ struct GATTClientTests {
     /// bearer answers it and primary service discovery goes on.
     @Test func peerMTURequestDuringDiscovery() async throws {
         let (client, channel) = Self.client(try Self.loadTrace("bumble-peer-mtu-during-discovery.trace"), rxMTU: 247)
-        // Found by this trace: a procedure checks responses against the ATT_MTU it started
-        // with, so a response sized for the MTU the peer negotiated mid-procedure is refused.
-        // Being fixed (procedures follow the bearer's current ATT_MTU).
-        var found: [Service] = []
-        await withKnownIssue {
-            found = try await client.discoverPrimaryServices()
-        }
-        guard found.count == 5 else {
-            await client.connection.close()
-            return
-        }
-        let services = found
+        // The answer to our first request is sized for the ATT_MTU the peer negotiated while the
+        // request was out: the procedure follows the bearer's current ATT_MTU.
+        let services = try await client.discoverPrimaryServices()
         #expect(
             services.map(\.uuid) == [
                 0x1800, 0x1801, 0x180A, 0xFFF0, BluetoothUUID("6E400000-B5A3-F393-E0A9-E50E24DC0001")!,
@@ -221,5 +212,36 @@ struct GATTClientTests {
             ])
         #expect(channel.failure == nil)
         await client.connection.close()
+    }
+}
+
+@Suite struct GATTProcedureMTUTests {
+    /// A Read By Group Type Response of 42 octets is over an ATT_MTU of 23 but fine after the
+    /// bearer's MTU grew to 247 mid-procedure: both the single procedure and the discovery
+    /// engine follow `updateMTU`.
+    @Test func proceduresFollowTheBearerMTU() throws {
+        let response = ATTPDU.readByGroupTypeResponse(
+            try ReadByGroupTypeResponse(
+                decoding: [0x11, 0x14, 0x01, 0x00, 0x10, 0x00] + Array(repeating: 0xAB, count: 16)
+                    + [0x11, 0x00, 0xFF, 0xFF] + Array(repeating: 0xCD, count: 16)))
+        var strict = DiscoverAllPrimaryServices(mtu: 23)
+        _ = strict.start()
+        guard case .fail = strict.receive(response) else {
+            Issue.record("a 42-octet response must not fit an ATT_MTU of 23")
+            return
+        }
+        var procedure = DiscoverAllPrimaryServices(mtu: 23)
+        _ = procedure.start()
+        procedure.updateMTU(247)
+        guard case .done(let services) = procedure.receive(response) else {
+            Issue.record("procedure did not accept the response after the MTU grew")
+            return
+        }
+        #expect(services.count == 2)
+        var discovery = DatabaseDiscovery(mtu: 23, findIncludes: false)
+        _ = discovery.start()
+        discovery.updateMTU(247)
+        #expect(discovery.mtu == 247)
+        if case .fail(let error) = discovery.receive(response) { Issue.record("\(error)") }
     }
 }

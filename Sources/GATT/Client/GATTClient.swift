@@ -40,6 +40,8 @@ public struct GATTClient: Sendable {
                     guard case .peerError(let opcode, let handle, let code) = error else { throw GATTError.att(error) }
                     answer = .errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code))
                 }
+                // A peer-initiated MTU exchange may have completed while the request was out.
+                procedure.updateMTU(await connection.mtu)
                 action = procedure.receive(answer)
             }
         }

@@ -22,7 +22,7 @@ import Bluetooth
 public struct DatabaseDiscovery: GATTClientProcedure {
     public typealias Result = GATTDatabase
 
-    public let mtu: Int
+    public private(set) var mtu: Int
     /// Search for include declarations (one request or more). Off for a server known to have
     /// none, such as a 4.x SensorTag.
     public let findIncludes: Bool
@@ -45,6 +45,27 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     public init(mtu: Int = GATTLimits.defaultMTU, findIncludes: Bool = true) {
         self.mtu = mtu
         self.findIncludes = findIncludes
+    }
+
+    /// Follows the bearer's ATT_MTU: the running phase and the phases after it use the new value.
+    public mutating func updateMTU(_ mtu: Int) {
+        self.mtu = mtu
+        switch step {
+        case .services(var procedure):
+            procedure.updateMTU(mtu)
+            step = .services(procedure)
+        case .includes(var procedure):
+            procedure.updateMTU(mtu)
+            step = .includes(procedure)
+        case .characteristics(var procedure):
+            procedure.updateMTU(mtu)
+            step = .characteristics(procedure)
+        case .descriptors(var procedure, let index):
+            procedure.updateMTU(mtu)
+            step = .descriptors(procedure, index: index)
+        case .idle, .finished:
+            break
+        }
     }
 
     public mutating func start() -> GATTProcedureAction<Result> {
