@@ -34,6 +34,9 @@ public struct DumpOptions: Equatable, Sendable {
     /// `--att-only` / `--adv-only`.
     public var attOnly = false
     public var advOnly = false
+    /// `--services FILE`: a `services --json` document naming the handles (otherwise they are
+    /// learnt from the discovery traffic in the capture).
+    public var services: String?
 
     public init(path: String) { self.path = path }
 }
@@ -66,7 +69,7 @@ public struct Invocation: Equatable, Sendable {
 
 /// The commands this build implements, for help and errors.
 public let commandSummaries: [(String, String)] = [
-    ("dump FILE [--summary] [--conn H] [--handle H] [--att-only|--adv-only]",
+    ("dump FILE [--summary] [--conn H] [--handle H] [--att-only|--adv-only] [--services FILE.json]",
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
@@ -169,6 +172,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--adv-only": dump.advOnly = true
             case "--conn": dump.connection = try parseHandle(value ?? "", what: "--conn", allowZero: true, maximum: 0x0EFF)
             case "--handle": dump.attributeHandle = try parseHandle(value ?? "", what: "--handle")
+            case "--services": dump.services = value
             default: throw UsageError("dump does not know \(flag)")
             }
         }

@@ -32,7 +32,7 @@ public func runGATTClient(_ arguments: [String]) -> Int32 {
             return ExitCode.success.rawValue
         } catch {
             var code = ExitCode.failure
-            if case .system(_, let errno) = error, errno == .permissionDenied || errno == .accessDenied { code = .permission }
+            if case HCIError.system(_, let errno) = error, errno == .permissionDenied || errno == .accessDenied { code = .permission }
             return fail(CLIFailure(message: "\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output)
         }
     }

@@ -1,4 +1,5 @@
 import ATT
+import GATT
 import Bluetooth
 import HCI
 import L2CAP
@@ -15,7 +16,8 @@ public struct DumpCommand {
 
     /// Decodes the file, writing to `output`. Returns the damage message when the file could
     /// not be read to its end (everything before the damage has been written).
-    public func run(output: inout BufferedOutput) throws(HCIError) -> String? {
+    public func run(output: inout BufferedOutput) throws -> String? {
+        let database = try options.services.map { try ServicesJSON.load(path: $0) }
         var reader = try CaptureFile.open(path: options.path)
         var decoder = CaptureDecoder()
         var damage: String?
@@ -25,12 +27,12 @@ public struct DumpCommand {
             damage = reader.damage?.description
             visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
         } else if json {
-            var visitor = JSONDumpVisitor(options: options, format: reader.format, output: output)
+            var visitor = JSONDumpVisitor(options: options, format: reader.format, output: output, database: database)
             while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
             output = visitor.output
             damage = reader.damage?.description
         } else {
-            var visitor = TextDumpVisitor(options: options, output: output)
+            var visitor = TextDumpVisitor(options: options, output: output, database: database)
             while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
             output = visitor.output
             damage = reader.damage?.description
@@ -108,11 +110,13 @@ struct JSONDumpVisitor: CaptureVisitor {
     var writer: OracleRecordWriter
     var output: BufferedOutput
     var json = JSONWriter(capacity: 1024)
+    var annotator: GATTAnnotator
 
-    init(options: DumpOptions, format: CaptureFormat, output: BufferedOutput) {
+    init(options: DumpOptions, format: CaptureFormat, output: BufferedOutput, database: GATTDatabase? = nil) {
         filter = DumpFilter(options: options)
         writer = OracleRecordWriter(format: format)
         self.output = output
+        annotator = GATTAnnotator(database: database)
     }
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
@@ -128,9 +132,11 @@ struct JSONDumpVisitor: CaptureVisitor {
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
+        // Every PDU teaches the annotator, shown or not.
+        let annotation = annotator.annotate(att)
         guard filter.shows(att: att) else { return }
         json.reset()
-        writer.write(att, record: record, into: &json)
+        writer.write(att, record: record, gatt: annotation.map { annotation in { annotation.write(into: &$0) } }, into: &json)
         output.writeLine(bytes: json.bytes)
     }
 

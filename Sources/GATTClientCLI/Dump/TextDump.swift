@@ -1,4 +1,5 @@
 import ATT
+import GATT
 import Bluetooth
 import HCI
 import L2CAP
@@ -12,9 +13,12 @@ struct TextDumpVisitor: CaptureVisitor {
     /// Whether the current record's own line was shown (its details are indented under it).
     var shownRecord = false
 
-    init(options: DumpOptions, output: BufferedOutput) {
+    var annotator: GATTAnnotator
+
+    init(options: DumpOptions, output: BufferedOutput, database: GATTDatabase? = nil) {
         filter = DumpFilter(options: options)
         self.output = output
+        annotator = GATTAnnotator(database: database)
     }
 
     mutating func prefix(_ record: CaptureRecord) -> String {
@@ -105,6 +109,7 @@ struct TextDumpVisitor: CaptureVisitor {
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
+        let annotation = annotator.annotate(att)
         guard filter.shows(att: att) else { return }
         let head = shownRecord ? String(repeating: " ", count: 23) : prefix(record)
         var line = head + "  ATT conn 0x" + hex(att.connectionHandle, 4) + " "
@@ -116,6 +121,7 @@ struct TextDumpVisitor: CaptureVisitor {
         } else if let error = att.error {
             line += "malformed: \(error) [" + Hex.encode(att.bytes) + "]"
         }
+        if let annotation, !annotation.text.isEmpty { line += "  [" + annotation.text + "]" }
         output.writeLine(line)
     }
 

@@ -1,0 +1,165 @@
+import ATT
+import Bluetooth
+import GATT
+import HCI
+import L2CAP
+
+/// GATT context for `dump` and `monitor`: names each ATT PDU's handle by its service,
+/// characteristic and descriptor (learnt from the discovery traffic in the capture, or from a
+/// `services --json` file) and decodes values of characteristics it knows (battery level,
+/// SensorTag readings, Nordic UART text, strings, CCCD writes).
+struct GATTAnnotator {
+    struct Annotation {
+        var handle: UInt16
+        var service: BluetoothUUID?
+        var characteristic: BluetoothUUID?
+        var descriptor: BluetoothUUID?
+        var decoded: String?
+
+        var text: String {
+            var parts: [String] = []
+            if let service { parts.append(name(service)) }
+            if let characteristic { parts.append(name(characteristic)) }
+            if let descriptor, descriptor != .bit16(0x2803) || characteristic == nil { parts.append(name(descriptor)) }
+            var out = parts.joined(separator: " / ")
+            if let decoded { out += (out.isEmpty ? "" : ": ") + decoded }
+            return out
+        }
+
+        func write(into json: inout JSONWriter) {
+            if let service {
+                json.field("service", name(service))
+                json.field("serviceUUID", service.description)
+            }
+            if let characteristic {
+                json.field("characteristic", name(characteristic))
+                json.field("characteristicUUID", characteristic.description)
+            }
+            if let descriptor {
+                json.field("descriptor", name(descriptor))
+                json.field("descriptorUUID", descriptor.description)
+            }
+            if let decoded { json.field("decoded", decoded) }
+        }
+    }
+
+    private struct BearerKey: Hashable {
+        var connection: UInt16
+        var channel: UInt16
+        /// Direction the request travelled.
+        var direction: CaptureDirection
+    }
+
+    /// Used for every connection when the user gave a database (`--services FILE`).
+    private let seed: AttributeObserver?
+    private var observers: [UInt16: AttributeObserver] = [:]
+    private var requests: [BearerKey: ATTPDU] = [:]
+    /// The movement sensor's accelerometer range, per connection, from configuration writes.
+    private var accelerometerRanges: [UInt16: SensorTag.AccelerometerRange] = [:]
+
+    init(database: GATTDatabase? = nil) {
+        seed = database.map { AttributeObserver(database: $0) }
+    }
+
+    mutating func annotate(_ item: ATTItem) -> Annotation? {
+        guard let pdu = item.pdu ?? item.lenientPDU else { return nil }
+        var observer = observers[item.connectionHandle] ?? seed ?? AttributeObserver()
+        defer { observers[item.connectionHandle] = observer }
+        let key = BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: item.direction)
+        var request: ATTPDU?
+        switch pdu.opcode.kind {
+        case .request?:
+            requests[key] = pdu
+        case .response?:
+            let other: CaptureDirection = item.direction == .sent ? .received : .sent
+            request = requests.removeValue(forKey: BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: other))
+            observer.learn(request: request, response: pdu)
+        default:
+            break
+        }
+        guard let (handle, value) = Self.subject(pdu, request: request) else { return nil }
+        let context = observer.context(of: handle)
+        guard context.service != nil || context.characteristic != nil || context.descriptor != nil else { return nil }
+        var annotation = Annotation(
+            handle: handle, service: context.service, characteristic: context.characteristic,
+            descriptor: context.isValue ? nil : context.descriptor)
+        if let value { annotation.decoded = decode(value, context: context, connection: item.connectionHandle, isWrite: pdu.isWrite) }
+        return annotation
+    }
+
+    /// The attribute a PDU is about, and the value it carries.
+    private static func subject(_ pdu: ATTPDU, request: ATTPDU?) -> (UInt16, [UInt8]?)? {
+        switch pdu {
+        case .readRequest(let p): return (p.handle, nil)
+        case .readBlobRequest(let p): return (p.handle, nil)
+        case .writeRequest(let p): return (p.handle, p.value)
+        case .writeCommand(let p): return (p.handle, p.value)
+        case .signedWriteCommand(let p): return (p.handle, p.value)
+        case .prepareWriteRequest(let p): return (p.handle, nil)
+        case .handleValueNotification(let p): return (p.handle, p.value)
+        case .handleValueIndication(let p): return (p.handle, p.value)
+        case .errorResponse(let p): return p.handle == 0 ? nil : (p.handle, nil)
+        case .readResponse(let p):
+            if case .readRequest(let r)? = request { return (r.handle, p.value) }
+            return nil
+        case .readBlobResponse:
+            if case .readBlobRequest(let r)? = request { return (r.handle, nil) }
+            return nil
+        case .readByTypeResponse(let p):
+            // Read Using Characteristic UUID: the first value found (declarations are named by
+            // the discovery they belong to, not decoded).
+            guard case .readByTypeRequest(let r)? = request, r.attributeType != .bit16(0x2803),
+                  r.attributeType != .bit16(0x2802), let first = p.entries.first else { return nil }
+            return (first.handle, first.value)
+        default:
+            return nil
+        }
+    }
+
+    private mutating func decode(_ value: [UInt8], context: AttributeObserver.Context, connection: UInt16, isWrite: Bool) -> String? {
+        if context.descriptor == .bit16(0x2902), value.count == 2 {
+            switch value[0] & 0x03 {
+            case 0x00: return "notifications and indications off"
+            case 0x01: return "notifications on"
+            case 0x02: return "indications on"
+            default: return "notifications and indications on"
+            }
+        }
+        guard context.isValue, let uuid = context.characteristic else { return nil }
+        if uuid == SensorTag.Sensor.movement.configuration, value.count == 2, let range = SensorTag.AccelerometerRange(rawValue: value[1] & 0x03) {
+            accelerometerRanges[connection] = range
+            return "movement configuration 0x" + Hex.encode(value.reversed()) + ", accelerometer ±\(Int(range.g)) G"
+        }
+        if let sensor = SensorTag.sensor(data: uuid), !isWrite,
+           let reading = SensorTag.decode(sensor, value, accelerometerRange: accelerometerRanges[connection] ?? .g8) {
+            return reading.description
+        }
+        if let sensor = SensorTag.Sensor.allCases.first(where: { $0.configuration == uuid }), sensor != .movement, value.count == 1 {
+            return value[0] == 0 ? "\(sensor.rawValue) off" : "\(sensor.rawValue) on"
+        }
+        if let sensor = SensorTag.Sensor.allCases.first(where: { $0.period == uuid }), value.count == 1 {
+            return "\(sensor.rawValue) period \(Int(value[0]) * 10) ms"
+        }
+        if uuid == NordicUART.tx || uuid == NordicUART.rx || Self.textCharacteristics.contains(uuid) {
+            guard let text = String(validating: value, as: UTF8.self) else { return nil }
+            return "\"" + visible(text) + "\""
+        }
+        return nil
+    }
+
+    /// Characteristics whose value is UTF-8 text: Device Name and Device Information strings.
+    static let textCharacteristics: Set<BluetoothUUID> = [0x2A00, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28, 0x2A29]
+}
+
+private func name(_ uuid: BluetoothUUID) -> String {
+    GATTNames.name(for: uuid) ?? uuid.description
+}
+
+extension ATTPDU {
+    var isWrite: Bool {
+        switch self {
+        case .writeRequest, .writeCommand, .signedWriteCommand, .prepareWriteRequest: return true
+        default: return false
+        }
+    }
+}
