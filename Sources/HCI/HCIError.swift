@@ -18,6 +18,11 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     case system(operation: String, errno: Errno)
     /// The transport closed; everything pending fails with this.
     case transportClosed(String)
+    /// A `--transport` URI that does not parse; `reason` says which part is wrong.
+    case invalidTransportURI(uri: String, reason: String)
+    /// A well-formed transport URI that cannot be opened as a raw HCI transport (the kernel's own
+    /// host path `hciN`, the simulator, replay), or a transport unavailable on this system.
+    case unsupportedTransport(uri: String, reason: String)
 
     public enum MalformedReason: Hashable, Sendable, CustomStringConvertible {
         case truncated(needed: Int, available: Int)
@@ -56,6 +61,8 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .captureFile(let message): return message
         case .system(let operation, let errno): return "\(operation): \(errno)"
         case .transportClosed(let why): return "transport closed: \(why)"
+        case .invalidTransportURI(let uri, let reason): return "invalid transport '\(uri)': \(reason)"
+        case .unsupportedTransport(let uri, let reason): return "transport '\(uri)': \(reason)"
         }
     }
 }
