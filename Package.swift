@@ -29,7 +29,7 @@ let package = Package(
         ),
         .executableTarget(name: "gattclient", dependencies: ["GATTClientCLI"]),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
-        .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI"]),
+        .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["Bluetooth", "L2CAP"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),

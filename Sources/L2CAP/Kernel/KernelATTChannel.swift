@@ -1,0 +1,281 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import ATT
+import Bluetooth
+import Dispatch
+import HCI
+
+/// The ATT bearer's channel over the kernel's L2CAP LE socket on the ATT fixed channel (CID 4):
+/// the kernel does HCI, ACL and L2CAP; we exchange whole ATT PDUs as SOCK_SEQPACKET datagrams.
+///
+/// Readiness-driven: one `DispatchSource` read source delivers every datagram into `incoming`
+/// (unbounded, in order, none dropped); sends go straight to the socket and, when its buffer is
+/// full, wait for a write source. No polling, no task per PDU.
+///
+/// Close it explicitly with `close()`; a channel that was never closed closes its socket when the
+/// last reference goes. `incoming` finishes when either side closes, and throws
+/// `KernelBluetoothError` when the link fails (reset, timeout).
+public final class KernelATTChannel: ATTChannel, Sendable {
+    /// The remote device, when known (connect and accept know it).
+    public let peer: BluetoothAddress?
+    public let peerAddressType: AddressType?
+    /// The smaller of the kernel's send and receive MTUs, read when the channel was set up.
+    public let maximumSDUSize: Int?
+    public let incoming: AsyncThrowingStream<[UInt8], Error>
+    private let core: Core
+
+    /// Wraps any connected `SOCK_SEQPACKET` descriptor (an L2CAP socket, or one end of a
+    /// `socketpair(AF_UNIX, SOCK_SEQPACKET)` in tests) and starts reading it. Takes ownership.
+    init(
+        adopting descriptor: SocketDescriptor, peer: BluetoothAddress? = nil, peerAddressType: AddressType? = nil,
+        maximumSDUSize: Int? = nil, logger: Logger = .disabled
+    ) {
+        self.peer = peer
+        self.peerAddressType = peerAddressType
+        self.maximumSDUSize = maximumSDUSize
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream(bufferingPolicy: .unbounded)
+        incoming = stream
+        core = Core(descriptor: descriptor, peer: peer, continuation: continuation, logger: logger)
+        core.queue.async { [core] in core.start() }
+    }
+
+    deinit {
+        // Only closes a socket nobody closed; the core finishes on its own queue.
+        core.queue.async { [core] in core.close(waiter: nil) }
+    }
+
+    /// Sends one SDU. Sends complete in call order.
+    /// - Throws: `KernelBluetoothError` (`.closed` after `close()`, `.system` with the errno:
+    ///   EMSGSIZE over the MTU, ENOTCONN/ECONNRESET once the link is gone).
+    public func send(_ sdu: [UInt8]) async throws {
+        guard !sdu.isEmpty else {
+            throw KernelBluetoothError.invalidRequest(operation: .send(peer: peer), reason: "an ATT PDU is never empty")
+        }
+        let core = self.core
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            core.queue.async { core.enqueue(sdu, continuation) }
+        }
+    }
+
+    /// Closes the channel: pending sends fail, `incoming` finishes, the socket is closed (the
+    /// kernel then drops the link if nothing else uses it). Returns once the descriptor is closed.
+    public func close() async {
+        let core = self.core
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            core.queue.async { core.close(waiter: continuation) }
+        }
+    }
+
+    /// Sets `BT_SECURITY`. On a connected LE link, raising it starts pairing/encryption; the
+    /// next send or receive waits for it.
+    public func setSecurity(_ level: L2CAPSecurityLevel) async throws(KernelBluetoothError) {
+        try await core.withDescriptor(.setSecurity(level: level.rawValue)) { fd throws(KernelBluetoothError) in
+            try KernelL2CAP.setSecurity(fd, level)
+        }
+    }
+
+    /// The link's current security level.
+    public func securityLevel() async throws(KernelBluetoothError) -> L2CAPSecurityLevel {
+        try await core.withDescriptor(.readSecurity) { fd throws(KernelBluetoothError) in try KernelL2CAP.securityLevel(fd) }
+    }
+
+    /// The kernel's current MTUs for this channel.
+    public func mtu() async throws(KernelBluetoothError) -> L2CAPMTU {
+        try await core.withDescriptor(.readMTU) { fd throws(KernelBluetoothError) in try KernelL2CAP.mtu(fd) }
+    }
+}
+
+extension KernelATTChannel {
+    struct PendingSend {
+        let bytes: [UInt8]
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    /// The I/O state machine. Every mutable field is touched only on `queue` (serial), which is
+    /// why the class is `@unchecked Sendable`.
+    final class Core: @unchecked Sendable {
+        let queue = DispatchQueue(label: "KernelATTChannel")
+        let descriptor: SocketDescriptor
+        let peer: BluetoothAddress?
+        let logger: Logger
+        private let continuation: AsyncThrowingStream<[UInt8], Error>.Continuation
+        /// One receive buffer, larger than any L2CAP SDU (65535), so no datagram is truncated.
+        private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        /// The most datagrams read per readiness event, so sends queued meanwhile get a turn.
+        private static let readBatch = 64
+
+        private var readSource: ReadinessSource?
+        private var writeSource: ReadinessSource?
+        private var liveSources = 0
+        private var pending: [PendingSend] = []
+        private var pendingHead = 0
+        private var isClosed = false
+        private var isReading = false
+        private var isDescriptorClosed = false
+        private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+
+        init(
+            descriptor: SocketDescriptor, peer: BluetoothAddress?,
+            continuation: AsyncThrowingStream<[UInt8], Error>.Continuation, logger: Logger
+        ) {
+            self.descriptor = descriptor
+            self.peer = peer
+            self.continuation = continuation
+            self.logger = logger
+        }
+
+        deinit { buffer.deallocate() }
+
+        func start() {
+            guard !isClosed else { return }
+            let fd = descriptor.rawValue
+            readSource = ReadinessSource(
+                descriptor: fd, kind: .read, queue: queue, onReady: { self.readable() },
+                onCancel: { self.sourceCancelled(read: true) })
+            writeSource = ReadinessSource(
+                descriptor: fd, kind: .write, queue: queue, onReady: { self.flush() },
+                onCancel: { self.sourceCancelled(read: false) })
+            liveSources = 2
+            isReading = true
+            readSource?.arm()
+        }
+
+        // MARK: receiving
+
+        private func readable() {
+            for _ in 0..<Core.readBatch {
+                guard isReading, !isClosed else { return }
+                let count = Glibc.recv(descriptor.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    continuation.yield(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+                    continue
+                }
+                if count == 0 {
+                    logger.debug("ATT channel \(descriptor): end of stream")
+                    stopReading(error: nil)
+                    return
+                }
+                let error = Errno.current
+                if error == .interrupted { continue }
+                if error == .wouldBlock || error.rawValue == EWOULDBLOCK { return }
+                logger.debug("ATT channel \(descriptor): receive failed: \(error)")
+                stopReading(error: .system(operation: .receive(peer: peer), errno: error))
+                return
+            }
+        }
+
+        /// The peer is gone (EOF) or the link failed: finish `incoming`, stop watching for input.
+        /// The descriptor stays open until `close()`, so sends report the errno themselves.
+        private func stopReading(error: KernelBluetoothError?) {
+            isReading = false
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                continuation.finish()
+            }
+            readSource?.cancel()
+        }
+
+        // MARK: sending
+
+        func enqueue(_ bytes: [UInt8], _ sender: CheckedContinuation<Void, any Error>) {
+            guard !isClosed else {
+                sender.resume(throwing: KernelBluetoothError.closed(operation: .send(peer: peer)))
+                return
+            }
+            pending.append(PendingSend(bytes: bytes, continuation: sender))
+            // With earlier sends waiting for the write source, this one waits behind them.
+            if pending.count - pendingHead == 1 { flush() }
+        }
+
+        private func flush() {
+            guard !isClosed else { return }
+            while pendingHead < pending.count {
+                let item = pending[pendingHead]
+                let sent = item.bytes.withUnsafeBytes {
+                    Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+                }
+                if sent < 0 {
+                    let error = Errno.current
+                    if error == .interrupted { continue }
+                    if error == .wouldBlock || error.rawValue == EWOULDBLOCK {
+                        writeSource?.arm()
+                        return
+                    }
+                    pendingHead += 1
+                    item.continuation.resume(throwing: KernelBluetoothError.system(operation: .send(peer: peer), errno: error))
+                    continue
+                }
+                pendingHead += 1
+                if sent == item.bytes.count {
+                    item.continuation.resume()
+                } else {
+                    // A SOCK_SEQPACKET send is all or nothing; anything else is a broken socket.
+                    item.continuation.resume(
+                        throwing: KernelBluetoothError.system(operation: .send(peer: peer), errno: Errno(rawValue: EMSGSIZE)))
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+            writeSource?.disarm()
+        }
+
+        // MARK: closing
+
+        func close(waiter: CheckedContinuation<Void, Never>?) {
+            if let waiter { closeWaiters.append(waiter) }
+            if !isClosed {
+                isClosed = true
+                let failure = KernelBluetoothError.closed(operation: .send(peer: peer))
+                for item in pending[pendingHead...] { item.continuation.resume(throwing: failure) }
+                pending.removeAll()
+                pendingHead = 0
+                if isReading {
+                    isReading = false
+                    continuation.finish()
+                }
+                readSource?.cancel()
+                writeSource?.cancel()
+            }
+            closeDescriptorIfIdle()
+        }
+
+        private func sourceCancelled(read: Bool) {
+            if read { readSource = nil } else { writeSource = nil }
+            liveSources -= 1
+            closeDescriptorIfIdle()
+        }
+
+        /// Closes the descriptor once closed and no dispatch source watches it any more.
+        private func closeDescriptorIfIdle() {
+            guard isClosed, liveSources == 0 else { return }
+            if !isDescriptorClosed {
+                isDescriptorClosed = true
+                try? descriptor.close()
+                logger.debug("ATT channel \(descriptor): closed")
+            }
+            let waiters = closeWaiters
+            closeWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        }
+
+        /// Runs `body` with the descriptor on the queue, unless the channel is closed.
+        func withDescriptor<T: Sendable>(
+            _ operation: KernelOperation, _ body: @escaping @Sendable (Int32) throws(KernelBluetoothError) -> T
+        ) async throws(KernelBluetoothError) -> T {
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, KernelBluetoothError>, Never>) in
+                queue.async {
+                    guard !self.isClosed else {
+                        continuation.resume(returning: .failure(.closed(operation: operation)))
+                        return
+                    }
+                    continuation.resume(returning: Result { () throws(KernelBluetoothError) -> T in try body(self.descriptor.rawValue) })
+                }
+            }
+            return try result.get()
+        }
+    }
+}

@@ -1,2 +1,0 @@
-import HCI
-import ATT
