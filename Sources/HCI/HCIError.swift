@@ -23,6 +23,9 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A well-formed transport URI that cannot be opened as a raw HCI transport (the kernel's own
     /// host path `hciN`, the simulator, replay), or a transport unavailable on this system.
     case unsupportedTransport(uri: String, reason: String)
+    /// A kernel socket operation failed (opening the HCI user channel); the wrapped error says
+    /// what to do and classifies it (unavailable, permission, failure).
+    indirect case kernel(KernelBluetoothError)
 
     public enum MalformedReason: Hashable, Sendable, CustomStringConvertible {
         case truncated(needed: Int, available: Int)
@@ -63,6 +66,7 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .transportClosed(let why): return "transport closed: \(why)"
         case .invalidTransportURI(let uri, let reason): return "invalid transport '\(uri)': \(reason)"
         case .unsupportedTransport(let uri, let reason): return "transport '\(uri)': \(reason)"
+        case .kernel(let error): return error.description
         }
     }
 }

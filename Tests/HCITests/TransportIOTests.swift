@@ -129,8 +129,11 @@ struct TransportIOTests {
         let total = senders * perSender * (1 + 4 + 600)
         let bytes = controller.read(count: total)
         #expect(bytes.count == total)
-        var splitter = H4StreamSplitter()
-        let packets = try splitter.split(bytes)
+        var framer = H4Framer()
+        framer.append(bytes)
+        var packets: [HCITransportPacket] = []
+        while let packet = try framer.nextPacket() { packets.append(packet) }
+        #expect(framer.bufferedCount == 0)
         #expect(packets.count == senders * perSender)
         for packet in packets {
             let payload = packet.1.dropFirst(4)
@@ -210,6 +213,20 @@ struct TransportIOTests {
             return
         }
         #expect(reason.contains("malformed"))
+    }
+
+    // MARK: - Kernel user channel
+
+    @Test func userChannelOnANonexistentAdapterIsAKernelError() async {
+        // Adapter 65534 never exists; depending on the machine the kernel says "no Bluetooth"
+        // (EAFNOSUPPORT), "no such device" or "permission denied", always as a kernel error
+        // with advice, never a crash or a hang.
+        await #expect {
+            _ = try await TransportURI(parsing: "hci-user:65534").openRawTransport()
+        } throws: { error in
+            guard case .kernel(let kernel)? = error as? HCIError, case .system(let operation, _) = kernel else { return false }
+            return operation == .openHCISocket(channel: .user, device: 65534) && !kernel.description.isEmpty
+        }
     }
 
     // MARK: - Serial, over a pseudo-terminal

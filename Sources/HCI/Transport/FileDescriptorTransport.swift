@@ -9,7 +9,7 @@ import Musl
 #endif
 
 /// An `HCITransport` over one non-blocking descriptor: a stream socket or UART carrying H4
-/// (framed by `H4StreamSplitter`), or a datagram socket delivering one whole packet per read
+/// (framed by `H4Framer`), or a datagram socket delivering one whole packet per read
 /// (the kernel HCI user channel).
 ///
 /// Reading is readiness-driven: a `DispatchSourceRead` wakes a serial queue when the descriptor
@@ -17,7 +17,7 @@ import Musl
 /// caller's thread, serialized by a lock; when the descriptor's buffer is full it waits for
 /// writability with `poll`, bounded by the write timeout.
 ///
-/// `@unchecked Sendable`: the mutable reader state (`splitter`, `readBuffer`) is touched only by
+/// `@unchecked Sendable`: the mutable reader state (`framer`, `readBuffer`) is touched only by
 /// the source's handlers, which Dispatch runs one at a time on `queue`; every other mutable
 /// state is inside a `Mutex`. The descriptor is closed only in the cancel handler, which runs
 /// after the last event handler and under `io`, the lock writers hold while they use it.
@@ -46,7 +46,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let io = Mutex<Void>(())
 
     // Reader state: only on `queue`.
-    private var splitter = H4StreamSplitter()
+    private var framer = H4Framer()
     private let readBuffer: UnsafeMutableRawBufferPointer
 
     /// The largest HCI packet (an ACL packet with a 65535-octet body) plus its indicator and header.
@@ -187,8 +187,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func deliver(_ chunk: UnsafeRawBufferPointer) throws(HCIError) {
         switch framing {
         case .h4Stream:
-            splitter.append(chunk)
-            while let packet = try splitter.nextPacket() {
+            framer.append(chunk)
+            while let packet = try framer.nextPacket() {
                 continuation.yield(packet)
             }
         case .datagram:
@@ -205,19 +205,28 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         }
         guard let type = HCIPacketType(rawValue: indicator) else { throw .unknownPacketType(indicator) }
         let context = "\(type) datagram"
-        let headerLength = H4StreamSplitter.headerLayout(type).headerLength
-        guard datagram.count >= 1 + headerLength else {
-            throw .malformed(context: context, reason: .truncated(needed: headerLength, available: datagram.count - 1), offset: 1)
+        var framer = H4Framer()
+        framer.append(datagram)
+        if let packet = try framer.nextPacket() {
+            guard framer.bufferedCount == 0 else {
+                throw .malformed(context: context, reason: .trailingBytes(count: framer.bufferedCount), offset: 1 + packet.1.count)
+            }
+            return packet
         }
-        let bodyStart = 1 + headerLength
-        let declared = H4StreamSplitter.declaredBodyLength(type, in: datagram, headerStart: 1)
-        let body = datagram.count - bodyStart
-        if body < declared {
-            throw .malformed(context: context, reason: .truncated(needed: declared, available: body), offset: bodyStart)
+        // Incomplete: the header, or the body it announces, is cut short.
+        let headerLength = H4.headerLength(of: type)
+        let available = datagram.count - 1
+        guard available >= headerLength else {
+            throw .malformed(context: context, reason: .truncated(needed: headerLength, available: available), offset: 1)
         }
-        if body > declared {
-            throw .malformed(context: context, reason: .trailingBytes(count: body - declared), offset: bodyStart + declared)
+        // The length field ends the header: one octet (command, event, SCO) or two (ACL, ISO,
+        // whose top two bits are RFU).
+        let declared: Int
+        switch type {
+        case .command, .event, .sco: declared = Int(datagram[headerLength])
+        case .acl: declared = Int(datagram[headerLength - 1]) | Int(datagram[headerLength]) << 8
+        case .iso: declared = (Int(datagram[headerLength - 1]) | Int(datagram[headerLength]) << 8) & 0x3FFF
         }
-        return (type, Array(datagram[1...]))
+        throw .malformed(context: context, reason: .truncated(needed: declared, available: available - headerLength), offset: 1 + headerLength)
     }
 }

@@ -55,7 +55,7 @@ extension TransportURI {
             return try await SerialTransport.open(
                 device: device, baudRate: baudRate, writeTimeout: writeTimeout, logger: logger)
         case .userChannel(let index):
-            throw .unsupportedTransport(uri: description, reason: "the HCI user channel (adapter \(index)) needs the CHCI socket shim, which this build does not have yet")
+            return try await UserChannelTransport.open(adapter: index, writeTimeout: writeTimeout, logger: logger)
         case .kernel(let index):
             throw .unsupportedTransport(
                 uri: description,
