@@ -18,6 +18,10 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * unknown or unimplemented HCI commands are answered with status 0x01 (Unknown HCI Command)
     instead of silence; malformed command parameters with 0x12;
   * controller-to-host ACL data is fragmented to the LE ACL buffer size (27 octets);
+  * scanning reports follow the host's commands: legacy LE Advertising Reports after legacy
+    scan commands, extended reports after extended ones, with the advertiser's real event type,
+    and a scan response (carrying the advertiser's scan response data, not a copy of the
+    advertising data) only when scanning actively and the advertiser is scannable;
   * the link routes LE ACL data by the sender's address *in that connection*, so a host using
     its public address is not silently dropped (stock LocalLink uses the random address).
 
@@ -91,8 +95,29 @@ class AddressFaithfulLink(LocalLink):
         )
 
 
+# Legacy advertising event types (LE Advertising Report) and their extended-report encodings
+# (Core Spec 5.4, Vol 4, Part E, §7.7.65.2 and §7.7.65.13), from the advertising event
+# properties bits: 0 connectable, 1 scannable, 2 directed, 4 legacy.
+ADV_IND, ADV_DIRECT_IND, ADV_SCAN_IND, ADV_NONCONN_IND, SCAN_RSP = 0, 1, 2, 3, 4
+EXTENDED_EVENT_TYPE = {ADV_IND: 0x13, ADV_DIRECT_IND: 0x15, ADV_SCAN_IND: 0x12, ADV_NONCONN_IND: 0x10}
+LEGACY_PROPERTIES = {0: 0x13, 1: 0x1D, 2: 0x12, 3: 0x10, 4: 0x15}  # HCI Advertising_Type -> properties
+
+
+def legacy_event_type(properties: int) -> int:
+    if properties & 0x04:
+        return ADV_DIRECT_IND
+    if properties & 0x01:
+        return ADV_IND
+    if properties & 0x02:
+        return ADV_SCAN_IND
+    return ADV_NONCONN_IND
+
+
 class StrictController(Controller):
-    """A Bumble controller that answers every command and fragments ACL data to its buffer."""
+    """A Bumble controller that answers every command, fragments ACL data to its buffer and
+    reports advertising the way the host asked for it."""
+
+    extended_scanning = False
 
     def on_packet(self, packet: bytes) -> None:
         if packet and packet[0] == hci.HCI_COMMAND_PACKET and len(packet) >= 4:
@@ -131,6 +156,70 @@ class StrictController(Controller):
     def _send_raw(self, packet: bytes) -> None:
         if self.host:
             asyncio.get_running_loop().call_soon(self.host.on_packet, packet)
+
+    # -- scanning ---------------------------------------------------------------------------
+
+    def on_hci_le_set_scan_enable_command(self, command):
+        self.extended_scanning = False
+        return super().on_hci_le_set_scan_enable_command(command)
+
+    def on_hci_le_set_extended_scan_enable_command(self, command):
+        self.extended_scanning = True
+        return super().on_hci_le_set_extended_scan_enable_command(command)
+
+    def on_hci_le_set_extended_scan_parameters_command(self, command):
+        # Stock Bumble drops the scan type of extended scanning; keep it (first PHY's).
+        if command.scan_types:
+            self.le_scan_type = command.scan_types[0]
+        return super().on_hci_le_set_extended_scan_parameters_command(command)
+
+    def advertiser_of(self, address):
+        """(advertising event properties, scan response data) of the advertiser using address."""
+        for controller in self.link.controllers:
+            legacy = controller.le_legacy_advertiser
+            if legacy.enabled and legacy.address == address:
+                return LEGACY_PROPERTIES.get(legacy.advertising_type, 0x13), bytes(legacy.scan_response_data)
+            for advertising_set in controller.advertising_sets.values():
+                if advertising_set.enabled and advertising_set.address == address and advertising_set.parameters:
+                    properties = int(advertising_set.parameters.advertising_event_properties)
+                    return properties, bytes(advertising_set.scan_response_data)
+        return 0x13, b''
+
+    def on_advertising_pdu(self, pdu) -> None:
+        if not self.le_scan_enable:
+            return super().on_advertising_pdu(pdu)
+        address = pdu.advertiser_address
+        properties, scan_response = self.advertiser_of(address)
+        event_type = legacy_event_type(properties)
+        self.send_report(address, event_type, bytes(pdu.data), scan_response=False)
+        if self.le_scan_type == 1 and properties & 0x02:
+            self.send_report(address, event_type, scan_response, scan_response=True)
+        # Let Bumble do the rest (connection creation, periodic sync) without its own reports.
+        self.le_scan_enable = False
+        try:
+            super().on_advertising_pdu(pdu)
+        finally:
+            self.le_scan_enable = True
+
+    def send_report(self, address, event_type, data, scan_response) -> None:
+        rssi = (-50) & 0xFF
+        address_bytes = bytes(address)  # little-endian, as on the wire
+        if self.extended_scanning:
+            if scan_response:
+                extended_type = 0x1B if event_type == ADV_IND else 0x1A
+            else:
+                extended_type = EXTENDED_EVENT_TYPE[event_type]
+            report = (struct.pack('<HB', extended_type, address.address_type) + address_bytes
+                      + bytes([0x01, 0x00, 0xFF, 0x7F, rssi]) + struct.pack('<H', 0)
+                      + bytes([0x00]) + bytes(6) + bytes([len(data)]) + data)
+            parameters = bytes([hci.HCI_LE_EXTENDED_ADVERTISING_REPORT_EVENT, 1]) + report
+        else:
+            report = (bytes([SCAN_RSP if scan_response else event_type, address.address_type])
+                      + address_bytes + bytes([len(data)]) + data + bytes([rssi]))
+            parameters = bytes([hci.HCI_LE_ADVERTISING_REPORT_EVENT, 1]) + report
+        self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters)
+
+    # -- ACL ---------------------------------------------------------------------------------
 
     def on_link_acl_data(self, sender_address, transport, data) -> None:
         if transport != core.PhysicalTransport.LE:
