@@ -39,6 +39,52 @@ public struct CommandCompleteEvent: Hashable, Sendable {
     }
 }
 
+extension CommandCompleteEvent {
+    /// The Command Complete that answers command `C` with `returnParameters` (what a controller,
+    /// or the emulator, sends).
+    public init<C: HCICommand>(
+        completing command: C.Type, numHCICommandPackets: UInt8 = 1, returning returnParameters: C.ReturnParameters
+    ) {
+        self.init(
+            numHCICommandPackets: numHCICommandPackets, opcode: C.opcode, returnParameters: returnParameters.bytes)
+    }
+
+    /// The return parameters of command `C`. Throws `.commandFailed` when the status is not
+    /// success (whatever follows it: controllers often return only the status on failure), and
+    /// `.malformed` when the opcode is another command's or the parameters are not exactly `C`'s.
+    public func decodeReturn<C: HCICommand>(for command: C.Type) throws(HCIError) -> C.ReturnParameters {
+        guard opcode == C.opcode else {
+            throw .malformed(
+                context: "HCI_Command_Complete for \(C.opcode)",
+                reason: .invalidValue(field: "Command_Opcode", value: Int(opcode.rawValue)), offset: 1)
+        }
+        guard let status else {
+            throw .malformed(
+                context: "\(opcode) return parameters", reason: .truncated(needed: 1, available: 0), offset: 0)
+        }
+        guard status == .success else { throw .commandFailed(opcode: opcode, status: status) }
+        var reader = ByteReader(returnParameters)
+        do {
+            return try C.ReturnParameters(parsing: &reader)
+        } catch {
+            throw Self.rewrap(error, opcode: opcode)
+        }
+    }
+
+    /// The return parameters typed by opcode, for display; `.raw` for opcodes not modelled.
+    public var typedReturn: HCICommandReturn {
+        get throws(HCIError) { try HCICommandReturn(opcode: opcode, returnParameters: returnParameters) }
+    }
+
+    /// Names the command in a malformed-return error.
+    static func rewrap(_ error: HCIError, opcode: HCIOpcode) -> HCIError {
+        if case .malformed(_, let reason, let offset) = error {
+            return .malformed(context: "\(opcode) return parameters", reason: reason, offset: offset)
+        }
+        return error
+    }
+}
+
 /// HCI_Command_Status: the controller accepted (or refused) a command that completes later.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.15
 public struct CommandStatusEvent: Hashable, Sendable {
@@ -69,5 +115,18 @@ public struct CommandStatusEvent: Hashable, Sendable {
         writer.writeUInt8(status.rawValue)
         writer.writeUInt8(numHCICommandPackets)
         writer.writeUInt16LE(opcode.rawValue)
+    }
+}
+
+extension CommandStatusEvent {
+    /// Checks that this Command Status answers command `C` and accepted it: throws `.malformed`
+    /// for another command's opcode and `.commandFailed` for a failure status.
+    public func check<C: HCICommand>(for command: C.Type) throws(HCIError) {
+        guard opcode == C.opcode else {
+            throw .malformed(
+                context: "HCI_Command_Status for \(C.opcode)",
+                reason: .invalidValue(field: "Command_Opcode", value: Int(opcode.rawValue)), offset: 2)
+        }
+        guard status == .success else { throw .commandFailed(opcode: opcode, status: status) }
     }
 }
