@@ -20,10 +20,10 @@ struct TransportIOTests {
         let listener = TestTCPListener()
         let transport = try await TransportURI.tcp(host: "127.0.0.1", port: listener.port).openRawTransport()
         defer { transport.close() }
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
 
         try await transport.send(Self.reset.0, Self.reset.1)
-        #expect(controller.read(count: 4) == [0x01, 0x03, 0x0C, 0x00])
+        #expect(await controller.read(count: 4) == [0x01, 0x03, 0x0C, 0x00])
 
         // The controller's bytes arrive split in the middle of headers and bodies.
         let stream = Self.h4([Self.resetComplete, Self.acl, Self.resetComplete])
@@ -38,7 +38,7 @@ struct TransportIOTests {
         let listener = TestTCPListener()
         let transport = try await SocketTransport.connectTCP(host: "localhost", port: listener.port)
         do {
-            let controller = try #require(listener.accept())
+            let controller = try #require(await listener.accept())
             controller.write(Self.h4([Self.resetComplete]))
         }  // the controller's end closes here
         // The packet sent before the close is still delivered, then the stream ends.
@@ -58,7 +58,7 @@ struct TransportIOTests {
     @Test func localCloseReleasesAWaitingReader() async throws {
         let listener = TestTCPListener()
         let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port)
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
         let waiting = Task { try await streamEnd(transport) }
         transport.close(reason: "test over")
         #expect(try await waiting.value == .transportClosed("test over"))
@@ -67,14 +67,14 @@ struct TransportIOTests {
             try await transport.send(Self.reset.0, Self.reset.1)
         }
         // The controller sees the connection end.
-        #expect(controller.read(count: 1).isEmpty)
+        #expect(await controller.read(count: 1).isEmpty)
     }
 
     @Test func unknownIndicatorClosesTheTransport() async throws {
         let listener = TestTCPListener()
         let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port)
         defer { transport.close() }
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
         controller.write(Self.h4([Self.resetComplete]) + [0x09, 0x00])
         let first = try await receivePackets(transport, count: 1)
         #expect(samePackets(first, [Self.resetComplete]))
@@ -110,7 +110,7 @@ struct TransportIOTests {
         let listener = TestTCPListener()
         let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port)
         defer { transport.close() }
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
         let senders = 8
         let perSender = 25
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -127,7 +127,7 @@ struct TransportIOTests {
             try await group.waitForAll()
         }
         let total = senders * perSender * (1 + 4 + 600)
-        let bytes = controller.read(count: total)
+        let bytes = await controller.read(count: total)
         #expect(bytes.count == total)
         var framer = H4Framer()
         framer.append(bytes)
@@ -145,7 +145,7 @@ struct TransportIOTests {
         let listener = TestTCPListener(receiveBuffer: 4096)
         let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port, writeTimeout: .milliseconds(200))
         defer { transport.close() }
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
         let big = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: 0xEE, count: 65531)
         let started = ContinuousClock.now
         var failure: HCIError?
@@ -175,9 +175,9 @@ struct TransportIOTests {
         let listener = TestUnixListener()
         let transport = try await TransportURI(parsing: "unix:" + listener.path).openRawTransport()
         defer { transport.close() }
-        let controller = try #require(listener.accept())
+        let controller = try #require(await listener.accept())
         try await transport.send(.command, [0x09, 0x10, 0x00])
-        #expect(controller.read(count: 4) == [0x01, 0x09, 0x10, 0x00])
+        #expect(await controller.read(count: 4) == [0x01, 0x09, 0x10, 0x00])
         controller.write(Self.h4([Self.acl, Self.resetComplete]))
         #expect(samePackets(try await receivePackets(transport, count: 2), [Self.acl, Self.resetComplete]))
     }
@@ -203,7 +203,7 @@ struct TransportIOTests {
         #expect(samePackets(try await receivePackets(transport, count: 2), [Self.resetComplete, Self.acl]))
 
         try await transport.send(.command, [0x03, 0x0C, 0x00])
-        #expect(controller.read(count: 4) == [0x01, 0x03, 0x0C, 0x00])
+        #expect(await controller.read(count: 4) == [0x01, 0x03, 0x0C, 0x00])
 
         // A short datagram is malformed and fails the transport, never "need more".
         controller.write([0x04, 0x0E, 0x04, 0x01])
@@ -252,7 +252,7 @@ struct TransportIOTests {
         // The slave is in raw mode: binary bytes (0x03, 0x11, 0x13, 0x0A) pass untouched.
         let command: (HCIPacketType, [UInt8]) = (.command, [0x11, 0x13, 0x03, 0x0A, 0x0D, 0x7F])
         try await transport.send(command.0, command.1)
-        #expect(controller.read(count: 7) == [0x01, 0x11, 0x13, 0x03, 0x0A, 0x0D, 0x7F])
+        #expect(await controller.read(count: 7) == [0x01, 0x11, 0x13, 0x03, 0x0A, 0x0D, 0x7F])
         let event: (HCIPacketType, [UInt8]) = (.event, [0x0E, 0x04, 0x01, 0x0A, 0x0D, 0x03])
         controller.write(Self.h4([event, Self.acl]))
         #expect(samePackets(try await receivePackets(transport, count: 2), [event, Self.acl]))

@@ -1,5 +1,5 @@
 import Bluetooth
-import HCI
+@testable import HCI
 
 #if canImport(Glibc)
 import Glibc
@@ -53,8 +53,17 @@ func streamEnd(_ transport: some HCITransport, seconds: Double = 5) async throws
     }
 }
 
-/// A blocking POSIX socket end used as the "controller" in transport tests.
-final class TestSocket {
+/// Runs a blocking test step on a thread of its own: neither the Swift concurrency pool nor
+/// Dispatch's workers (which that pool shares on Linux) may wait in poll while other suites run.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        runOnDedicatedThread { continuation.resume(returning: body()) }
+    }
+}
+
+/// A blocking POSIX socket end used as the "controller" in transport tests. Its waits run off
+/// the concurrency pool (`offPool`). `@unchecked Sendable`: only the descriptor, a constant.
+final class TestSocket: @unchecked Sendable {
     let descriptor: Int32
 
     init(descriptor: Int32) { self.descriptor = descriptor }
@@ -76,7 +85,11 @@ final class TestSocket {
     }
 
     /// Reads exactly `count` bytes (bounded); fewer when the peer closes or time runs out.
-    func read(count: Int, seconds: Double = 5) -> [UInt8] {
+    func read(count: Int, seconds: Double = 5) async -> [UInt8] {
+        await offPool { self.readBlocking(count: count, seconds: seconds) }
+    }
+
+    func readBlocking(count: Int, seconds: Double) -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while out.count < count, waitReadable(seconds: seconds) {
@@ -89,7 +102,7 @@ final class TestSocket {
 }
 
 /// A listening TCP socket on 127.0.0.1 with a kernel-chosen port.
-final class TestTCPListener {
+final class TestTCPListener: @unchecked Sendable {
     let descriptor: Int32
     let port: UInt16
 
@@ -118,7 +131,11 @@ final class TestTCPListener {
     deinit { _ = close(descriptor) }
 
     /// Accepts one connection (bounded).
-    func accept(seconds: Double = 5) -> TestSocket? {
+    func accept(seconds: Double = 5) async -> TestSocket? {
+        await offPool { self.acceptBlocking(seconds: seconds) }
+    }
+
+    func acceptBlocking(seconds: Double) -> TestSocket? {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, Int32(seconds * 1000)) > 0 else { return nil }
         let client = Glibc.accept(descriptor, nil, nil)
@@ -127,7 +144,7 @@ final class TestTCPListener {
 }
 
 /// A listening unix stream socket at a fresh path under /tmp.
-final class TestUnixListener {
+final class TestUnixListener: @unchecked Sendable {
     let descriptor: Int32
     let path: String
 
@@ -152,7 +169,11 @@ final class TestUnixListener {
         _ = unlink(path)
     }
 
-    func accept(seconds: Double = 5) -> TestSocket? {
+    func accept(seconds: Double = 5) async -> TestSocket? {
+        await offPool { self.acceptBlocking(seconds: seconds) }
+    }
+
+    func acceptBlocking(seconds: Double) -> TestSocket? {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, Int32(seconds * 1000)) > 0 else { return nil }
         let client = Glibc.accept(descriptor, nil, nil)

@@ -1,5 +1,4 @@
 import Bluetooth
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -143,11 +142,12 @@ public enum SocketTransport {
     }
 }
 
-/// Runs a blocking step (DNS, connect, open of a tty) on a Dispatch thread so the Swift
-/// concurrency pool is never blocked, and returns its outcome.
+/// Runs a blocking step (DNS, connect, open of a tty) on a thread of its own and returns its
+/// outcome. Not on Dispatch's global queues: on Linux the Swift concurrency pool shares their
+/// worker threads, so a blocked worker there stalls unrelated tasks.
 func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws(HCIError) -> T) async throws(HCIError) -> T {
     let result: Result<T, HCIError> = await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
+        runOnDedicatedThread {
             do throws(HCIError) {
                 continuation.resume(returning: .success(try body()))
             } catch {
@@ -156,4 +156,24 @@ func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws(HCIEr
         }
     }
     return try result.get()
+}
+
+/// Starts a detached POSIX thread running `body` (for bounded blocking work only).
+func runOnDedicatedThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let created = pthread_create(&thread, nil, { argument in
+        Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+        return nil
+    }, box)
+    if created == 0 {
+        pthread_detach(thread)
+    } else {
+        // No thread to be had: run here rather than lose the work.
+        Unmanaged<Box>.fromOpaque(box).takeRetainedValue().body()
+    }
 }
