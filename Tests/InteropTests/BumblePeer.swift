@@ -91,6 +91,20 @@ final class BumblePeer: @unchecked Sendable {
         self.devices = devices
     }
 
+    /// Starts the peer from a thread of its own: waiting for READY must not hold a Swift
+    /// concurrency thread (on Linux the pool is small and shared with Dispatch).
+    static func start(devices kinds: [String] = [], lifetime: Int = 60) async throws -> BumblePeer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    continuation.resume(returning: try BumblePeer(devices: kinds, lifetime: lifetime))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     deinit { stop() }
 
     /// Kills the peer (SIGKILL after closing its stdin) and reaps it.

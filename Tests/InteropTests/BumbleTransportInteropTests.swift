@@ -15,7 +15,7 @@ struct BumbleTransportInteropTests {
     static let leSetScanEnable = HCIOpcode(rawValue: 0x200C)
 
     @Test func resetThenReadBDAddrAndLEBufferSize() async throws {
-        let peer = try BumblePeer()
+        let peer = try await BumblePeer.start()
         defer { peer.stop() }
         let transport = try await peer.uri.openRawTransport()
         defer { transport.close() }
@@ -53,7 +53,7 @@ struct BumbleTransportInteropTests {
     }
 
     @Test func unknownCommandIsAnsweredWithUnknownHCICommand() async throws {
-        let peer = try BumblePeer()
+        let peer = try await BumblePeer.start()
         defer { peer.stop() }
         let transport = try await peer.uri.openRawTransport()
         defer { transport.close() }
@@ -67,7 +67,7 @@ struct BumbleTransportInteropTests {
     }
 
     @Test func activeScanSeesTheSensorTagAndItsScanResponseName() async throws {
-        let peer = try BumblePeer(devices: ["sensortag"])
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
         let transport = try await peer.uri.openRawTransport()
@@ -100,7 +100,7 @@ struct BumbleTransportInteropTests {
     }
 
     @Test func peerExitingClosesOurTransport() async throws {
-        let peer = try BumblePeer()
+        let peer = try await BumblePeer.start()
         let transport = try await peer.uri.openRawTransport()
         defer { transport.close() }
         let host = EventReader(transport)
