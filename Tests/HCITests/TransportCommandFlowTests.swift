@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import HCI
 
 /// State-machine action tests of HCI command flow control (Core Spec 5.4, Vol 4, Part E, §4.4).
@@ -8,7 +9,8 @@ struct TransportCommandFlowTests {
     static let reset = try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0C03))
     static let readBDAddr = try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x1009))
     static let leRand = try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2018))
-    static let leCreateConnection = try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x200D), parameters: [UInt8](repeating: 0, count: 25))
+    static let leCreateConnection = try! HCICommandPacket(
+        opcode: HCIOpcode(rawValue: 0x200D), parameters: [UInt8](repeating: 0, count: 25))
 
     static func complete(_ opcode: UInt16, credits: UInt8 = 1, _ returns: [UInt8] = [0x00]) -> [UInt8] {
         [0x0E, UInt8(3 + returns.count), credits, UInt8(opcode & 0xFF), UInt8(opcode >> 8)] + returns
@@ -35,7 +37,9 @@ struct TransportCommandFlowTests {
         let a3 = flow.receiveEvent(answer, now: .milliseconds(1))
         #expect(a3 == [.finish(first, .complete(Self.completeEvent(answer))), .send(Self.readBDAddr)])
         let bdAddr = Self.complete(0x1009, [0x00, 1, 2, 3, 4, 5, 6])
-        #expect(flow.receiveEvent(bdAddr, now: .milliseconds(2)) == [.finish(second, .complete(Self.completeEvent(bdAddr)))])
+        #expect(
+            flow.receiveEvent(bdAddr, now: .milliseconds(2)) == [.finish(second, .complete(Self.completeEvent(bdAddr)))]
+        )
         #expect(flow.credits == 1)
         #expect(flow.nextDeadline == nil)
     }
@@ -66,7 +70,10 @@ struct TransportCommandFlowTests {
         #expect(a3.isEmpty, "commands go out in submission order")
         let rand = Self.complete(0x2018, credits: 5, [0x00, 1, 2, 3, 4, 5, 6, 7, 8])
         let actions = flow.receiveEvent(rand, now: .zero)
-        #expect(actions == [.finish(firstRand, .complete(Self.completeEvent(rand))), .send(Self.leRand), .send(Self.readBDAddr)])
+        #expect(
+            actions == [
+                .finish(firstRand, .complete(Self.completeEvent(rand))), .send(Self.leRand), .send(Self.readBDAddr),
+            ])
         #expect(flow.receiveEvent(rand, now: .zero) == [.finish(secondRand, .complete(Self.completeEvent(rand)))])
     }
 
@@ -74,12 +81,24 @@ struct TransportCommandFlowTests {
         var flow = HCICommandFlow()
         let (create, _) = flow.submit(Self.leCreateConnection, now: .zero)
         let accepted = flow.receiveEvent(Self.status(0x200D), now: .zero)
-        #expect(accepted == [.finish(create, .accepted(CommandStatusEvent(status: .success, numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: 0x200D))))])
+        #expect(
+            accepted == [
+                .finish(
+                    create,
+                    .accepted(
+                        CommandStatusEvent(
+                            status: .success, numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: 0x200D))))
+            ])
 
         let (again, _) = flow.submit(Self.leCreateConnection, now: .zero)
         // 0x0C: Command Disallowed.
         let refused = flow.receiveEvent(Self.status(0x200D, status: 0x0C), now: .zero)
-        #expect(refused == [.finish(again, .failed(.commandFailed(opcode: HCIOpcode(rawValue: 0x200D), status: HCIStatus(rawValue: 0x0C))))])
+        #expect(
+            refused == [
+                .finish(
+                    again,
+                    .failed(.commandFailed(opcode: HCIOpcode(rawValue: 0x200D), status: HCIStatus(rawValue: 0x0C))))
+            ])
     }
 
     @Test func nopCompleteOnlyGrantsCredits() {
@@ -131,9 +150,15 @@ struct TransportCommandFlowTests {
         #expect(flow.nextDeadline == .seconds(12))
         #expect(flow.expire(now: .milliseconds(11_999)).isEmpty)
         let actions = flow.expire(now: .seconds(12))
-        #expect(actions == [.finish(reset, .failed(.commandTimeout(opcode: HCIOpcode(rawValue: 0x0C03)))), .send(Self.readBDAddr)])
+        #expect(
+            actions == [
+                .finish(reset, .failed(.commandTimeout(opcode: HCIOpcode(rawValue: 0x0C03)))), .send(Self.readBDAddr),
+            ])
         #expect(flow.nextDeadline == .seconds(14))
-        #expect(flow.expire(now: .seconds(15)) == [.finish(bdAddr, .failed(.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))))])
+        #expect(
+            flow.expire(now: .seconds(15)) == [
+                .finish(bdAddr, .failed(.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))))
+            ])
         #expect(flow.nextDeadline == nil)
         #expect(flow.outstandingOpcodes.isEmpty)
     }

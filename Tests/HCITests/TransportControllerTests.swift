@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import HCI
 
 /// Return parameters of a Bumble-like LE-only controller, by opcode.
@@ -22,11 +23,15 @@ enum FakeControllerAnswers {
 @Suite("Controller initialisation sequence")
 struct TransportControllerInitTests {
     static func outcome(_ opcode: UInt16, _ returns: [UInt8]) -> HCICommandFlow.Outcome {
-        .complete(CommandCompleteEvent(numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: opcode), returnParameters: returns))
+        .complete(
+            CommandCompleteEvent(
+                numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: opcode), returnParameters: returns))
     }
 
     /// Runs the sequence, answering each command from `answers` (missing opcode: timeout).
-    static func run(_ answers: [UInt16: [UInt8]], refusals: [UInt16: UInt8] = [:]) -> (sent: [UInt16], result: ControllerInitialization.Step) {
+    static func run(_ answers: [UInt16: [UInt8]], refusals: [UInt16: UInt8] = [:]) -> (
+        sent: [UInt16], result: ControllerInitialization.Step
+    ) {
         var sequence = ControllerInitialization()
         var step = sequence.start()
         var sent: [UInt16] = []
@@ -88,7 +93,8 @@ struct TransportControllerInitTests {
     func aRequiredCommandRefusedStopsTheSequence(opcode: UInt16) {
         let (sent, result) = Self.run(FakeControllerAnswers.standard, refusals: [opcode: 0x01])
         #expect(sent.last == opcode)
-        #expect(result == .failed(.commandFailed(opcode: HCIOpcode(rawValue: opcode), status: HCIStatus(rawValue: 0x01))))
+        #expect(
+            result == .failed(.commandFailed(opcode: HCIOpcode(rawValue: opcode), status: HCIStatus(rawValue: 0x01))))
     }
 
     @Test func aTimeoutStopsTheSequence() {
@@ -131,7 +137,8 @@ struct TransportControllerDriverTests {
                 for try await packet in end.packets where packet.type == .command && packet.bytes.count >= 3 {
                     let opcode = UInt16(packet.bytes[0]) | UInt16(packet.bytes[1]) << 8
                     guard let returns = answers[opcode] else { continue }
-                    try await end.send(.event, [0x0E, UInt8(3 + returns.count), 0x01, packet.bytes[0], packet.bytes[1]] + returns)
+                    try await end.send(
+                        .event, [0x0E, UInt8(3 + returns.count), 0x01, packet.bytes[0], packet.bytes[1]] + returns)
                     for extra in after[opcode] ?? [] { try await end.send(extra.type, extra.bytes) }
                 }
             } catch {}
@@ -174,12 +181,16 @@ struct TransportControllerDriverTests {
         let (host, controller) = InMemoryTransport.makePair()
         let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
         await driver.start()
-        let pending = Task { () throws(HCIError) -> ResetCommand.ReturnParameters in try await driver.send(ResetCommand()) }
+        let pending = Task { () throws(HCIError) -> ResetCommand.ReturnParameters in
+            try await driver.send(ResetCommand())
+        }
         // Wait (bounded) until the command reached the controller, then pull the plug.
         _ = try await receivePackets(controller, count: 1)
         controller.close(reason: "controller unplugged")
         await #expect(throws: HCIError.transportClosed("controller unplugged")) { _ = try await pending.value }
-        await #expect(throws: HCIError.transportClosed("controller unplugged")) { _ = try await driver.send(ReadBDADDRCommand()) }
+        await #expect(throws: HCIError.transportClosed("controller unplugged")) {
+            _ = try await driver.send(ReadBDADDRCommand())
+        }
     }
 
     @Test func eventsAndACLDataReachInboundInOrder() async throws {
@@ -187,7 +198,8 @@ struct TransportControllerDriverTests {
         let leMeta: HCITransportPacket = (.event, [0x3E, 0x03, 0x02, 0x00, 0x00])
         let acl: HCITransportPacket = (.acl, [0x40, 0x20, 0x01, 0x00, 0xAA])
         let disconnection: HCITransportPacket = (.event, [0x05, 0x04, 0x00, 0x40, 0x00, 0x13])
-        let fake = Self.fakeController(controller, answers: [0x0C03: [0x00]], after: [0x0C03: [leMeta, acl, disconnection]])
+        let fake = Self.fakeController(
+            controller, answers: [0x0C03: [0x00]], after: [0x0C03: [leMeta, acl, disconnection]])
         defer { fake.cancel() }
         let driver = HCIControllerDriver(transport: host)
         await driver.start()
@@ -214,10 +226,14 @@ struct TransportControllerDriverTests {
             let opcode = commands[0].bytes[0...1]
             try await controller.send(.event, [0x0F, 0x04, 0x00, 0x01] + opcode)
         }
-        let packet = try HCICommandPacket(opcode: HCIOpcode(rawValue: 0x200D), parameters: [UInt8](repeating: 0, count: 25))
+        let packet = try HCICommandPacket(
+            opcode: HCIOpcode(rawValue: 0x200D), parameters: [UInt8](repeating: 0, count: 25))
         let outcome = await driver.execute(packet)
         try await responder.value
-        #expect(outcome == .accepted(CommandStatusEvent(status: .success, numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: 0x200D))))
+        #expect(
+            outcome
+                == .accepted(
+                    CommandStatusEvent(status: .success, numHCICommandPackets: 1, opcode: HCIOpcode(rawValue: 0x200D))))
         await driver.close()
     }
 }

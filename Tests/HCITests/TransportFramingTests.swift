@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+
 @testable import HCI
 
 @Suite("Transport datagram framing")
@@ -37,12 +38,27 @@ struct TransportFramingTests {
     }
 
     @Test(arguments: [
-        ([UInt8](), HCIError.malformed(context: "HCI datagram", reason: .truncated(needed: 1, available: 0), offset: 0)),
+        (
+            [UInt8](),
+            HCIError.malformed(context: "HCI datagram", reason: .truncated(needed: 1, available: 0), offset: 0)
+        ),
         ([0x07, 0x00], .unknownPacketType(0x07)),
-        ([0x04, 0x0E], .malformed(context: "HCI Event datagram", reason: .truncated(needed: 2, available: 1), offset: 1)),
-        ([0x04, 0x0E, 0x04, 0x01, 0x03], .malformed(context: "HCI Event datagram", reason: .truncated(needed: 4, available: 2), offset: 3)),
-        ([0x04, 0x0E, 0x01, 0x01, 0x03], .malformed(context: "HCI Event datagram", reason: .trailingBytes(count: 1), offset: 4)),
-        ([0x02, 0x40, 0x00, 0x01, 0x00], .malformed(context: "ACL Data datagram", reason: .truncated(needed: 1, available: 0), offset: 5)),
+        (
+            [0x04, 0x0E],
+            .malformed(context: "HCI Event datagram", reason: .truncated(needed: 2, available: 1), offset: 1)
+        ),
+        (
+            [0x04, 0x0E, 0x04, 0x01, 0x03],
+            .malformed(context: "HCI Event datagram", reason: .truncated(needed: 4, available: 2), offset: 3)
+        ),
+        (
+            [0x04, 0x0E, 0x01, 0x01, 0x03],
+            .malformed(context: "HCI Event datagram", reason: .trailingBytes(count: 1), offset: 4)
+        ),
+        (
+            [0x02, 0x40, 0x00, 0x01, 0x00],
+            .malformed(context: "ACL Data datagram", reason: .truncated(needed: 1, available: 0), offset: 5)
+        ),
     ])
     func malformedDatagrams(datagram: [UInt8], expected: HCIError) {
         #expect(throws: expected) { _ = try FileDescriptorTransport.parseDatagram(datagram) }

@@ -1,9 +1,10 @@
 import Bluetooth
 import Testing
+
 @testable import HCI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("Transport I/O over sockets, ptys and memory")
@@ -143,7 +144,8 @@ struct TransportIOTests {
 
     @Test func aStalledControllerMakesSendFailWithinTheWriteTimeout() async throws {
         let listener = TestTCPListener(receiveBuffer: 4096)
-        let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port, writeTimeout: .milliseconds(200))
+        let transport = try await SocketTransport.connectTCP(
+            host: "127.0.0.1", port: listener.port, writeTimeout: .milliseconds(200))
         defer { transport.close() }
         let controller = try #require(await listener.accept())
         let big = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: 0xEE, count: 65531)
@@ -224,7 +226,9 @@ struct TransportIOTests {
         await #expect {
             _ = try await TransportURI(parsing: "hci-user:65534").openRawTransport()
         } throws: { error in
-            guard case .kernel(let kernel)? = error as? HCIError, case .system(let operation, _) = kernel else { return false }
+            guard case .kernel(let kernel)? = error as? HCIError, case .system(let operation, _) = kernel else {
+                return false
+            }
             return operation == .openHCISocket(channel: .user, device: 65534) && !kernel.description.isEmpty
         }
     }

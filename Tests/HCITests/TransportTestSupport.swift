@@ -1,8 +1,9 @@
 import Bluetooth
+
 @testable import HCI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A test waited longer than its bound.
@@ -27,7 +28,9 @@ func withTransportTimeout<T: Sendable>(
 }
 
 /// Reads exactly `count` packets from `transport` (bounded).
-func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double = 5) async throws -> [HCITransportPacket] {
+func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double = 5) async throws
+    -> [HCITransportPacket]
+{
     let packets = transport.packets
     return try await withTransportTimeout(seconds, "\(count) packet(s)") {
         var out: [HCITransportPacket] = []
@@ -78,7 +81,9 @@ final class TestSocket: @unchecked Sendable {
     func write(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            let written = bytes.withUnsafeBytes {
+                Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset)
+            }
             precondition(written > 0, "test socket write failed: \(Errno.current)")
             offset += written
         }
@@ -93,7 +98,9 @@ final class TestSocket: @unchecked Sendable {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while out.count < count, waitReadable(seconds: seconds) {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, min($0.count, count - out.count)) }
+            let n = buffer.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress!, min($0.count, count - out.count))
+            }
             if n <= 0 { break }
             out += buffer[0..<n]
         }

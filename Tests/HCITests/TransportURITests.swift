@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HCI
 
 @Suite("Transport URI parsing")
@@ -16,7 +17,10 @@ struct TransportURITests {
         ("unix:relative.sock", .unix(path: "relative.sock")),
         ("serial:/dev/ttyACM0", .serial(device: "/dev/ttyACM0", baudRate: 1_000_000)),
         ("serial:/dev/ttyUSB1@115200", .serial(device: "/dev/ttyUSB1", baudRate: 115_200)),
-        ("serial:/dev/serial/by-id/usb-ZEPHYR@ABC-if00@2000000", .serial(device: "/dev/serial/by-id/usb-ZEPHYR@ABC-if00", baudRate: 2_000_000)),
+        (
+            "serial:/dev/serial/by-id/usb-ZEPHYR@ABC-if00@2000000",
+            .serial(device: "/dev/serial/by-id/usb-ZEPHYR@ABC-if00", baudRate: 2_000_000)
+        ),
         ("sim", .simulator(devices: [])),
         ("sim:sensortag,bluefruit", .simulator(devices: ["sensortag", "bluefruit"])),
         ("replay:Fixtures/session.btsnoop", .replay(path: "Fixtures/session.btsnoop")),
@@ -93,7 +97,10 @@ struct TransportURITests {
         }
     }
 
-    @Test(arguments: [(9600, true), (115_200, true), (1_000_000, true), (3_000_000, true), (4_000_000, true), (14_400, false), (0, false)])
+    @Test(arguments: [
+        (9600, true), (115_200, true), (1_000_000, true), (3_000_000, true), (4_000_000, true), (14_400, false),
+        (0, false),
+    ])
     func baudRates(rate: Int, supported: Bool) {
         #expect((SerialBaudRate.termiosSpeed(for: rate) != nil) == supported)
     }
@@ -109,5 +116,5 @@ struct TransportURITests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

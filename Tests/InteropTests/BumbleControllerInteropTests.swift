@@ -4,7 +4,9 @@ import Testing
 
 /// Our controller driver (command flow control and the LE host initialisation sequence)
 /// against Bumble's controller over H4/TCP. Skipped where python3 cannot import bumble.
-@Suite("Interop: controller driver against Bumble", .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+@Suite(
+    "Interop: controller driver against Bumble",
+    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
 struct BumbleControllerInteropTests {
     @Test func initialisationSequenceCompletes() async throws {
         let peer = try await BumblePeer.start()
@@ -47,16 +49,21 @@ struct BumbleControllerInteropTests {
         let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
         await driver.start()
         _ = try await driver.initialize()
-        _ = try await driver.send(LESetScanParametersCommand(leScanType: .active, leScanInterval: 0x10, leScanWindow: 0x10))
+        _ = try await driver.send(
+            LESetScanParametersCommand(leScanType: .active, leScanInterval: 0x10, leScanWindow: 0x10))
         _ = try await driver.send(LESetScanEnableCommand(leScanEnable: true))
 
         let inbound = driver.inbound
         let names = try await withInteropTimeout(10) { () -> Set<String> in
             var seen: Set<String> = []
-            let wanted: [(BluetoothAddress, String)] = [(sensorTag, "CC2650 SensorTag"), (bluefruit, "Adafruit Bluefruit LE")]
+            let wanted: [(BluetoothAddress, String)] = [
+                (sensorTag, "CC2650 SensorTag"), (bluefruit, "Adafruit Bluefruit LE"),
+            ]
             for await packet in inbound where packet.type == .event && packet.bytes.first == 0x3E {
                 for (address, name) in wanted
-                where packet.bytes.contains(subsequence: address.littleEndianBytes) && packet.bytes.contains(subsequence: Array(name.utf8)) {
+                where packet.bytes.contains(subsequence: address.littleEndianBytes)
+                    && packet.bytes.contains(subsequence: Array(name.utf8))
+                {
                     seen.insert(name)
                 }
                 if seen.count == wanted.count { break }
@@ -75,7 +82,9 @@ struct InteropTimeout: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, failing after `seconds`.
-func withInteropTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withInteropTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws
+    -> T
+{
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {

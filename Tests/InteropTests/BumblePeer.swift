@@ -3,7 +3,7 @@ import Foundation
 import HCI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `scripts/bumble_peer.py` run as a subprocess: a Bumble virtual controller reachable as H4
@@ -22,7 +22,8 @@ final class BumblePeer: @unchecked Sendable {
     private let stdinPipe: Pipe
 
     /// The package root: two levels above this file's directory.
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let script = packageRoot.appendingPathComponent("scripts/bumble_peer.py").path
 
     /// Whether `python3 -c 'import bumble'` works here (checked once).
@@ -42,7 +43,9 @@ final class BumblePeer: @unchecked Sendable {
         probe.waitUntilExit()
         let available = probe.terminationStatus == 0 && FileManager.default.fileExists(atPath: script)
         if !available {
-            print("InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing")
+            print(
+                "InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing"
+            )
         }
         return available
     }()
@@ -57,7 +60,8 @@ final class BumblePeer: @unchecked Sendable {
         stdinPipe = Pipe()
         let stdoutPipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script, "--lifetime", String(lifetime)] + kinds.flatMap { ["--device", $0] }
+        process.arguments =
+            ["python3", Self.script, "--lifetime", String(lifetime)] + kinds.flatMap { ["--device", $0] }
         process.standardInput = stdinPipe  // the peer exits when this closes
         process.standardOutput = stdoutPipe
         process.standardError = FileHandle.standardError
@@ -65,7 +69,8 @@ final class BumblePeer: @unchecked Sendable {
 
         var lines: [String] = []
         do {
-            lines = try Self.readLines(stdoutPipe.fileHandleForReading.fileDescriptor, count: 1 + kinds.count, timeout: readyTimeout)
+            lines = try Self.readLines(
+                stdoutPipe.fileHandleForReading.fileDescriptor, count: 1 + kinds.count, timeout: readyTimeout)
         } catch {
             Self.terminate(process, stdinPipe)
             throw error
@@ -127,10 +132,13 @@ final class BumblePeer: @unchecked Sendable {
         while lines.count < count {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else {
-                throw StartFailure(description: "bumble_peer.py printed \(lines.count) of \(count) line(s) within \(timeout) s")
+                throw StartFailure(
+                    description: "bumble_peer.py printed \(lines.count) of \(count) line(s) within \(timeout) s")
             }
             var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&entry, 1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            let ready = poll(
+                &entry, 1,
+                Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
             let n = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }

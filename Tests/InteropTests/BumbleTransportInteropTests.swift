@@ -5,7 +5,9 @@ import Testing
 /// Our TCP transport against a real third-party controller: Bumble's, run by
 /// scripts/bumble_peer.py. Skipped (with the reason printed) where `python3 -c 'import bumble'`
 /// fails: the trait below is a skip, not a failure.
-@Suite("Interop: HCI transport against Bumble", .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+@Suite(
+    "Interop: HCI transport against Bumble",
+    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
 struct BumbleTransportInteropTests {
     static let reset = HCIOpcode(rawValue: 0x0C03)
     static let readBDAddr = HCIOpcode(rawValue: 0x1009)
@@ -174,7 +176,8 @@ struct EventReader: Sendable {
 extension Array where Element == UInt8 {
     func contains(subsequence: [UInt8]) -> Bool {
         guard !subsequence.isEmpty, count >= subsequence.count else { return subsequence.isEmpty }
-        for start in 0...(count - subsequence.count) where self[start..<(start + subsequence.count)].elementsEqual(subsequence) {
+        for start in 0...(count - subsequence.count)
+        where self[start..<(start + subsequence.count)].elementsEqual(subsequence) {
             return true
         }
         return false

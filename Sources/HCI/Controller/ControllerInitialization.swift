@@ -96,7 +96,8 @@ public struct ControllerInitialization: Sendable {
                 version = try Self.decode(outcome, ReadLocalVersionInformationCommand.self)
                 return advance(to: .readLocalSupportedCommands)
             case .readLocalSupportedCommands:
-                supportedCommands = try Self.decodeOptional(outcome, ReadLocalSupportedCommandsCommand.self)?.supportedCommands
+                supportedCommands = try Self.decodeOptional(outcome, ReadLocalSupportedCommandsCommand.self)?
+                    .supportedCommands
                 return advance(to: .readLocalSupportedFeatures)
             case .readLocalSupportedFeatures:
                 lmpFeatures = try Self.decode(outcome, ReadLocalSupportedFeaturesCommand.self).lmpFeatures
@@ -116,29 +117,41 @@ public struct ControllerInitialization: Sendable {
                     return advance(to: .readBufferSize)
                 }
                 aclBuffers = .init(
-                    packetLength: buffers.leACLDataPacketLength, packetCount: UInt16(buffers.totalNumLEACLDataPackets), shared: false)
+                    packetLength: buffers.leACLDataPacketLength, packetCount: UInt16(buffers.totalNumLEACLDataPackets),
+                    shared: false)
                 return advance(to: .leReadLocalSupportedFeatures)
             case .readBufferSize:
                 let buffers = try Self.decode(outcome, ReadBufferSizeCommand.self)
                 guard buffers.aclDataPacketLength > 0, buffers.totalNumACLDataPackets > 0 else {
                     throw .malformed(
                         context: "\(ReadBufferSizeCommand.opcode) return parameters",
-                        reason: .invalidValue(field: "ACL_Data_Packet_Length", value: Int(buffers.aclDataPacketLength)), offset: 1)
+                        reason: .invalidValue(field: "ACL_Data_Packet_Length", value: Int(buffers.aclDataPacketLength)),
+                        offset: 1)
                 }
-                aclBuffers = .init(packetLength: buffers.aclDataPacketLength, packetCount: buffers.totalNumACLDataPackets, shared: true)
+                aclBuffers = .init(
+                    packetLength: buffers.aclDataPacketLength, packetCount: buffers.totalNumACLDataPackets, shared: true
+                )
                 return advance(to: .leReadLocalSupportedFeatures)
             case .leReadLocalSupportedFeatures:
                 let leFeatures = try Self.decodeOptional(outcome, LEReadLocalSupportedFeaturesCommand.self)?.leFeatures
                 stage = .done
                 guard let address, let version, let lmpFeatures, let aclBuffers else {
                     // Unreachable: every earlier stage stored its result before advancing.
-                    return .failed(.malformed(context: "controller initialisation", reason: .invalidValue(field: "stage", value: stage.rawValue), offset: 0))
+                    return .failed(
+                        .malformed(
+                            context: "controller initialisation",
+                            reason: .invalidValue(field: "stage", value: stage.rawValue), offset: 0))
                 }
-                return .finished(ControllerInfo(
-                    address: address, version: version, supportedCommands: supportedCommands, lmpFeatures: lmpFeatures,
-                    leFeatures: leFeatures, aclBuffers: aclBuffers))
+                return .finished(
+                    ControllerInfo(
+                        address: address, version: version, supportedCommands: supportedCommands,
+                        lmpFeatures: lmpFeatures,
+                        leFeatures: leFeatures, aclBuffers: aclBuffers))
             case .done:
-                return .failed(.malformed(context: "controller initialisation", reason: .invalidValue(field: "outcome after the end", value: 0), offset: 0))
+                return .failed(
+                    .malformed(
+                        context: "controller initialisation",
+                        reason: .invalidValue(field: "outcome after the end", value: 0), offset: 0))
             }
         } catch {
             stage = .done
@@ -172,12 +185,18 @@ public struct ControllerInitialization: Sendable {
         case .leReadBufferSize: return packet(LEReadBufferSizeV1Command())
         case .readBufferSize: return packet(ReadBufferSizeCommand())
         case .leReadLocalSupportedFeatures: return packet(LEReadLocalSupportedFeaturesCommand())
-        case .done: return .failed(.malformed(context: "controller initialisation", reason: .invalidValue(field: "stage", value: stage.rawValue), offset: 0))
+        case .done:
+            return .failed(
+                .malformed(
+                    context: "controller initialisation", reason: .invalidValue(field: "stage", value: stage.rawValue),
+                    offset: 0))
         }
     }
 
     /// The typed return of a command answered by Command Complete.
-    static func decode<C: HCICommand>(_ outcome: HCICommandFlow.Outcome, _ command: C.Type) throws(HCIError) -> C.ReturnParameters {
+    static func decode<C: HCICommand>(_ outcome: HCICommandFlow.Outcome, _ command: C.Type) throws(HCIError)
+        -> C.ReturnParameters
+    {
         switch outcome {
         case .complete(let event): return try event.decodeReturn(for: command)
         case .failed(let error): throw error
@@ -190,7 +209,9 @@ public struct ControllerInitialization: Sendable {
     }
 
     /// As `decode`, but a refusal by the controller (any failure status) gives nil.
-    static func decodeOptional<C: HCICommand>(_ outcome: HCICommandFlow.Outcome, _ command: C.Type) throws(HCIError) -> C.ReturnParameters? {
+    static func decodeOptional<C: HCICommand>(_ outcome: HCICommandFlow.Outcome, _ command: C.Type) throws(HCIError)
+        -> C.ReturnParameters?
+    {
         do {
             return try decode(outcome, command)
         } catch {

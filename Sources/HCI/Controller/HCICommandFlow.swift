@@ -108,14 +108,17 @@ public struct HCICommandFlow: Sendable {
     /// An HCI event packet (code, length, parameters) from the controller.
     public mutating func receiveEvent(_ event: [UInt8], now: Duration) -> [Action] {
         guard closedReason == nil else { return [] }
-        guard event.count >= 2, event[0] == CommandCompleteEvent.eventCode.rawValue || event[0] == CommandStatusEvent.eventCode.rawValue
+        guard event.count >= 2,
+            event[0] == CommandCompleteEvent.eventCode.rawValue || event[0] == CommandStatusEvent.eventCode.rawValue
         else { return [.deliver(event)] }
 
         var actions: [Action] = []
         var reader = ByteReader(event[2...])
         do throws(HCIError) {
             guard Int(event[1]) == event.count - 2 else {
-                throw .malformed(context: "HCI event header", reason: .invalidLength(field: "Parameter_Total_Length", value: Int(event[1])), offset: 1)
+                throw .malformed(
+                    context: "HCI event header",
+                    reason: .invalidLength(field: "Parameter_Total_Length", value: Int(event[1])), offset: 1)
             }
             if event[0] == CommandCompleteEvent.eventCode.rawValue {
                 let complete = try CommandCompleteEvent(parsing: &reader)
@@ -132,7 +135,8 @@ public struct HCICommandFlow: Sendable {
                 grant(status.numHCICommandPackets)
                 if status.opcode.rawValue != 0x0000 {
                     if let owner = outstanding.removeValue(forKey: status.opcode) {
-                        let outcome: Outcome = status.status == .success
+                        let outcome: Outcome =
+                            status.status == .success
                             ? .accepted(status) : .failed(.commandFailed(opcode: status.opcode, status: status.status))
                         actions.append(.finish(owner.ticket, outcome))
                     } else {

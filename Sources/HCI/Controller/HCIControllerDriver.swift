@@ -88,7 +88,9 @@ public actor HCIControllerDriver {
         case .failed(let error): throw error
         case .complete(let event):
             // Some controllers refuse a Command-Status command with a Command Complete.
-            if let status = event.status, status != .success { throw .commandFailed(opcode: event.opcode, status: status) }
+            if let status = event.status, status != .success {
+                throw .commandFailed(opcode: event.opcode, status: status)
+            }
             throw .malformed(
                 context: "HCI_Command_Complete for \(C.opcode)",
                 reason: .invalidValue(field: "Command_Opcode", value: Int(event.opcode.rawValue)), offset: 1)
@@ -96,7 +98,9 @@ public actor HCIControllerDriver {
     }
 
     /// Runs the LE host initialisation sequence (`ControllerInitialization`).
-    public func initialize(_ sequence: ControllerInitialization = ControllerInitialization()) async throws(HCIError) -> ControllerInfo {
+    public func initialize(_ sequence: ControllerInitialization = ControllerInitialization()) async throws(HCIError)
+        -> ControllerInfo
+    {
         var sequence = sequence
         var step = sequence.start()
         while true {
@@ -105,7 +109,9 @@ public actor HCIControllerDriver {
                 let outcome = await execute(packet)
                 step = sequence.receive(outcome)
             case .finished(let info):
-                logger.info("controller \(info.address), HCI \(info.version.hciVersion), LE ACL buffers \(info.aclBuffers.packetCount) x \(info.aclBuffers.packetLength)")
+                logger.info(
+                    "controller \(info.address), HCI \(info.version.hciVersion), LE ACL buffers \(info.aclBuffers.packetCount) x \(info.aclBuffers.packetLength)"
+                )
                 return info
             case .failed(let error):
                 throw error

@@ -3,9 +3,9 @@ import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// An `HCITransport` over one non-blocking descriptor: a stream socket or UART carrying H4
@@ -75,7 +75,10 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 
     /// Takes ownership of `descriptor` (made non-blocking here) and starts reading.
     /// `name` (e.g. "tcp:127.0.0.1:1234") appears in close reasons and logs.
-    public init(adopting descriptor: Int32, framing: Framing, name: String, writeTimeout: Duration = .seconds(2), logger: Logger = .disabled) {
+    public init(
+        adopting descriptor: Int32, framing: Framing, name: String, writeTimeout: Duration = .seconds(2),
+        logger: Logger = .disabled
+    ) {
         self.descriptor = descriptor
         self.framing = framing
         self.name = name
@@ -83,7 +86,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         self.logger = logger
         let flags = fcntl(descriptor, F_GETFL)
         if flags >= 0, flags & O_NONBLOCK == 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
-        (packets, continuation) = AsyncThrowingStream.makeStream(of: HCITransportPacket.self, throwing: (any Error).self)
+        (packets, continuation) = AsyncThrowingStream.makeStream(
+            of: HCITransportPacket.self, throwing: (any Error).self)
         queue = DispatchQueue(label: "hci.transport.\(name)")
         readSource = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         writeSource = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: queue)
@@ -155,7 +159,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     state.waiting[index].continuation = continuation
                     return nil
                 }
-                return state.finishedEarly.removeValue(forKey: id) ?? .failure(.transportClosed(state.closed ?? "closed"))
+                return state.finishedEarly.removeValue(forKey: id)
+                    ?? .failure(.transportClosed(state.closed ?? "closed"))
             }
             if let early { continuation.resume(returning: early) }
         }
@@ -173,14 +178,18 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                 if offset == frame.count { return nil }
             }
             state.lastID += 1
-            state.waiting.append(Waiting(
-                id: state.lastID, frame: frame, offset: offset, deadline: .now.advanced(by: writeTimeout), continuation: nil))
+            state.waiting.append(
+                Waiting(
+                    id: state.lastID, frame: frame, offset: offset, deadline: .now.advanced(by: writeTimeout),
+                    continuation: nil))
             if !state.sourceResumed {
                 state.sourceResumed = true
                 writeSource.resume()
             }
             let id = state.lastID
-            queue.asyncAfter(deadline: .now() + Self.dispatchInterval(writeTimeout)) { [weak self] in self?.checkWriteDeadline(id) }
+            queue.asyncAfter(deadline: .now() + Self.dispatchInterval(writeTimeout)) { [weak self] in
+                self?.checkWriteDeadline(id)
+            }
             return id
         }
     }
@@ -196,7 +205,9 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             }
             if written >= 0 {
                 if framing == .datagram && written != frame.count {
-                    throw .system(operation: "\(name): short datagram write (\(written) of \(frame.count))", errno: Errno(rawValue: EMSGSIZE))
+                    throw .system(
+                        operation: "\(name): short datagram write (\(written) of \(frame.count))",
+                        errno: Errno(rawValue: EMSGSIZE))
                 }
                 offset += written
                 continue
@@ -216,7 +227,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         writes.withLock { state in
             while !state.waiting.isEmpty {
                 do throws(HCIError) {
-                    state.waiting[0].offset = try writeNonBlocking(state.waiting[0].frame, from: state.waiting[0].offset)
+                    state.waiting[0].offset = try writeNonBlocking(
+                        state.waiting[0].frame, from: state.waiting[0].offset)
                 } catch {
                     failure = error
                     return
@@ -240,7 +252,10 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             state.waiting.contains { $0.id == id && $0.deadline <= .now }
         }
         if overdue {
-            fail(.system(operation: "\(name): the controller did not accept a packet within \(writeTimeout)", errno: .timedOut))
+            fail(
+                .system(
+                    operation: "\(name): the controller did not accept a packet within \(writeTimeout)",
+                    errno: .timedOut))
         }
     }
 
@@ -324,7 +339,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         framer.append(datagram)
         if let packet = try framer.nextPacket() {
             guard framer.bufferedCount == 0 else {
-                throw .malformed(context: context, reason: .trailingBytes(count: framer.bufferedCount), offset: 1 + packet.1.count)
+                throw .malformed(
+                    context: context, reason: .trailingBytes(count: framer.bufferedCount), offset: 1 + packet.1.count)
             }
             return packet
         }
@@ -332,7 +348,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         let headerLength = H4.headerLength(of: type)
         let available = datagram.count - 1
         guard available >= headerLength else {
-            throw .malformed(context: context, reason: .truncated(needed: headerLength, available: available), offset: 1)
+            throw .malformed(
+                context: context, reason: .truncated(needed: headerLength, available: available), offset: 1)
         }
         // The length field ends the header: one octet (command, event, SCO) or two (ACL, ISO,
         // whose top two bits are RFU).
@@ -342,6 +359,8 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         case .acl: declared = Int(datagram[headerLength - 1]) | Int(datagram[headerLength]) << 8
         case .iso: declared = (Int(datagram[headerLength - 1]) | Int(datagram[headerLength]) << 8) & 0x3FFF
         }
-        throw .malformed(context: context, reason: .truncated(needed: declared, available: available - headerLength), offset: 1 + headerLength)
+        throw .malformed(
+            context: context, reason: .truncated(needed: declared, available: available - headerLength),
+            offset: 1 + headerLength)
     }
 }

@@ -60,11 +60,15 @@ extension TransportURI {
             throw .unsupportedTransport(
                 uri: description,
                 reason: "hci\(index) uses the kernel's own HCI and L2CAP sockets, not a raw HCI transport; "
-                    + "use hci-user:\(index) to run the whole host in user space (adapter down, not managed by bluetoothd)")
+                    + "use hci-user:\(index) to run the whole host in user space (adapter down, not managed by bluetoothd)"
+            )
         case .simulator:
-            throw .unsupportedTransport(uri: description, reason: "the simulator is served in-process by the Emulator module, not a raw HCI transport")
+            throw .unsupportedTransport(
+                uri: description,
+                reason: "the simulator is served in-process by the Emulator module, not a raw HCI transport")
         case .replay:
-            throw .unsupportedTransport(uri: description, reason: "replay plays a recorded ATT peer, not a raw HCI transport")
+            throw .unsupportedTransport(
+                uri: description, reason: "replay plays a recorded ATT peer, not a raw HCI transport")
         }
     }
 }

@@ -28,8 +28,10 @@ public final class InMemoryTransport: HCITransport {
 
     /// A connected pair; by convention `host` is the host's end and `controller` the other.
     public static func makePair() -> (host: InMemoryTransport, controller: InMemoryTransport) {
-        let (hostPackets, hostInbox) = AsyncThrowingStream.makeStream(of: HCITransportPacket.self, throwing: (any Error).self)
-        let (controllerPackets, controllerInbox) = AsyncThrowingStream.makeStream(of: HCITransportPacket.self, throwing: (any Error).self)
+        let (hostPackets, hostInbox) = AsyncThrowingStream.makeStream(
+            of: HCITransportPacket.self, throwing: (any Error).self)
+        let (controllerPackets, controllerInbox) = AsyncThrowingStream.makeStream(
+            of: HCITransportPacket.self, throwing: (any Error).self)
         let link = Link([hostInbox, controllerInbox])
         return (
             InMemoryTransport(link: link, side: 0, packets: hostPackets),

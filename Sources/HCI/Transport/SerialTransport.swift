@@ -1,9 +1,9 @@
 import Bluetooth
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The termios speed constants, as a pure mapping from a baud rate in bits per second.
@@ -48,7 +48,8 @@ public enum SerialTransport {
             try openBlocking(device: device, speed: speed, flowControl: flowControl, uri: uri)
         }
         logger.debug("\(uri): open")
-        return FileDescriptorTransport(adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
+        return FileDescriptorTransport(
+            adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
     }
 
     /// The termios settings for an H4 UART, applied to `settings` as read from the device.

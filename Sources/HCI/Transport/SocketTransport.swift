@@ -1,9 +1,9 @@
 import Bluetooth
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// H4 over a stream socket: TCP (Bumble virtual controllers, btproxy, Zephyr native_sim, the
@@ -22,7 +22,8 @@ public enum SocketTransport {
             try connectTCPBlocking(host: host, port: port, uri: uri, timeout: connectTimeout)
         }
         logger.debug("\(uri): connected")
-        return FileDescriptorTransport(adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
+        return FileDescriptorTransport(
+            adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
     }
 
     /// Connects to the unix stream socket at `path`.
@@ -34,12 +35,14 @@ public enum SocketTransport {
             try connectUnixBlocking(path: path, uri: uri)
         }
         logger.debug("\(uri): connected")
-        return FileDescriptorTransport(adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
+        return FileDescriptorTransport(
+            adopting: descriptor, framing: .h4Stream, name: uri, writeTimeout: writeTimeout, logger: logger)
     }
 
     // MARK: - Blocking steps (run on a Dispatch thread, never on the cooperative pool)
 
-    static func connectTCPBlocking(host: String, port: UInt16, uri: String, timeout: Duration) throws(HCIError) -> Int32 {
+    static func connectTCPBlocking(host: String, port: UInt16, uri: String, timeout: Duration) throws(HCIError) -> Int32
+    {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -69,7 +72,9 @@ public enum SocketTransport {
     }
 
     private static func connectOne(_ info: addrinfo, uri: String, timeout: Duration) throws(HCIError) -> Int32 {
-        let descriptor = socket(info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), info.ai_protocol)
+        let descriptor = socket(
+            info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            info.ai_protocol)
         guard descriptor >= 0 else { throw .system(operation: "\(uri): socket", errno: .current) }
         var succeeded = false
         defer { if !succeeded { _ = close(descriptor) } }
@@ -120,7 +125,8 @@ public enum SocketTransport {
             raw.copyBytes(from: pathBytes)
             raw[pathBytes.count] = 0
         }
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system(operation: "\(uri): socket", errno: .current) }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + 1)
         // A non-blocking unix connect completes or fails at once (EAGAIN when the listener's
@@ -166,10 +172,12 @@ func runOnDedicatedThread(_ body: @escaping @Sendable () -> Void) {
     }
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()
-    let created = pthread_create(&thread, nil, { argument in
-        Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-        return nil
-    }, box)
+    let created = pthread_create(
+        &thread, nil,
+        { argument in
+            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+            return nil
+        }, box)
     if created == 0 {
         pthread_detach(thread)
     } else {

@@ -71,7 +71,9 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
                     throw invalid("baud rate '\(digits)' is not a positive decimal number")
                 }
                 guard SerialBaudRate.termiosSpeed(for: value) != nil else {
-                    throw invalid("baud rate \(value) is not one termios supports (\(SerialBaudRate.supportedRates.map(String.init).joined(separator: ", ")))")
+                    throw invalid(
+                        "baud rate \(value) is not one termios supports (\(SerialBaudRate.supportedRates.map(String.init).joined(separator: ", ")))"
+                    )
                 }
                 baudRate = value
             }
@@ -95,7 +97,9 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
                 self = .kernel(index: try Self.adapterIndex(scheme.dropFirst(3), uri: text))
                 return
             }
-            throw invalid("unknown transport '\(scheme)' (expected hciN, hci-user:N, tcp:HOST:PORT, unix:PATH, serial:DEV[@BAUD], sim or replay:FILE)")
+            throw invalid(
+                "unknown transport '\(scheme)' (expected hciN, hci-user:N, tcp:HOST:PORT, unix:PATH, serial:DEV[@BAUD], sim or replay:FILE)"
+            )
         }
     }
 
@@ -125,7 +129,9 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
 
     /// A decimal number of ASCII digits only (no sign, no spaces), without overflow.
     static func decimal(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 9, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 9, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return nil
+        }
         return Int(text)
     }
 

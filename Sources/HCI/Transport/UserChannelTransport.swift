@@ -22,6 +22,7 @@ public enum UserChannelTransport {
         }
         let name = TransportURI.userChannel(index: index).description
         logger.debug("\(name): open")
-        return FileDescriptorTransport(adopting: descriptor, framing: .datagram, name: name, writeTimeout: writeTimeout, logger: logger)
+        return FileDescriptorTransport(
+            adopting: descriptor, framing: .datagram, name: name, writeTimeout: writeTimeout, logger: logger)
     }
 }
