@@ -18,10 +18,14 @@ let package = Package(
             name: "CHCI",
             linkerSettings: [.linkedLibrary("bluetooth")]
         ),
+        .target(
+            name: "CCrypto",
+            linkerSettings: [.linkedLibrary("crypto")]
+        ),
         .target(name: "HCI", dependencies: ["Bluetooth", "CHCI"]),
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
-        .target(name: "GATT", dependencies: ["Bluetooth", "ATT"]),
+        .target(name: "GATT", dependencies: ["Bluetooth", "ATT", "CCrypto"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .target(
             name: "GATTClientCLI",

@@ -201,6 +201,24 @@ def main(path):
     c.acl(0x0040, 0b01, frame[54:], r)
     # LE signaling on CID 5 (Connection Parameter Update Request): not ATT.
     c.att(bytes([0x12, 0x01, 0x08, 0x00]) + struct.pack('<HHHH', 24, 40, 0, 400), r, cid=5)
+    # EATT: an L2CAP Credit Based Connection Request for SPSM 0x0027 opening two channels (our
+    # CIDs 0x0040 and 0x0041), the peer's response (its CIDs 0x0080 and 0x0081), then ATT on
+    # them: each SDU carried in K-frames (SDU length first), one SDU segmented over two K-frames.
+    c.att(bytes([0x17, 0x07]) + struct.pack('<H', 12) + struct.pack('<HHHHHH', 0x0027, 64, 23, 10, 0x0040, 0x0041), s, cid=5)
+    c.att(bytes([0x18, 0x07]) + struct.pack('<H', 12) + struct.pack('<HHHHHH', 64, 23, 10, 0, 0x0080, 0x0081), r, cid=5)
+
+    def kframes(sdu, cid, received, mps=23):
+        payload = struct.pack('<H', len(sdu)) + sdu
+        first = True
+        while payload:
+            chunk, payload = payload[:mps], payload[mps:]
+            c.att(chunk, received, cid=cid)
+            first = False
+
+    kframes(bytes([0x0A]) + struct.pack('<H', 3), 0x0080, s)                 # Read Request on EATT
+    kframes(bytes([0x0B]) + b'CC2650 SensorTag, EATT bearer one', 0x0040, r)  # 35-octet SDU: two K-frames
+    kframes(bytes([0x1B]) + struct.pack('<H', 18) + b'\x68\x0b\x40\x0c', 0x0041, r)
+    kframes(bytes([0x52]) + struct.pack('<H', 23) + b'L', 0x0081, s)
     c.event(0x13, bytes([1]) + struct.pack('<HH', 0x0040, 3))               # Number Of Completed Packets
     c.command(0x0406, struct.pack('<H', 0x0040) + b'\x13')                  # Disconnect
     c.event(0x0F, bytes([0, 1]) + struct.pack('<H', 0x0406))

@@ -26,6 +26,9 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A kernel socket operation failed (opening the HCI user channel); the wrapped error says
     /// what to do and classifies it (unavailable, permission, failure).
     indirect case kernel(KernelBluetoothError)
+    /// A value the caller asked us to encode cannot be expressed on the wire (local failure:
+    /// too many entries, data over a length limit, a UUID that does not fit its list's width).
+    case invalidArgument(context: String, reason: String)
 
     public enum MalformedReason: Hashable, Sendable, CustomStringConvertible {
         case truncated(needed: Int, available: Int)
@@ -67,6 +70,7 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidTransportURI(let uri, let reason): return "invalid transport '\(uri)': \(reason)"
         case .unsupportedTransport(let uri, let reason): return "transport '\(uri)': \(reason)"
         case .kernel(let error): return error.description
+        case .invalidArgument(let context, let reason): return "cannot encode \(context): \(reason)"
         }
     }
 }

@@ -1,1 +1,7 @@
 import GATTClientCLI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(runGATTClient(Array(CommandLine.arguments.dropFirst())))

@@ -103,6 +103,12 @@ struct CommandCaptureTests {
         let le = try features.decodeReturn(for: LEReadLocalSupportedFeaturesCommand.self).leFeatures
         #expect(le.contains(.leExtendedAdvertising) && le.contains(.leCodedPHY) && le.contains(.le2MPHY))
 
+        let commands = try #require(returns.first { $0.opcode == .readLocalSupportedCommands })
+        let supported = try commands.decodeReturn(for: ReadLocalSupportedCommandsCommand.self).supportedCommands
+        for opcode in returns.map(\.opcode) where HCISupportedCommands.positions[opcode] != nil {
+            #expect(supported.supports(opcode) == true, "\(opcode) answered but not claimed")
+        }
+
         let params = try #require(returns.first { $0.opcode == .leSetExtendedAdvertisingParametersV1 })
         #expect(try params.decodeReturn(for: LESetExtendedAdvertisingParametersV1Command.self).selectedTxPower == -8)
     }

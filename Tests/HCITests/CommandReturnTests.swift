@@ -143,9 +143,16 @@ enum CommandReturnVectors {
         CommandReturnVector(
             "LE Set Extended Advertising Parameters failed", .leSetExtendedAdvertisingParametersV1, "12",
             .failed(.leSetExtendedAdvertisingParametersV1, .invalidHCICommandParameters)),
+        CommandReturnVector(
+            "LE Set Extended Advertising Parameters v2", .leSetExtendedAdvertisingParametersV2, "00 f9",
+            .leSetExtendedAdvertisingParametersV2(.init(selectedTxPower: -7))),
+        CommandReturnVector(
+            "LE Set Extended Advertising Parameters v2 failed", .leSetExtendedAdvertisingParametersV2, "12",
+            .failed(.leSetExtendedAdvertisingParametersV2, .invalidHCICommandParameters)),
         CommandReturnVector("Unknown opcode stays raw", .writeScanEnable, "00", .raw(.writeScanEnable, [0x00])),
         CommandReturnVector("Write LE Host Support", .writeLEHostSupport, "00", .status(.writeLEHostSupport, .init())),
-        CommandReturnVector("LE Clear Filter Accept List", .leClearFilterAcceptList, "00", .status(.leClearFilterAcceptList, .init())),
+        CommandReturnVector(
+            "LE Clear Filter Accept List", .leClearFilterAcceptList, "00", .status(.leClearFilterAcceptList, .init())),
         CommandReturnVector(
             "LE Set Extended Scan Response Data refused", .leSetExtendedScanResponseData, "12",
             .status(.leSetExtendedScanResponseData, .init(status: .invalidHCICommandParameters))),
@@ -153,9 +160,12 @@ enum CommandReturnVectors {
             "Read Local Name", .readLocalName, "00" + Hex.encode(HCILocalName("MTK CONNAC #1").octets),
             .readLocalName(.init(localName: HCILocalName("MTK CONNAC #1")))),
         CommandReturnVector(
-            "Read Local Name with bytes after the NUL", .readLocalName, "00 4142 00 ff" + String(repeating: "00", count: 244),
-            .readLocalName(.init(localName: HCILocalName(octets: [0x41, 0x42, 0x00, 0xFF] + [UInt8](repeating: 0, count: 244))!))),
-        CommandReturnVector("Read Local Name failed", .readLocalName, "01", .failed(.readLocalName, .unknownHCICommand)),
+            "Read Local Name with bytes after the NUL", .readLocalName,
+            "00 4142 00 ff" + String(repeating: "00", count: 244),
+            .readLocalName(
+                .init(localName: HCILocalName(octets: [0x41, 0x42, 0x00, 0xFF] + [UInt8](repeating: 0, count: 244))!))),
+        CommandReturnVector(
+            "Read Local Name failed", .readLocalName, "01", .failed(.readLocalName, .unknownHCICommand)),
         CommandReturnVector(
             "LE Read Filter Accept List Size", .leReadFilterAcceptListSize, "00 40",
             .leReadFilterAcceptListSize(.init(filterAcceptListSize: 64))),
@@ -169,7 +179,8 @@ enum CommandReturnVectors {
             "LE Read Supported States", .leReadSupportedStates, "00 ffffffffff030000",
             .leReadSupportedStates(.init(leStates: 0x0000_03FF_FFFF_FFFF))),
         CommandReturnVector(
-            "LE Read Supported States failed", .leReadSupportedStates, "01", .failed(.leReadSupportedStates, .unknownHCICommand)),
+            "LE Read Supported States failed", .leReadSupportedStates, "01",
+            .failed(.leReadSupportedStates, .unknownHCICommand)),
         CommandReturnVector(
             "LE Read Suggested Default Data Length", .leReadSuggestedDefaultDataLength, "00 1b00 4801",
             .leReadSuggestedDefaultDataLength(.init(suggestedMaxTXOctets: 27, suggestedMaxTXTime: 328))),
@@ -179,7 +190,9 @@ enum CommandReturnVectors {
         CommandReturnVector(
             "LE Read Maximum Data Length", .leReadMaximumDataLength, "00 fb00 9042 fb00 9042",
             .leReadMaximumDataLength(
-                .init(supportedMaxTXOctets: 251, supportedMaxTXTime: 0x4290, supportedMaxRXOctets: 251, supportedMaxRXTime: 0x4290))),
+                .init(
+                    supportedMaxTXOctets: 251, supportedMaxTXTime: 0x4290, supportedMaxRXOctets: 251,
+                    supportedMaxRXTime: 0x4290))),
         CommandReturnVector(
             "LE Read Maximum Data Length failed", .leReadMaximumDataLength, "01",
             .failed(.leReadMaximumDataLength, .unknownHCICommand)),
@@ -410,6 +423,14 @@ struct CommandReturnTests {
         #expect(!commands.supports(octet: 0, bit: 8))
         #expect(commands.count == 2 + 7 + 1)
         #expect(HCISupportedCommands(octets: [0]) == nil)
+        #expect(commands.supports(.reset) == true)
+        #expect(commands.supports(.setEventMask) == true)
+        #expect(commands.supports(.disconnect) == false)
+        #expect(commands.supports(.readLocalSupportedCommands) == nil)
+        // Every modelled command but Read Local Supported Commands has a position.
+        for type in AnyHCICommand.commandTypes where type.opcode != .readLocalSupportedCommands {
+            #expect(HCISupportedCommands.positions[type.opcode] != nil, "\(type.opcode)")
+        }
 
         let lmp = LMPFeatures(rawValue: 0x875B_3FD8_FE8F_FFFF)
         #expect(lmp.contains(bit: LMPFeatures.leSupportedController))
@@ -428,7 +449,10 @@ struct CommandReturnTests {
         ),
         (.writeScanEnable, "00", "Write Scan Enable: Success (0x00)"),
         (.writeScanEnable, "0c01", "Write Scan Enable: Command Disallowed (0x0c), 01"),
-        (.leReadMaximumAdvertisingDataLength, "007206", "LE Read Maximum Advertising Data Length: Success (0x00), 1650 octets"),
+        (
+            .leReadMaximumAdvertisingDataLength, "007206",
+            "LE Read Maximum Advertising Data Length: Success (0x00), 1650 octets"
+        ),
         (HCIOpcode(rawValue: 0), "", "NOP"),
     ]
 

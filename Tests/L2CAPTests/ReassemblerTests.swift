@@ -81,3 +81,51 @@ import Bluetooth
         #expect(first && !second)
     }
 }
+
+@Suite struct CreditBasedChannelTrackerTests {
+    /// L2CAP_CREDIT_BASED_CONNECTION_REQ, identifier 7: SPSM 0x0027, MTU 64, MPS 23, credits 10, Source_CIDs 0x0040 0x0041.
+    static let request: [UInt8] = [0x17, 0x07, 0x0C, 0x00, 0x27, 0x00, 0x40, 0x00, 0x17, 0x00, 0x0A, 0x00, 0x40, 0x00, 0x41, 0x00]
+    /// L2CAP_CREDIT_BASED_CONNECTION_RSP, identifier 7: result 0, Destination_CIDs 0x0080, 0x0000 (second refused).
+    static let response: [UInt8] = [0x18, 0x07, 0x0C, 0x00, 0x40, 0x00, 0x17, 0x00, 0x0A, 0x00, 0x04, 0x00, 0x80, 0x00, 0x00, 0x00]
+
+    @Test func learnsEATTChannelsFromSignaling() {
+        var tracker = CreditBasedChannelTracker()
+        tracker.signaling(Self.request[...], handle: 1, direction: .outgoing)
+        #expect(!tracker.carriesATT(handle: 1, direction: .incoming, cid: 0x40), "not before the response")
+        tracker.signaling(Self.response[...], handle: 1, direction: .incoming)
+        #expect(tracker.carriesATT(handle: 1, direction: .incoming, cid: 0x40))
+        #expect(tracker.carriesATT(handle: 1, direction: .outgoing, cid: 0x80))
+        #expect(!tracker.carriesATT(handle: 1, direction: .incoming, cid: 0x41), "refused channel")
+        #expect(!tracker.carriesATT(handle: 2, direction: .incoming, cid: 0x40), "other connection")
+        tracker.reset(handle: 1)
+        #expect(!tracker.carriesATT(handle: 1, direction: .incoming, cid: 0x40))
+    }
+
+    @Test func ignoresOtherSPSMsAndUnmatchedResponses() {
+        var tracker = CreditBasedChannelTracker()
+        var other = Self.request
+        other[4] = 0x80  // SPSM 0x0080
+        tracker.signaling(other[...], handle: 1, direction: .outgoing)
+        tracker.signaling(Self.response[...], handle: 1, direction: .incoming)
+        #expect(!tracker.carriesATT(handle: 1, direction: .incoming, cid: 0x40))
+        tracker.signaling(Self.response[...], handle: 1, direction: .incoming)
+        #expect(!tracker.carriesATT(handle: 1, direction: .outgoing, cid: 0x80))
+        // A truncated command stops parsing without trapping.
+        tracker.signaling(Self.request.prefix(9), handle: 1, direction: .outgoing)
+    }
+
+    @Test func reassemblesSDUsFromKFrames() {
+        var tracker = CreditBasedChannelTracker()
+        let sdu: [UInt8] = Array(0..<40)
+        let first: [UInt8] = [40, 0] + sdu[0..<21]
+        #expect(tracker.kFrame(first[...], handle: 1, direction: .incoming, cid: 0x40) == .incomplete)
+        #expect(tracker.kFrame(sdu[21...], handle: 1, direction: .incoming, cid: 0x40) == .sdu(sdu))
+        #expect(tracker.kFrame([3, 0, 0x0A, 0x03, 0x00], handle: 1, direction: .incoming, cid: 0x40) == .sdu([0x0A, 0x03, 0x00]))
+        #expect(tracker.kFrame([2, 0, 1, 2, 3], handle: 1, direction: .incoming, cid: 0x40)
+            == .dropped("K-frame carries 3 octets, SDU Length says 2"))
+        _ = tracker.kFrame([4, 0, 1], handle: 1, direction: .incoming, cid: 0x40)
+        #expect(tracker.kFrame([2, 3, 4, 5], handle: 1, direction: .incoming, cid: 0x40)
+            == .dropped("K-frames carry 5 octets, SDU Length says 4"))
+        #expect(tracker.kFrame([7], handle: 1, direction: .incoming, cid: 0x40) == .dropped("K-frame of 1 octet(s) cannot start an SDU"))
+    }
+}

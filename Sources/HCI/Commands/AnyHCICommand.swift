@@ -57,6 +57,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     case leReadNumberOfSupportedAdvertisingSets(LEReadNumberOfSupportedAdvertisingSetsCommand)
     case leRemoveAdvertisingSet(LERemoveAdvertisingSetCommand)
     case leClearAdvertisingSets(LEClearAdvertisingSetsCommand)
+    case leSetExtendedAdvertisingParametersV2(LESetExtendedAdvertisingParametersV2Command)
+    case leExtendedCreateConnectionV2(LEExtendedCreateConnectionV2Command)
     /// An opcode this module does not model.
     case unknown(HCICommandPacket)
 
@@ -95,6 +97,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         LEReadNumberOfSupportedAdvertisingSetsCommand.self,
         LERemoveAdvertisingSetCommand.self,
         LEClearAdvertisingSetsCommand.self,
+        LESetExtendedAdvertisingParametersV2Command.self,
+        LEExtendedCreateConnectionV2Command.self,
     ]
 
     /// Decodes a packet: a modelled opcode must have well-formed parameters (else the typed
@@ -158,22 +162,45 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .writeLocalName: self = .writeLocalName(try WriteLocalNameCommand(parsingParameters: &r))
         case .readLocalName: self = .readLocalName(try ReadLocalNameCommand(parsingParameters: &r))
         case .writeLEHostSupport: self = .writeLEHostSupport(try WriteLEHostSupportCommand(parsingParameters: &r))
-        case .leReadFilterAcceptListSize: self = .leReadFilterAcceptListSize(try LEReadFilterAcceptListSizeCommand(parsingParameters: &r))
-        case .leClearFilterAcceptList: self = .leClearFilterAcceptList(try LEClearFilterAcceptListCommand(parsingParameters: &r))
-        case .leAddDeviceToFilterAcceptList: self = .leAddDeviceToFilterAcceptList(try LEAddDeviceToFilterAcceptListCommand(parsingParameters: &r))
-        case .leRemoveDeviceFromFilterAcceptList: self = .leRemoveDeviceFromFilterAcceptList(try LERemoveDeviceFromFilterAcceptListCommand(parsingParameters: &r))
+        case .leReadFilterAcceptListSize:
+            self = .leReadFilterAcceptListSize(try LEReadFilterAcceptListSizeCommand(parsingParameters: &r))
+        case .leClearFilterAcceptList:
+            self = .leClearFilterAcceptList(try LEClearFilterAcceptListCommand(parsingParameters: &r))
+        case .leAddDeviceToFilterAcceptList:
+            self = .leAddDeviceToFilterAcceptList(try LEAddDeviceToFilterAcceptListCommand(parsingParameters: &r))
+        case .leRemoveDeviceFromFilterAcceptList:
+            self = .leRemoveDeviceFromFilterAcceptList(
+                try LERemoveDeviceFromFilterAcceptListCommand(parsingParameters: &r))
         case .leRand: self = .leRand(try LERandCommand(parsingParameters: &r))
-        case .leReadSupportedStates: self = .leReadSupportedStates(try LEReadSupportedStatesCommand(parsingParameters: &r))
-        case .leReadSuggestedDefaultDataLength: self = .leReadSuggestedDefaultDataLength(try LEReadSuggestedDefaultDataLengthCommand(parsingParameters: &r))
-        case .leWriteSuggestedDefaultDataLength: self = .leWriteSuggestedDefaultDataLength(try LEWriteSuggestedDefaultDataLengthCommand(parsingParameters: &r))
-        case .leReadMaximumDataLength: self = .leReadMaximumDataLength(try LEReadMaximumDataLengthCommand(parsingParameters: &r))
+        case .leReadSupportedStates:
+            self = .leReadSupportedStates(try LEReadSupportedStatesCommand(parsingParameters: &r))
+        case .leReadSuggestedDefaultDataLength:
+            self = .leReadSuggestedDefaultDataLength(try LEReadSuggestedDefaultDataLengthCommand(parsingParameters: &r))
+        case .leWriteSuggestedDefaultDataLength:
+            self = .leWriteSuggestedDefaultDataLength(
+                try LEWriteSuggestedDefaultDataLengthCommand(parsingParameters: &r))
+        case .leReadMaximumDataLength:
+            self = .leReadMaximumDataLength(try LEReadMaximumDataLengthCommand(parsingParameters: &r))
         case .leSetDefaultPHY: self = .leSetDefaultPHY(try LESetDefaultPHYCommand(parsingParameters: &r))
-        case .leSetAdvertisingSetRandomAddress: self = .leSetAdvertisingSetRandomAddress(try LESetAdvertisingSetRandomAddressCommand(parsingParameters: &r))
-        case .leSetExtendedScanResponseData: self = .leSetExtendedScanResponseData(try LESetExtendedScanResponseDataCommand(parsingParameters: &r))
-        case .leReadMaximumAdvertisingDataLength: self = .leReadMaximumAdvertisingDataLength(try LEReadMaximumAdvertisingDataLengthCommand(parsingParameters: &r))
-        case .leReadNumberOfSupportedAdvertisingSets: self = .leReadNumberOfSupportedAdvertisingSets(try LEReadNumberOfSupportedAdvertisingSetsCommand(parsingParameters: &r))
-        case .leRemoveAdvertisingSet: self = .leRemoveAdvertisingSet(try LERemoveAdvertisingSetCommand(parsingParameters: &r))
-        case .leClearAdvertisingSets: self = .leClearAdvertisingSets(try LEClearAdvertisingSetsCommand(parsingParameters: &r))
+        case .leSetAdvertisingSetRandomAddress:
+            self = .leSetAdvertisingSetRandomAddress(try LESetAdvertisingSetRandomAddressCommand(parsingParameters: &r))
+        case .leSetExtendedScanResponseData:
+            self = .leSetExtendedScanResponseData(try LESetExtendedScanResponseDataCommand(parsingParameters: &r))
+        case .leReadMaximumAdvertisingDataLength:
+            self = .leReadMaximumAdvertisingDataLength(
+                try LEReadMaximumAdvertisingDataLengthCommand(parsingParameters: &r))
+        case .leReadNumberOfSupportedAdvertisingSets:
+            self = .leReadNumberOfSupportedAdvertisingSets(
+                try LEReadNumberOfSupportedAdvertisingSetsCommand(parsingParameters: &r))
+        case .leRemoveAdvertisingSet:
+            self = .leRemoveAdvertisingSet(try LERemoveAdvertisingSetCommand(parsingParameters: &r))
+        case .leClearAdvertisingSets:
+            self = .leClearAdvertisingSets(try LEClearAdvertisingSetsCommand(parsingParameters: &r))
+        case .leSetExtendedAdvertisingParametersV2:
+            self = .leSetExtendedAdvertisingParametersV2(
+                try LESetExtendedAdvertisingParametersV2Command(parsingParameters: &r))
+        case .leExtendedCreateConnectionV2:
+            self = .leExtendedCreateConnectionV2(try LEExtendedCreateConnectionV2Command(parsingParameters: &r))
         default: self = .unknown(packet)
         }
     }
@@ -239,6 +266,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .leReadNumberOfSupportedAdvertisingSets(let c): return c
         case .leRemoveAdvertisingSet(let c): return c
         case .leClearAdvertisingSets(let c): return c
+        case .leSetExtendedAdvertisingParametersV2(let c): return c
+        case .leExtendedCreateConnectionV2(let c): return c
         case .unknown: return nil
         }
     }

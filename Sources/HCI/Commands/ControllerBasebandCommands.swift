@@ -144,5 +144,7 @@ public struct WriteLEHostSupportCommand: HCICommand {
         writer.writeUInt8(unused)
     }
 
-    public var description: String { "\(Self.opcode.displayName): LE host \(leSupportedHost ? "supported" : "not supported")" }
+    public var description: String {
+        "\(Self.opcode.displayName): LE host \(leSupportedHost ? "supported" : "not supported")"
+    }
 }

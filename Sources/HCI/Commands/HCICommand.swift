@@ -297,9 +297,10 @@ enum CommandFormat {
         return "\(micro / 1000)." + String(micro % 1000).leftPadded(3) + " ms"
     }
 
-    /// `"30.000–50.000 ms"`: two values in the same unit.
+    /// `"30.000–50.000 ms"`: two values in the same unit (one when they are equal).
     static func millisecondRange<T: BinaryInteger>(_ low: T, _ high: T, microsecondsPerUnit: Int) -> String {
         let first = milliseconds(low, microsecondsPerUnit: microsecondsPerUnit)
+        if low == high { return first }
         return String(first.dropLast(3)) + "–" + milliseconds(high, microsecondsPerUnit: microsecondsPerUnit)
     }
 

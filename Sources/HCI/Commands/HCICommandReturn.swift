@@ -30,6 +30,7 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
     case leReadMaximumDataLength(LEReadMaximumDataLengthCommand.ReturnParameters)
     case leReadMaximumAdvertisingDataLength(LEReadMaximumAdvertisingDataLengthCommand.ReturnParameters)
     case leReadNumberOfSupportedAdvertisingSets(LEReadNumberOfSupportedAdvertisingSetsCommand.ReturnParameters)
+    case leSetExtendedAdvertisingParametersV2(LESetExtendedAdvertisingParametersV2Command.ReturnParameters)
     /// An opcode this module does not model (or a command answered by Command Status), or the
     /// NOP opcode 0x0000 that only grants credits: the raw return parameters.
     case raw(HCIOpcode, [UInt8])
@@ -98,13 +99,25 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
                 self = .leSetExtendedAdvertisingParametersV1(
                     try parse(LESetExtendedAdvertisingParametersV1Command.ReturnParameters.self))
             case .readLocalName: self = .readLocalName(try parse(ReadLocalNameCommand.ReturnParameters.self))
-            case .leReadFilterAcceptListSize: self = .leReadFilterAcceptListSize(try parse(LEReadFilterAcceptListSizeCommand.ReturnParameters.self))
+            case .leReadFilterAcceptListSize:
+                self = .leReadFilterAcceptListSize(try parse(LEReadFilterAcceptListSizeCommand.ReturnParameters.self))
             case .leRand: self = .leRand(try parse(LERandCommand.ReturnParameters.self))
-            case .leReadSupportedStates: self = .leReadSupportedStates(try parse(LEReadSupportedStatesCommand.ReturnParameters.self))
-            case .leReadSuggestedDefaultDataLength: self = .leReadSuggestedDefaultDataLength(try parse(LEReadSuggestedDefaultDataLengthCommand.ReturnParameters.self))
-            case .leReadMaximumDataLength: self = .leReadMaximumDataLength(try parse(LEReadMaximumDataLengthCommand.ReturnParameters.self))
-            case .leReadMaximumAdvertisingDataLength: self = .leReadMaximumAdvertisingDataLength(try parse(LEReadMaximumAdvertisingDataLengthCommand.ReturnParameters.self))
-            case .leReadNumberOfSupportedAdvertisingSets: self = .leReadNumberOfSupportedAdvertisingSets(try parse(LEReadNumberOfSupportedAdvertisingSetsCommand.ReturnParameters.self))
+            case .leReadSupportedStates:
+                self = .leReadSupportedStates(try parse(LEReadSupportedStatesCommand.ReturnParameters.self))
+            case .leReadSuggestedDefaultDataLength:
+                self = .leReadSuggestedDefaultDataLength(
+                    try parse(LEReadSuggestedDefaultDataLengthCommand.ReturnParameters.self))
+            case .leReadMaximumDataLength:
+                self = .leReadMaximumDataLength(try parse(LEReadMaximumDataLengthCommand.ReturnParameters.self))
+            case .leReadMaximumAdvertisingDataLength:
+                self = .leReadMaximumAdvertisingDataLength(
+                    try parse(LEReadMaximumAdvertisingDataLengthCommand.ReturnParameters.self))
+            case .leReadNumberOfSupportedAdvertisingSets:
+                self = .leReadNumberOfSupportedAdvertisingSets(
+                    try parse(LEReadNumberOfSupportedAdvertisingSetsCommand.ReturnParameters.self))
+            case .leSetExtendedAdvertisingParametersV2:
+                self = .leSetExtendedAdvertisingParametersV2(
+                    try parse(LESetExtendedAdvertisingParametersV2Command.ReturnParameters.self))
             default:
                 self = .raw(opcode, returnParameters)
             }
@@ -138,6 +151,7 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
         case .leRemoteConnectionParameterRequestReply: return .leRemoteConnectionParameterRequestReply
         case .leRemoteConnectionParameterRequestNegativeReply: return .leRemoteConnectionParameterRequestNegativeReply
         case .leSetExtendedAdvertisingParametersV1: return .leSetExtendedAdvertisingParametersV1
+        case .leSetExtendedAdvertisingParametersV2: return .leSetExtendedAdvertisingParametersV2
         case .readLocalName: return .readLocalName
         case .leReadFilterAcceptListSize: return .leReadFilterAcceptListSize
         case .leRand: return .leRand
@@ -167,7 +181,7 @@ public enum HCICommandReturn: Hashable, Sendable, CustomStringConvertible {
         case .leSetDataLength(let p), .leRemoteConnectionParameterRequestReply(let p),
             .leRemoteConnectionParameterRequestNegativeReply(let p):
             return p
-        case .leSetExtendedAdvertisingParametersV1(let p): return p
+        case .leSetExtendedAdvertisingParametersV1(let p), .leSetExtendedAdvertisingParametersV2(let p): return p
         case .readLocalName(let p): return p
         case .leReadFilterAcceptListSize(let p): return p
         case .leRand(let p): return p

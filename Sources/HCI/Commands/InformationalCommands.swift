@@ -104,6 +104,39 @@ public struct HCISupportedCommands: Hashable, Sendable, CustomStringConvertible 
     /// How many bits are set.
     public var count: Int { octets.reduce(0) { $0 + $1.nonzeroBitCount } }
 
+    /// Whether the controller claims `opcode`; `nil` when the table below has no position for it
+    /// (HCI_Read_Local_Supported_Commands itself has none).
+    public func supports(_ opcode: HCIOpcode) -> Bool? {
+        guard let position = Self.positions[opcode] else { return nil }
+        return supports(octet: position.octet, bit: position.bit)
+    }
+
+    /// Octet and bit of the commands this module names (Core 5.4 Vol 4 Part E §6.27).
+    public static let positions: [HCIOpcode: (octet: Int, bit: Int)] = [
+        .disconnect: (0, 5), .setEventMask: (5, 6), .reset: (5, 7), .writeLocalName: (7, 0),
+        .readLocalName: (7, 1), .writeLEHostSupport: (24, 6), .readLocalVersionInformation: (14, 3),
+        .readLocalSupportedFeatures: (14, 5), .readLocalExtendedFeatures: (14, 6), .readBufferSize: (14, 7),
+        .readBDADDR: (15, 1), .readRSSI: (15, 5),
+        .leSetEventMask: (25, 0), .leReadBufferSizeV1: (25, 1), .leReadLocalSupportedFeatures: (25, 2),
+        .leSetRandomAddress: (25, 4), .leSetAdvertisingParameters: (25, 5),
+        .leReadAdvertisingPhysicalChannelTxPower: (25, 6), .leSetAdvertisingData: (25, 7),
+        .leSetScanResponseData: (26, 0), .leSetAdvertisingEnable: (26, 1), .leSetScanParameters: (26, 2),
+        .leSetScanEnable: (26, 3), .leCreateConnection: (26, 4), .leCreateConnectionCancel: (26, 5),
+        .leReadFilterAcceptListSize: (26, 6), .leClearFilterAcceptList: (26, 7),
+        .leAddDeviceToFilterAcceptList: (27, 0), .leRemoveDeviceFromFilterAcceptList: (27, 1),
+        .leConnectionUpdate: (27, 2), .leRand: (27, 7), .leReadSupportedStates: (28, 3),
+        .leRemoteConnectionParameterRequestReply: (33, 4), .leRemoteConnectionParameterRequestNegativeReply: (33, 5),
+        .leSetDataLength: (33, 6), .leReadSuggestedDefaultDataLength: (33, 7),
+        .leWriteSuggestedDefaultDataLength: (34, 0), .leReadMaximumDataLength: (35, 3), .leReadPHY: (35, 4),
+        .leSetDefaultPHY: (35, 5), .leSetPHY: (35, 6), .leSetAdvertisingSetRandomAddress: (36, 1),
+        .leSetExtendedAdvertisingParametersV1: (36, 2), .leSetExtendedAdvertisingData: (36, 3),
+        .leSetExtendedScanResponseData: (36, 4), .leSetExtendedAdvertisingEnable: (36, 5),
+        .leReadMaximumAdvertisingDataLength: (36, 6), .leReadNumberOfSupportedAdvertisingSets: (36, 7),
+        .leRemoveAdvertisingSet: (37, 0), .leClearAdvertisingSets: (37, 1), .leSetExtendedScanParameters: (37, 5),
+        .leSetExtendedScanEnable: (37, 6), .leExtendedCreateConnectionV1: (37, 7), .leReadBufferSizeV2: (41, 5),
+        .leSetExtendedAdvertisingParametersV2: (46, 2), .leExtendedCreateConnectionV2: (47, 0),
+    ]
+
     public var description: String { "\(count) commands supported" }
 }
 

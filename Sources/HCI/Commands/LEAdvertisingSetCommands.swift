@@ -64,7 +64,9 @@ public struct LESetExtendedScanResponseDataCommand: HCICommand {
         shouldNotFragment = try r.bool("Fragment_Preference")
         let at = r.offset
         let length = Int(try r.uint8())
-        guard length <= Self.maximumDataLength else { throw r.invalidLength("Scan_Response_Data_Length", length, at: at) }
+        guard length <= Self.maximumDataLength else {
+            throw r.invalidLength("Scan_Response_Data_Length", length, at: at)
+        }
         scanResponseData = try r.bytes(length)
         try r.end()
         reader = r.reader

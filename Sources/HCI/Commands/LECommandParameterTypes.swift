@@ -121,7 +121,7 @@ public enum LEAdvertisingType: UInt8, Hashable, Sendable, CustomStringConvertibl
 
 /// One PHY (TX_PHY/RX_PHY of LE Read PHY, primary/secondary advertising PHY).
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.47
-public enum LEPHY: UInt8, Hashable, Sendable, CustomStringConvertible {
+public enum LEPHYType: UInt8, Hashable, Sendable, CustomStringConvertible {
     case le1M = 0x01
     case le2M = 0x02
     case leCoded = 0x03
@@ -147,8 +147,8 @@ public struct LEPHYMask: OptionSet, Hashable, Sendable, CustomStringConvertible 
     public static let leCoded = LEPHYMask(rawValue: 0x04)
 
     /// The PHYs set, in bit order (the order of per-PHY parameter arrays).
-    public var phys: [LEPHY] {
-        var out: [LEPHY] = []
+    public var phys: [LEPHYType] {
+        var out: [LEPHYType] = []
         if contains(.le1M) { out.append(.le1M) }
         if contains(.le2M) { out.append(.le2M) }
         if contains(.leCoded) { out.append(.leCoded) }
@@ -159,7 +159,7 @@ public struct LEPHYMask: OptionSet, Hashable, Sendable, CustomStringConvertible 
         var parts = phys.map(\.description)
         let other = rawValue & ~0x07
         if other != 0 { parts.append(CommandFormat.hex(other, digits: 2)) }
-        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+        return parts.isEmpty ? "none" : parts.joined(separator: "/")
     }
 }
 

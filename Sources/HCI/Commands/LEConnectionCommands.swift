@@ -333,10 +333,10 @@ public struct LEReadPHYCommand: HCICommand {
     public struct ReturnParameters: HCIReturnParameters {
         public var status: HCIStatus
         public var connectionHandle: UInt16
-        public var txPHY: LEPHY
-        public var rxPHY: LEPHY
+        public var txPHY: LEPHYType
+        public var rxPHY: LEPHYType
 
-        public init(status: HCIStatus = .success, connectionHandle: UInt16, txPHY: LEPHY, rxPHY: LEPHY) {
+        public init(status: HCIStatus = .success, connectionHandle: UInt16, txPHY: LEPHYType, rxPHY: LEPHYType) {
             self.status = status
             self.connectionHandle = connectionHandle
             self.txPHY = txPHY
@@ -347,8 +347,8 @@ public struct LEReadPHYCommand: HCICommand {
             var r = CommandParameterReader(reader, context: "\(LEReadPHYCommand.opcode) return parameters")
             status = try r.status()
             connectionHandle = try r.connectionHandle()
-            txPHY = try r.enumeration(LEPHY.self, "TX_PHY")
-            rxPHY = try r.enumeration(LEPHY.self, "RX_PHY")
+            txPHY = try r.enumeration(LEPHYType.self, "TX_PHY")
+            rxPHY = try r.enumeration(LEPHYType.self, "RX_PHY")
             try r.end()
             reader = r.reader
         }

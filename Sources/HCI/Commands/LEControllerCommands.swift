@@ -176,7 +176,7 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
         31: "Synchronized Receiver",
         32: "Connected Isochronous Stream (Host Support)",
         33: "LE Power Control Request",
-        34: "LE Power Control Request",
+        34: "LE Power Change Indication",
         35: "LE Path Loss Monitoring",
         36: "Periodic Advertising ADI support",
         37: "Connection Subrating",

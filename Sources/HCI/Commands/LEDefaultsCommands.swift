@@ -161,7 +161,8 @@ public struct LEReadMaximumDataLengthCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(LEReadMaximumDataLengthCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(LEReadMaximumDataLengthCommand.opcode) return parameters")
             status = try r.status()
             supportedMaxTXOctets = try r.uint16()
             supportedMaxTXTime = try r.uint16()

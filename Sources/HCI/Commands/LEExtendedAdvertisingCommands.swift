@@ -42,9 +42,9 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
     /// Advertising_TX_Power in dBm; 127 for no preference.
     public var advertisingTxPower: Int8
     /// Primary_Advertising_PHY: LE 1M or LE Coded only.
-    public var primaryAdvertisingPHY: LEPHY
+    public var primaryAdvertisingPHY: LEPHYType
     public var secondaryAdvertisingMaxSkip: UInt8
-    public var secondaryAdvertisingPHY: LEPHY
+    public var secondaryAdvertisingPHY: LEPHYType
     /// Advertising_SID (0x00–0x0F).
     public var advertisingSID: UInt8
     public var scanRequestNotificationEnable: Bool
@@ -55,8 +55,8 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
         primaryAdvertisingChannelMap: LEAdvertisingChannelMap = .all, ownAddressType: LEOwnAddressType = .public,
         peerAddressType: AddressType = .public, peerAddress: BluetoothAddress = .zero,
         advertisingFilterPolicy: LEAdvertisingFilterPolicy = .acceptAll, advertisingTxPower: Int8 = 127,
-        primaryAdvertisingPHY: LEPHY = .le1M, secondaryAdvertisingMaxSkip: UInt8 = 0,
-        secondaryAdvertisingPHY: LEPHY = .le1M, advertisingSID: UInt8 = 0, scanRequestNotificationEnable: Bool = false
+        primaryAdvertisingPHY: LEPHYType = .le1M, secondaryAdvertisingMaxSkip: UInt8 = 0,
+        secondaryAdvertisingPHY: LEPHYType = .le1M, advertisingSID: UInt8 = 0, scanRequestNotificationEnable: Bool = false
     ) {
         self.advertisingHandle = advertisingHandle
         self.advertisingEventProperties = advertisingEventProperties
@@ -92,12 +92,12 @@ public struct LESetExtendedAdvertisingParametersV1Command: HCICommand {
         advertisingFilterPolicy = try r.enumeration(LEAdvertisingFilterPolicy.self, "Advertising_Filter_Policy")
         advertisingTxPower = try r.int8()
         at = r.offset
-        primaryAdvertisingPHY = try r.enumeration(LEPHY.self, "Primary_Advertising_PHY")
+        primaryAdvertisingPHY = try r.enumeration(LEPHYType.self, "Primary_Advertising_PHY")
         guard primaryAdvertisingPHY != .le2M else {
-            throw r.invalidValue("Primary_Advertising_PHY", Int(LEPHY.le2M.rawValue), at: at)
+            throw r.invalidValue("Primary_Advertising_PHY", Int(LEPHYType.le2M.rawValue), at: at)
         }
         secondaryAdvertisingMaxSkip = try r.uint8()
-        secondaryAdvertisingPHY = try r.enumeration(LEPHY.self, "Secondary_Advertising_PHY")
+        secondaryAdvertisingPHY = try r.enumeration(LEPHYType.self, "Secondary_Advertising_PHY")
         at = r.offset
         advertisingSID = try r.uint8()
         guard advertisingSID <= 0x0F else { throw r.invalidValue("Advertising_SID", Int(advertisingSID), at: at) }

@@ -221,7 +221,7 @@ public struct LEExtendedCreateConnectionV1Command: HCICommand {
         guard !phys.isEmpty, phys.rawValue & ~0x07 == 0 else {
             throw r.invalidValue("Initiating_PHYs", Int(phys.rawValue), at: at)
         }
-        var entries: [LEPHY: LEInitiatingPHYParameters] = [:]
+        var entries: [LEPHYType: LEInitiatingPHYParameters] = [:]
         for phy in phys.phys {
             entries[phy] = LEInitiatingPHYParameters(
                 scanInterval: try r.uint16(), scanWindow: try r.uint16(),

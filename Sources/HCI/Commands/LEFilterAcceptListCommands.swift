@@ -34,7 +34,8 @@ public struct LEReadFilterAcceptListSizeCommand: HCICommandWithoutParameters {
         }
 
         public init(parsing reader: inout ByteReader) throws(HCIError) {
-            var r = CommandParameterReader(reader, context: "\(LEReadFilterAcceptListSizeCommand.opcode) return parameters")
+            var r = CommandParameterReader(
+                reader, context: "\(LEReadFilterAcceptListSizeCommand.opcode) return parameters")
             status = try r.status()
             filterAcceptListSize = try r.uint8()
             try r.end()
@@ -84,7 +85,8 @@ public struct LEAddDeviceToFilterAcceptListCommand: HCICommand {
 
     public var description: String {
         addressType == .anonymous
-            ? "\(Self.opcode.displayName): anonymous advertisers" : "\(Self.opcode.displayName): \(address) (\(addressType))"
+            ? "\(Self.opcode.displayName): anonymous advertisers"
+            : "\(Self.opcode.displayName): \(address) (\(addressType))"
     }
 }
 
@@ -115,6 +117,7 @@ public struct LERemoveDeviceFromFilterAcceptListCommand: HCICommand {
 
     public var description: String {
         addressType == .anonymous
-            ? "\(Self.opcode.displayName): anonymous advertisers" : "\(Self.opcode.displayName): \(address) (\(addressType))"
+            ? "\(Self.opcode.displayName): anonymous advertisers"
+            : "\(Self.opcode.displayName): \(address) (\(addressType))"
     }
 }

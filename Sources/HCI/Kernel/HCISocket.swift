@@ -141,6 +141,19 @@ public final class HCISocket: Sendable {
         return HCISocket(adopting: SocketDescriptor(rawValue: fd), device: device, channel: channel)
     }
 
+    /// A raw-channel socket on adapter `device` with `filter` installed (the usual way to watch
+    /// events such as LE advertising reports next to bluetoothd).
+    public static func openRaw(device: UInt16, filter: HCIFilter, nonBlocking: Bool = false) throws(KernelBluetoothError) -> HCISocket {
+        let socket = try open(device: device, channel: .raw, nonBlocking: nonBlocking)
+        do {
+            try socket.setFilter(filter)
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
     /// The kernel monitor channel (what btmon reads): every adapter, read-only.
     public static func openMonitor() throws(KernelBluetoothError) -> HCISocket {
         try open(device: nil, channel: .monitor)

@@ -257,6 +257,8 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Errno {
-    public static let alreadyInProgress = Errno(rawValue: EALREADY)
-    public static let cancelled = Errno(rawValue: ECANCELED)
+    /// EALREADY (package-internal so it cannot clash with other modules' additions).
+    package static let alreadyInProgress = Errno(rawValue: EALREADY)
+    /// ECANCELED: a wait was cancelled by its task.
+    package static let cancelled = Errno(rawValue: ECANCELED)
 }

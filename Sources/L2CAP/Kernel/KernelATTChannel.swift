@@ -114,6 +114,7 @@ extension KernelATTChannel {
         private var pendingHead = 0
         private var isClosed = false
         private var isReading = false
+        private var batchExhausted = false
         private var isDescriptorClosed = false
         private var closeWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -146,6 +147,12 @@ extension KernelATTChannel {
         // MARK: receiving
 
         private func readable() {
+            defer {
+                // A full batch: continue after whatever else is queued (sends, close), without
+                // relying on the source firing again.
+                if isReading, !isClosed, batchExhausted { queue.async { self.readable() } }
+            }
+            batchExhausted = false
             for _ in 0..<Core.readBatch {
                 guard isReading, !isClosed else { return }
                 let count = Glibc.recv(descriptor.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
@@ -160,11 +167,12 @@ extension KernelATTChannel {
                 }
                 let error = Errno.current
                 if error == .interrupted { continue }
-                if error == .wouldBlock || error.rawValue == EWOULDBLOCK { return }
+                if error == .wouldBlock || error.rawValue == EWOULDBLOCK { return }  // drained
                 logger.debug("ATT channel \(descriptor): receive failed: \(error)")
                 stopReading(error: .system(operation: .receive(peer: peer), errno: error))
                 return
             }
+            batchExhausted = true
         }
 
         /// The peer is gone (EOF) or the link failed: finish `incoming`, stop watching for input.
@@ -202,6 +210,7 @@ extension KernelATTChannel {
                     let error = Errno.current
                     if error == .interrupted { continue }
                     if error == .wouldBlock || error.rawValue == EWOULDBLOCK {
+                        logger.trace("ATT channel \(descriptor): send buffer full, waiting for writability")
                         writeSource?.arm()
                         return
                     }

@@ -61,9 +61,15 @@ enum KernelL2CAP {
         throw .system(operation: .connectL2CAP(peer: peer, type: type), errno: Errno(rawValue: -result))
     }
 
-    /// The outcome of a connect once the socket became writable (`SO_ERROR`).
-    static func connectResult(_ fd: Int32, peer: BluetoothAddress, type: AddressType) throws(KernelBluetoothError) {
-        _ = try KernelBluetoothError.check(.connectL2CAP(peer: peer, type: type)) { chci_socket_error(fd) }
+    /// Waits (on writability, at most `timeout`) for a connect that returned EINPROGRESS, then
+    /// reads its outcome (`SO_ERROR`). Timeout gives ETIMEDOUT, task cancellation ECANCELED; the
+    /// caller closes the descriptor on any error.
+    static func awaitConnect(_ fd: Int32, operation: KernelOperation, timeout: Duration) async throws(KernelBluetoothError) {
+        switch await KernelReadiness.wait(fd, for: .write, timeout: timeout) {
+        case .ready: _ = try KernelBluetoothError.check(operation) { chci_socket_error(fd) }
+        case .timedOut: throw .system(operation: operation, errno: .timedOut)
+        case .cancelled: throw .system(operation: operation, errno: .cancelled)
+        }
     }
 
     /// One non-blocking accept: the new descriptor and the peer, or `nil` when none is pending.
@@ -117,11 +123,7 @@ extension KernelATTChannel {
             if let receiveMTU { try KernelL2CAP.setReceiveMTU(fd, receiveMTU) }
             logger.debug("connecting to \(peer) (\(type)) on ATT CID 4")
             if try !KernelL2CAP.startConnect(fd, to: peer, type: type) {
-                switch await KernelReadiness.wait(fd, for: .write, timeout: timeout) {
-                case .ready: try KernelL2CAP.connectResult(fd, peer: peer, type: type)
-                case .timedOut: throw .system(operation: operation, errno: .timedOut)
-                case .cancelled: throw .system(operation: operation, errno: .cancelled)
-                }
+                try await KernelL2CAP.awaitConnect(fd, operation: operation, timeout: timeout)
             }
         } catch {
             try? descriptor.close()

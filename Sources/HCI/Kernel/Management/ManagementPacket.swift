@@ -63,14 +63,13 @@ public struct ManagementEventCode: RawRepresentable, Hashable, Sendable, CustomS
     }
 }
 
-/// The controller index of a management packet that concerns no controller.
-public let managementIndexNone: UInt16 = 0xFFFF
-
 /// The 6-octet header shared by commands and events: code, controller index, parameter length,
 /// all little-endian.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Packet Structures"
 public struct ManagementHeader: Hashable, Sendable {
     public static let encodedLength = 6
+    /// The controller index of a packet that concerns no controller (MGMT_INDEX_NONE).
+    public static let indexNone: UInt16 = 0xFFFF
 
     /// The command opcode or event code.
     public var code: UInt16

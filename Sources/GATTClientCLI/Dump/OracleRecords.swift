@@ -1,0 +1,302 @@
+import ATT
+import Bluetooth
+import HCI
+import L2CAP
+
+/// Writes `dump --json` records in the schema of Wireshark's view (`captures/oracle/README.md`
+/// of the shared material): one `att` record per ATT PDU and one `adv_report` record per HCI
+/// advertising report. Keys and values follow that schema exactly (lower-case hex, addresses
+/// as Wireshark prints them) so that the two can be compared field by field; anything of ours
+/// that the schema does not have goes under the one extra key `gatt`.
+struct OracleRecordWriter {
+    /// `hci_h4` or `hci_mon`.
+    var transport: String
+    /// Microseconds of the capture's first record: `time` counts from it.
+    var origin: Int64?
+
+    init(format: CaptureFormat) {
+        if case .btsnoop(let datalink) = format, datalink == .monitor {
+            transport = "hci_mon"
+        } else {
+            transport = "hci_h4"
+        }
+    }
+
+    mutating func time(of record: CaptureRecord) -> String {
+        let start = origin ?? record.timestamp
+        if origin == nil { origin = start }
+        let delta = record.timestamp - start
+        let seconds = delta / 1_000_000
+        let micros = (delta % 1_000_000).magnitude
+        let fraction = String(micros)
+        let sign = delta < 0 && seconds == 0 ? "-" : ""
+        return sign + String(seconds) + "." + String(repeating: "0", count: 6 - fraction.count) + fraction + "000"
+    }
+
+    // MARK: advertising reports
+
+    static let addressTypeNames: [UInt8: String] = [
+        0x00: "public", 0x01: "random", 0x02: "public_identity", 0x03: "random_identity",
+        0xFE: "random_unresolved", 0xFF: "anonymous",
+    ]
+
+    static let subeventNames: [UInt8: String] = [
+        0x02: "LE_ADVERTISING_REPORT", 0x0B: "LE_DIRECTED_ADVERTISING_REPORT", 0x0D: "LE_EXTENDED_ADVERTISING_REPORT",
+    ]
+
+    static let legacyEventNames: [UInt8: String] = [
+        0: "ADV_IND", 1: "ADV_DIRECT_IND", 2: "ADV_SCAN_IND", 3: "ADV_NONCONN_IND", 4: "SCAN_RSP",
+    ]
+
+    mutating func write(_ item: AdvertisingReportItem, record: CaptureRecord, into json: inout JSONWriter) {
+        let data: [UInt8]?
+        switch item.report {
+        case .legacy(let report): data = report.data
+        case .extended(let report): data = report.data
+        case .directed: data = nil
+        }
+        let advertisingData = data.map { AdvertisingData($0) }
+        let overrun = advertisingData?.problems.contains {
+            if case .lengthOverrun = $0 { return true } else { return false }
+        } ?? false
+
+        json.beginObject()
+        json.field("kind", "adv_report")
+        json.field("frame", record.number)
+        if overrun {
+            // Wireshark flags a report whose AD structures run past the data as malformed.
+            json.field("malformed", true)
+            if let problem = advertisingData?.problem {
+                json.beginObject("gatt")
+                json.field("problem", problem.description)
+                json.endObject()
+            }
+            json.endObject()
+            return
+        }
+        json.field("time", time(of: record))
+        json.field("transport", transport)
+        json.field("subevent", Int(item.subevent.rawValue))
+        json.field("subevent_name", Self.subeventNames[item.subevent.rawValue] ?? "UNKNOWN")
+        json.field("index", item.index)
+        switch item.report {
+        case .legacy(let report):
+            json.field("event_type", Int(report.eventType.rawValue))
+            json.field("event_type_name", Self.legacyEventNames[report.eventType.rawValue] ?? "UNKNOWN")
+            address(report.addressType, report.address, into: &json)
+            json.field("rssi", Int(report.rssi))
+        case .directed(let report):
+            json.field("event_type", Int(report.eventType.rawValue))
+            json.field("event_type_name", Self.legacyEventNames[report.eventType.rawValue] ?? "UNKNOWN")
+            address(report.addressType, report.address, into: &json)
+            json.field("rssi", Int(report.rssi))
+            json.field("direct_address_type", Int(report.directAddressType.rawValue))
+            json.field("direct_address", report.directAddress.format(uppercase: false))
+        case .extended(let report):
+            json.field("event_type", Int(report.eventType.rawValue))
+            address(report.addressType, report.address, into: &json)
+            json.field("rssi", Int(report.rssi))
+            json.field("primary_phy", Int(report.primaryPHY.rawValue))
+            json.field("secondary_phy", Int(report.secondaryPHY.rawValue))
+            json.field("sid", Int(report.advertisingSID))
+            json.field("periodic_interval", Int(report.periodicAdvertisingInterval))
+            json.field("direct_address_type", Int(report.directAddressType.rawValue))
+            json.field("tx_power", Int(report.txPower))
+            json.field("direct_address", report.directAddress.format(uppercase: false))
+        }
+        if let data, let advertisingData {
+            json.field("data_length", data.count)
+            json.field("data", hex: data)
+            json.beginArray("ad")
+            for element in advertisingData.wiresharkElements {
+                json.beginObject()
+                json.field("type", Int(element.type.rawValue))
+                json.field("data", hex: element.data)
+                json.endObject()
+            }
+            json.endArray()
+        }
+        json.endObject()
+    }
+
+    private func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONWriter) {
+        json.field("address_type", Int(type.rawValue))
+        if let name = Self.addressTypeNames[type.rawValue] {
+            json.field("address_type_name", name)
+        } else {
+            json.fieldNull("address_type_name")
+        }
+        json.field("address", address.format(uppercase: false))
+    }
+
+    // MARK: ATT
+
+    mutating func write(_ item: ATTItem, record: CaptureRecord, gatt: ((inout JSONWriter) -> Void)? = nil, into json: inout JSONWriter) {
+        json.beginObject()
+        json.field("kind", "att")
+        json.field("frame", record.number)
+        guard let pdu = item.pdu ?? item.lenientPDU else {
+            json.field("malformed", true)
+            if let error = item.error {
+                json.beginObject("gatt")
+                json.field("problem", error.description)
+                json.endObject()
+            }
+            json.endObject()
+            return
+        }
+        json.field("time", time(of: record))
+        json.field("transport", transport)
+        switch item.direction {
+        case .sent: json.field("dir", "host_to_controller")
+        case .received: json.field("dir", "controller_to_host")
+        case .unknown: json.fieldNull("dir")
+        }
+        json.field("conn", Int(item.connectionHandle))
+        json.field("cid", Int(item.channelID))
+        let opcode = item.opcode
+        json.field("opcode", Int(opcode.rawValue))
+        json.field("op", opcode.wiresharkName)
+        switch opcode.isSentByServer {
+        case true?: json.field("sender", "server")
+        case false?: json.field("sender", "client")
+        case nil: json.fieldNull("sender")
+        }
+        json.field("pdu", hex: item.bytes)
+        fields(of: pdu, item: item, into: &json)
+        if item.pdu == nil || gatt != nil {
+            json.beginObject("gatt")
+            if item.pdu == nil, let error = item.error {
+                json.field("problem", "strict decoder: \(error)")
+            }
+            gatt?(&json)
+            json.endObject()
+        }
+        json.endObject()
+    }
+
+    private func range(_ start: UInt16, _ end: UInt16, into json: inout JSONWriter) {
+        json.field("start_handle", Int(start))
+        json.field("end_handle", Int(end))
+    }
+
+    private func uuid(_ uuid: BluetoothUUID) -> String { uuid.text(uppercase: false) }
+
+    private func fields(of pdu: ATTPDU, item: ATTItem, into json: inout JSONWriter) {
+        switch pdu {
+        case .errorResponse(let p):
+            json.beginObject("error")
+            json.field("request_opcode", Int(p.requestOpcode.rawValue))
+            json.field("handle", Int(p.handle))
+            json.field("code", Int(p.errorCode.rawValue))
+            if let name = p.errorCode.name { json.field("name", name) } else { json.fieldNull("name") }
+            json.endObject()
+        case .exchangeMTURequest(let p): json.field("mtu", Int(p.clientRxMTU))
+        case .exchangeMTUResponse(let p): json.field("mtu", Int(p.serverRxMTU))
+        case .findInformationRequest(let p): range(p.startingHandle, p.endingHandle, into: &json)
+        case .findInformationResponse(let p):
+            json.field("format", Int(p.format.rawValue))
+            json.beginArray("entries")
+            for entry in p.entries {
+                json.beginObject()
+                json.field("handle", Int(entry.handle))
+                json.field("uuid", uuid(entry.uuid))
+                json.endObject()
+            }
+            json.endArray()
+        case .findByTypeValueRequest(let p):
+            range(p.startingHandle, p.endingHandle, into: &json)
+            json.field("uuid", uuid(.bit16(p.attributeType)))
+            json.field("value", hex: p.attributeValue)
+        case .findByTypeValueResponse(let p):
+            json.beginArray("entries")
+            for entry in p.entries {
+                json.beginObject()
+                json.field("handle", Int(entry.foundAttributeHandle))
+                json.field("end_handle", Int(entry.groupEndHandle))
+                json.endObject()
+            }
+            json.endArray()
+        case .readByTypeRequest(let p):
+            range(p.startingHandle, p.endingHandle, into: &json)
+            json.field("uuid", uuid(p.attributeType))
+        case .readByTypeResponse(let p):
+            json.field("length", p.length)
+            json.beginArray("entries")
+            for entry in p.entries {
+                json.beginObject()
+                json.field("handle", Int(entry.handle))
+                json.field("value", hex: entry.value)
+                if item.answersCharacteristicDiscovery, entry.value.count == 5 || entry.value.count == 19 {
+                    json.field("properties", Int(entry.value[0]))
+                    json.field("value_handle", Int(entry.value[1]) | Int(entry.value[2]) << 8)
+                    if let declared = BluetoothUUID(littleEndian: entry.value[3...]) {
+                        json.field("uuid", uuid(declared))
+                    }
+                }
+                json.endObject()
+            }
+            json.endArray()
+        case .readRequest(let p): json.field("handle", Int(p.handle))
+        case .readResponse(let p): json.field("value", hex: p.value)
+        case .readBlobRequest(let p):
+            json.field("handle", Int(p.handle))
+            json.field("offset", Int(p.offset))
+        case .readBlobResponse(let p): json.field("value", hex: p.value)
+        case .readMultipleRequest(let p): handles(p.handles, into: &json)
+        case .readMultipleResponse(let p): json.field("value", hex: p.values)
+        case .readMultipleVariableRequest(let p): handles(p.handles, into: &json)
+        case .readMultipleVariableResponse, .multipleHandleValueNotification:
+            // The schema's `value`: the octets after the opcode (the length-value tuples).
+            json.field("value", hex: item.bytes.dropFirst())
+        case .readByGroupTypeRequest(let p):
+            range(p.startingHandle, p.endingHandle, into: &json)
+            json.field("uuid", uuid(p.attributeGroupType))
+        case .readByGroupTypeResponse(let p):
+            json.field("length", p.length)
+            json.beginArray("entries")
+            for entry in p.entries {
+                json.beginObject()
+                json.field("handle", Int(entry.handle))
+                json.field("end_handle", Int(entry.endGroupHandle))
+                if let service = BluetoothUUID(littleEndian: entry.value) { json.field("uuid", uuid(service)) }
+                json.endObject()
+            }
+            json.endArray()
+        case .writeRequest(let p):
+            json.field("handle", Int(p.handle))
+            json.field("value", hex: p.value)
+        case .writeCommand(let p):
+            json.field("handle", Int(p.handle))
+            json.field("value", hex: p.value)
+        case .signedWriteCommand(let p):
+            json.field("handle", Int(p.handle))
+            json.field("value", hex: p.value)
+            json.field("sign_counter", Int(p.signCounter))
+            json.field("signature", hex: item.bytes.suffix(8))  // the MAC, in wire order
+        case .prepareWriteRequest(let p):
+            json.field("handle", Int(p.handle))
+            json.field("offset", Int(p.offset))
+            json.field("value", hex: p.value)
+        case .prepareWriteResponse(let p):
+            json.field("handle", Int(p.handle))
+            json.field("offset", Int(p.offset))
+            json.field("value", hex: p.value)
+        case .executeWriteRequest(let p): json.field("flags", Int(p.flags.rawValue))
+        case .handleValueNotification(let p):
+            json.field("handle", Int(p.handle))
+            json.field("value", hex: p.value)
+        case .handleValueIndication(let p):
+            json.field("handle", Int(p.handle))
+            json.field("value", hex: p.value)
+        case .writeResponse, .executeWriteResponse, .handleValueConfirmation, .unknown:
+            break
+        }
+    }
+
+    private func handles(_ handles: [UInt16], into json: inout JSONWriter) {
+        json.beginArray("handles")
+        for handle in handles { json.element(Int(handle)) }
+        json.endArray()
+    }
+}
