@@ -41,7 +41,18 @@ struct BumbleControllerInteropTests {
         await driver.close()
     }
 
-    @Test func scanningThroughTheDriverDeliversReportsOnInbound() async throws {
+    /// What one scan saw of a device: advertising PDUs and scan responses, decoded by our
+    /// event and AD codecs.
+    struct Sighting: Sendable {
+        var advertisingNames: Set<String> = []
+        var advertisements = 0
+        var scanResponseNames: Set<String> = []
+        var serviceUUIDs: Set<BluetoothUUID> = []
+    }
+
+    /// Runs an active scan through the driver and decodes every LE Meta event on `inbound` with
+    /// our codecs until both peripherals were seen with their scan responses.
+    static func scan(extended: Bool) async throws -> (sensorTag: Sighting, bluefruit: Sighting) {
         let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
@@ -49,30 +60,72 @@ struct BumbleControllerInteropTests {
         let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
         await driver.start()
         _ = try await driver.initialize()
-        _ = try await driver.send(
-            LESetScanParametersCommand(leScanType: .active, leScanInterval: 0x10, leScanWindow: 0x10))
-        _ = try await driver.send(LESetScanEnableCommand(leScanEnable: true))
+        if extended {
+            let phy = LEExtendedScanPHYParameters(scanType: .active, scanInterval: 0x10, scanWindow: 0x10)
+            _ = try await driver.send(LESetExtendedScanParametersCommand(le1M: phy))
+            _ = try await driver.send(LESetExtendedScanEnableCommand(enable: true))
+        } else {
+            _ = try await driver.send(
+                LESetScanParametersCommand(leScanType: .active, leScanInterval: 0x10, leScanWindow: 0x10))
+            _ = try await driver.send(LESetScanEnableCommand(leScanEnable: true))
+        }
 
         let inbound = driver.inbound
-        let names = try await withInteropTimeout(10) { () -> Set<String> in
-            var seen: Set<String> = []
-            let wanted: [(BluetoothAddress, String)] = [
-                (sensorTag, "CC2650 SensorTag"), (bluefruit, "Adafruit Bluefruit LE"),
-            ]
-            for await packet in inbound where packet.type == .event && packet.bytes.first == 0x3E {
-                for (address, name) in wanted
-                where packet.bytes.contains(subsequence: address.littleEndianBytes)
-                    && packet.bytes.contains(subsequence: Array(name.utf8))
-                {
-                    seen.insert(name)
+        let sightings = try await withInteropTimeout(10) { () -> [BluetoothAddress: Sighting] in
+            var sightings: [BluetoothAddress: Sighting] = [:]
+            func note(_ address: BluetoothAddress, scanResponse: Bool, data: [UInt8]) {
+                let summary = AdvertisingDataSummary(AdvertisingData(data))
+                var sighting = sightings[address] ?? Sighting()
+                if scanResponse {
+                    if let name = summary.name { sighting.scanResponseNames.insert(name) }
+                } else {
+                    sighting.advertisements += 1
+                    if let name = summary.name { sighting.advertisingNames.insert(name) }
                 }
-                if seen.count == wanted.count { break }
+                sighting.serviceUUIDs.formUnion(summary.serviceUUIDs)
+                sightings[address] = sighting
             }
-            return seen
+            for await packet in inbound where packet.type == .event {
+                guard case .leMeta(let meta) = try HCIEvent(bytes: packet.bytes) else { continue }
+                switch meta {
+                case .advertisingReport(let event):
+                    #expect(!extended, "legacy reports after extended scan commands")
+                    for report in event.reports {
+                        note(report.address, scanResponse: report.eventType == .scanRsp, data: report.data)
+                    }
+                case .extendedAdvertisingReport(let event):
+                    #expect(extended, "extended reports after legacy scan commands")
+                    for report in event.reports {
+                        #expect(report.eventType.isLegacy)
+                        note(report.address, scanResponse: report.eventType.isScanResponse, data: report.data)
+                    }
+                default:
+                    continue
+                }
+                if [sensorTag, bluefruit].allSatisfy({ !(sightings[$0]?.scanResponseNames.isEmpty ?? true) }) { break }
+            }
+            return sightings
         }
-        #expect(names == ["CC2650 SensorTag", "Adafruit Bluefruit LE"])
-        _ = try await driver.send(LESetScanEnableCommand(leScanEnable: false))
+        if extended {
+            _ = try await driver.send(LESetExtendedScanEnableCommand(enable: false))
+        } else {
+            _ = try await driver.send(LESetScanEnableCommand(leScanEnable: false))
+        }
         await driver.close()
+        return (sightings[sensorTag] ?? Sighting(), sightings[bluefruit] ?? Sighting())
+    }
+
+    @Test(arguments: [false, true])
+    func activeScanDecodesBothPeripherals(extended: Bool) async throws {
+        let (sensorTag, bluefruit) = try await Self.scan(extended: extended)
+        // The CC2650 puts its name only in the scan response.
+        #expect(sensorTag.advertisements > 0)
+        #expect(sensorTag.advertisingNames.isEmpty)
+        #expect(sensorTag.scanResponseNames == ["CC2650 SensorTag"])
+        #expect(sensorTag.serviceUUIDs.contains(BluetoothUUID.bit16(0xAA80)))
+        // The Bluefruit advertises the Nordic UART service UUID.
+        #expect(bluefruit.scanResponseNames == ["Adafruit Bluefruit LE"])
+        #expect(bluefruit.serviceUUIDs.contains(BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!))
     }
 }
 
