@@ -217,6 +217,23 @@ struct TransportControllerDriverTests {
         await driver.close()
     }
 
+    @Test func aclDataGoesStraightToTheController() async throws {
+        let (host, controller) = InMemoryTransport.makePair()
+        let driver = HCIControllerDriver(transport: host)
+        await driver.start()
+        // An ATT Read Request for handle 0x0003 on connection 0x0040.
+        let packet = ACLDataPacket(
+            handle: 0x0040, packetBoundary: .firstFlushable, data: [0x03, 0x00, 0x04, 0x00, 0x0A, 0x03, 0x00])
+        try await driver.sendACL(packet)
+        let received = try await receivePackets(controller, count: 1)
+        #expect(samePackets(received, [(.acl, [0x40, 0x20, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x0A, 0x03, 0x00])]))
+        controller.close(reason: "gone")
+        // `inbound` finishes once the driver has seen the transport close.
+        let inbound = driver.inbound
+        try await withTransportTimeout(5, "inbound to finish") { for await _ in inbound {} }
+        await #expect(throws: HCIError.transportClosed("gone")) { try await driver.sendACL(packet) }
+    }
+
     @Test func aCommandStatusCommandIsAccepted() async throws {
         let (host, controller) = InMemoryTransport.makePair()
         let driver = HCIControllerDriver(transport: host)

@@ -29,6 +29,7 @@ public actor HCIControllerDriver {
     private var readerTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var armedDeadline: Duration?
+    private var closedReason: String?
 
     public init(transport: any HCITransport, commandTimeout: Duration = .seconds(2), logger: Logger = .disabled) {
         self.transport = transport
@@ -97,6 +98,16 @@ public actor HCIControllerDriver {
         }
     }
 
+    /// Sends an ACL data packet to the controller. Host-to-controller ACL flow control (buffer
+    /// credits, fragmentation) is the caller's: L2CAP's, which knows the buffer sizes from
+    /// `ControllerInfo.aclBuffers` and the Number Of Completed Packets events on `inbound`.
+    public func sendACL(_ packet: ACLDataPacket) async throws(HCIError) {
+        if let closedReason { throw .transportClosed(closedReason) }
+        var writer = ByteWriter(capacity: packet.encodedLength)
+        try packet.write(to: &writer)
+        try await transport.send(.acl, writer.bytes)
+    }
+
     /// Runs the LE host initialisation sequence (`ControllerInitialization`).
     public func initialize(_ sequence: ControllerInitialization = ControllerInitialization()) async throws(HCIError)
         -> ControllerInfo
@@ -133,6 +144,7 @@ public actor HCIControllerDriver {
     }
 
     private func transportEnded(_ reason: String) {
+        if closedReason == nil { closedReason = reason }
         perform(flow.close(reason: reason))
         inboundContinuation.finish()
         timerTask?.cancel()
