@@ -39,7 +39,8 @@ public actor HCIControllerDriver {
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: HCITransportPacket.self)
     }
 
-    /// Starts reading from the transport. Call once before sending commands.
+    /// Starts reading from the transport (idempotent; the first command starts it too).
+    /// `inbound` buffers without bound, so its consumer should keep reading.
     public func start() {
         guard readerTask == nil else { return }
         let packets = transport.packets
@@ -67,6 +68,7 @@ public actor HCIControllerDriver {
     /// Sends `packet` (subject to flow control) and waits for its outcome; bounded by the
     /// command timeout once sent.
     public func execute(_ packet: HCICommandPacket) async -> HCICommandFlow.Outcome {
+        start()
         let (ticket, actions) = flow.submit(packet, now: now)
         perform(actions)
         if let outcome = early.removeValue(forKey: ticket) { return outcome }
