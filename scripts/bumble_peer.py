@@ -22,6 +22,13 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
     scan commands, extended reports after extended ones, with the advertiser's real event type,
     and a scan response (carrying the advertiser's scan response data, not a copy of the
     advertising data) only when scanning actively and the advertiser is scannable;
+  * HCI_Reset resets: scanning and advertising stop, a pending connection is dropped, LE
+    connections are terminated towards the peer (no event to this host, as after a real reset),
+    event masks return to their defaults;
+  * LE Create Connection Cancel cancels (Command Complete, then LE Connection Complete with
+    status 0x02), or answers Command Disallowed (0x0C) when nothing is pending;
+  * Disconnect with an unknown handle answers Command Status 0x02 (Unknown Connection
+    Identifier) instead of "pending" and silence;
   * the link routes LE ACL data by the sender's address *in that connection*, so a host using
     its public address is not silently dropped (stock LocalLink uses the random address).
 
@@ -35,7 +42,7 @@ import os
 import struct
 import sys
 
-from bumble import core, hci
+from bumble import core, hci, ll
 from bumble.controller import Controller
 from bumble.core import UUID, AdvertisingData
 from bumble.device import Device, DeviceConfiguration
@@ -156,6 +163,50 @@ class StrictController(Controller):
     def _send_raw(self, packet: bytes) -> None:
         if self.host:
             asyncio.get_running_loop().call_soon(self.host.on_packet, packet)
+
+    # -- reset, connection control -----------------------------------------------------------
+
+    def on_hci_reset_command(self, command):
+        self.le_scan_enable = False
+        self.extended_scanning = False
+        self.pending_le_connection = None
+        self.le_legacy_advertiser.stop()
+        for advertising_set in self.advertising_sets.values():
+            advertising_set.stop()
+        self.advertising_sets.clear()
+        for connection in list(self.le_connections.values()):
+            # The peer sees the link drop; this host gets no event, as after a real reset.
+            connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+            del self.le_connections[connection.peer_address]
+        self.event_mask = 0x00001FFFFFFFFFFF
+        self.le_event_mask = 0x1F
+        return super().on_hci_reset_command(command)
+
+    def on_hci_disconnect_command(self, command):
+        handle = command.connection_handle
+        if (self.find_le_connection_by_handle(handle) is None
+                and self.find_classic_connection_by_handle(handle) is None
+                and self.find_classic_sco_link_by_handle(handle) is None):
+            self._send_hci_command_status(hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.op_code)
+            return None
+        return super().on_hci_disconnect_command(command)
+
+    def on_hci_le_create_connection_cancel_command(self, command):
+        pending = self.pending_le_connection
+        if pending is None:
+            return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.COMMAND_DISALLOWED_ERROR)
+        self.pending_le_connection = None
+        status = hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR
+        if isinstance(pending, hci.HCI_LE_Extended_Create_Connection_Command):
+            # LE Enhanced Connection Complete [v1]: status then 29 octets of zeroes.
+            parameters = bytes([hci.HCI_LE_ENHANCED_CONNECTION_COMPLETE_EVENT, status]) + bytes(29)
+        else:
+            # LE Connection Complete: status then 17 octets of zeroes.
+            parameters = bytes([hci.HCI_LE_CONNECTION_COMPLETE_EVENT, status]) + bytes(17)
+        event = bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters
+        # Scheduled now, so it follows the Command Complete Bumble sends when this returns.
+        asyncio.get_running_loop().call_soon(self._send_raw, event)
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
 
     # -- scanning ---------------------------------------------------------------------------
 
