@@ -129,6 +129,100 @@ struct BumbleControllerInteropTests {
     }
 }
 
+/// Connection control through our driver: LE Create Connection (Command Status, then LE
+/// Connection Complete on `inbound`), Disconnect (Disconnection Complete), and the refusals a
+/// real controller gives, all decoded with our event codecs.
+@Suite(
+    "Interop: connection control against Bumble",
+    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+struct BumbleConnectionInteropTests {
+    static let parameters = LEConnectionParameters(
+        connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)
+
+    /// The next event on `inbound` that `match` accepts (decoded by our `HCIEvent`), bounded.
+    static func nextEvent<T: Sendable>(
+        _ inbound: AsyncStream<HCITransportPacket>, _ match: @escaping @Sendable (HCIEvent) -> T?
+    ) async throws -> T {
+        try await withInteropTimeout(5) { () -> T in
+            for await packet in inbound where packet.type == .event {
+                if let found = match(try HCIEvent(bytes: packet.bytes)) { return found }
+            }
+            throw HCIError.transportClosed("inbound ended")
+        }
+    }
+
+    @Test func connectThenDisconnect() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let sensorTag = try #require(peer.devices["sensortag"])
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        _ = try await driver.initialize()
+        let inbound = driver.inbound
+
+        let create = LECreateConnectionCommand(
+            leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: sensorTag,
+            connectionParameters: Self.parameters)
+        _ = try await driver.sendAccepted(create)
+        let complete = try await Self.nextEvent(inbound) { event -> LEConnectionCompleteEvent? in
+            if case .leMeta(.connectionComplete(let complete)) = event { return complete }
+            return nil
+        }
+        #expect(complete.status == .success)
+        #expect(complete.peerAddress == sensorTag)
+        #expect(complete.peerAddressType == .random)
+
+        _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: complete.connectionHandle))
+        let disconnection = try await Self.nextEvent(inbound) { event -> DisconnectionCompleteEvent? in
+            if case .disconnectionComplete(let disconnection) = event { return disconnection }
+            return nil
+        }
+        #expect(disconnection.connectionHandle == complete.connectionHandle)
+        #expect(disconnection.status == .success)
+        await driver.close()
+    }
+
+    @Test func cancellingAPendingConnection() async throws {
+        let peer = try await BumblePeer.start()
+        defer { peer.stop() }
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        _ = try await driver.initialize()
+        let inbound = driver.inbound
+
+        // Nothing pending: Command Disallowed.
+        await #expect(
+            throws: HCIError.commandFailed(opcode: LECreateConnectionCancelCommand.opcode, status: .commandDisallowed)
+        ) {
+            _ = try await driver.send(LECreateConnectionCancelCommand())
+        }
+        // A connection to a device nobody advertises, then cancelled.
+        let nobody = try #require(BluetoothAddress("C1:EE:DD:CC:BB:AA"))
+        _ = try await driver.sendAccepted(
+            LECreateConnectionCommand(
+                leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: nobody,
+                connectionParameters: Self.parameters))
+        _ = try await driver.send(LECreateConnectionCancelCommand())
+        let complete = try await Self.nextEvent(inbound) { event -> LEConnectionCompleteEvent? in
+            if case .leMeta(.connectionComplete(let complete)) = event { return complete }
+            return nil
+        }
+        #expect(complete.status == .unknownConnectionIdentifier)
+        await driver.close()
+    }
+
+    @Test func disconnectingAnUnknownHandleIsRefused() async throws {
+        let peer = try await BumblePeer.start()
+        defer { peer.stop() }
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        _ = try await driver.initialize()
+        await #expect(
+            throws: HCIError.commandFailed(opcode: DisconnectCommand.opcode, status: .unknownConnectionIdentifier)
+        ) {
+            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: 0x0040))
+        }
+        await driver.close()
+    }
+}
+
 struct InteropTimeout: Error, CustomStringConvertible {
     var seconds: Double
     var description: String { "timed out after \(seconds) s" }
