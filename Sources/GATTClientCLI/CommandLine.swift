@@ -38,10 +38,25 @@ public struct DumpOptions: Equatable, Sendable {
     public init(path: String) { self.path = path }
 }
 
+/// `monitor [hciN]`: live decode from the kernel monitor channel.
+public struct MonitorOptions: Equatable, Sendable {
+    /// Only this adapter (`hciN`); every adapter when nil.
+    public var controllerIndex: UInt16?
+    public var connection: UInt16?
+    public var attributeHandle: UInt16?
+    public var attOnly = false
+    public var advOnly = false
+    /// `--duration S`: stop after S seconds (otherwise at Ctrl-C).
+    public var duration: Double?
+
+    public init() {}
+}
+
 public enum Command: Equatable, Sendable {
     case help
     case version
     case dump(DumpOptions)
+    case monitor(MonitorOptions)
 }
 
 public struct Invocation: Equatable, Sendable {
@@ -53,6 +68,8 @@ public struct Invocation: Equatable, Sendable {
 public let commandSummaries: [(String, String)] = [
     ("dump FILE [--summary] [--conn H] [--handle H] [--att-only|--adv-only]",
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
+    ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
+     "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
 ]
 
 public let usageText: String = {
@@ -87,7 +104,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
 
     /// Options that take a value, per command.
-    let valued: Set<String> = ["--conn", "--handle", "--services"]
+    let valued: Set<String> = ["--conn", "--handle", "--services", "--duration"]
 
     while index < arguments.count {
         var argument = arguments[index]
@@ -157,6 +174,31 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         }
         if dump.attOnly && dump.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
         return Invocation(options: options, command: .dump(dump))
+    case "monitor":
+        var monitor = MonitorOptions()
+        if rest.count > 1 { throw UsageError("monitor takes at most one adapter (hciN), got \(rest.count) arguments") }
+        if let adapter = rest.first {
+            guard adapter.hasPrefix("hci"), let index = UInt16(adapter.dropFirst(3)), index < 0xFFFF else {
+                throw UsageError("monitor: '\(adapter)' is not an adapter name like hci0")
+            }
+            monitor.controllerIndex = index
+        }
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--att-only": monitor.attOnly = true
+            case "--adv-only": monitor.advOnly = true
+            case "--conn": monitor.connection = try parseHandle(value ?? "", what: "--conn", allowZero: true, maximum: 0x0EFF)
+            case "--handle": monitor.attributeHandle = try parseHandle(value ?? "", what: "--handle")
+            case "--duration":
+                guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
+                    throw UsageError("--duration needs a positive number of seconds, not '\(value ?? "")'")
+                }
+                monitor.duration = seconds
+            default: throw UsageError("monitor does not know \(flag)")
+            }
+        }
+        if monitor.attOnly && monitor.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
+        return Invocation(options: options, command: .monitor(monitor))
     default:
         throw UsageError("unknown command '\(name)'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", "))
     }

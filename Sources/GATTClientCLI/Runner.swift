@@ -21,6 +21,8 @@ public func runGATTClient(_ arguments: [String]) -> Int32 {
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
+    case .monitor(let options):
+        return runMonitor(options, invocation: invocation, output: &output)
     case .dump(let options):
         let command = DumpCommand(options: options, json: invocation.options.json)
         do {
@@ -60,4 +62,39 @@ func fail(_ failure: CLIFailure, json: Bool, output: inout BufferedOutput) -> In
     output.flush()
     printError("gattclient: " + failure.message)
     return failure.exitCode.rawValue
+}
+
+/// Opens the kernel monitor channel and decodes until Ctrl-C or `--duration`.
+func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout BufferedOutput) -> Int32 {
+    let socket: HCISocket
+    do {
+        socket = try HCISocket.openMonitor()
+    } catch {
+        let code: ExitCode
+        switch error.kind {
+        case .unavailable: code = .unavailable
+        case .permissionDenied: code = .permission
+        case .failure: code = .failure
+        }
+        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output)
+    }
+    defer { socket.close() }
+    let interrupted = InterruptFlag.install()
+    let clock = ContinuousClock()
+    let deadline = options.duration.map { clock.now.advanced(by: .milliseconds(Int64($0 * 1000))) }
+    let command = MonitorCommand(options: options, json: invocation.options.json, record: invocation.options.record)
+    do {
+        _ = try command.run(
+            output: &output,
+            next: {
+                // A bounded wait for readiness: wakes at least every 250 ms for Ctrl-C and --duration.
+                var wait = Duration.milliseconds(250)
+                if let deadline { wait = min(wait, max(.zero, deadline - clock.now)) }
+                return try socket.receive(timeout: wait)
+            },
+            shouldStop: { interrupted.isSet || deadline.map { clock.now >= $0 } ?? false })
+        return ExitCode.success.rawValue
+    } catch {
+        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output)
+    }
 }

@@ -42,25 +42,24 @@ struct GATTClientTests {
     /// A small peripheral: GAP (Device Name), a UART-like service with TX (notify + CCCD +
     /// user description) and RX (write); then reads and writes on it.
     static let conversation = """
-        # Discover All Primary Services
+        # Discover All Primary Services (the second group ends at 0xFFFF: no third request)
         > 10 0100 ffff 0028
         < 11 06 0100 0300 0018
         > 10 0400 ffff 0028
         < 11 14 0400 ffff 9ecadc240ee5a9e093f3a3b50100406e
-        # GAP: includes, characteristics (the value at the service end: no further request)
-        > 08 0100 0300 0228
+        # Includes, once over all services
+        > 08 0100 ffff 0228
         < 01 08 0100 0a
-        > 08 0100 0300 0328
+        # Characteristics, once over all services
+        > 08 0100 ffff 0328
         < 09 07 0200 02 0300 002a
-        # UART: includes, characteristics over two rounds, descriptors of TX
-        > 08 0400 ffff 0228
-        < 01 08 0400 0a
-        > 08 0400 ffff 0328
+        > 08 0300 ffff 0328
         < 09 15 0500 10 0600 9ecadc240ee5a9e093f3a3b50300406e
         > 08 0600 ffff 0328
         < 09 15 0900 0c 0a00 9ecadc240ee5a9e093f3a3b50200406e
         > 08 0a00 ffff 0328
         < 01 08 0a00 0a
+        # Descriptors of TX (before RX's declaration); GAP's Device Name ends its service
         > 04 0700 0800
         < 05 01 0700 0229 0800 0129
         # RX's definition runs to 0xFFFF: its descriptors are asked for
@@ -115,7 +114,7 @@ struct GATTClientTests {
         #expect(try await client.writeLong(handle: 0x0A, value: (0..<20).map(UInt8.init)) == 20)
         await channel.waitUntilComplete()
         #expect(channel.failure == nil)
-        #expect(await client.connection.requestsSent == 18)
+        #expect(await client.connection.requestsSent == 17)
         await client.connection.close()
     }
 
@@ -174,18 +173,9 @@ struct GATTClientTests {
     /// bearer answers it and primary service discovery goes on.
     @Test func peerMTURequestDuringDiscovery() async throws {
         let (client, channel) = Self.client(try Self.loadTrace("bumble-peer-mtu-during-discovery.trace"), rxMTU: 247)
-        // Found by this trace: a procedure checks responses against the ATT_MTU it started
-        // with, so a response sized for the MTU the peer negotiated mid-procedure is refused.
-        // Being fixed (procedures follow the bearer's current ATT_MTU).
-        var found: [Service] = []
-        await withKnownIssue {
-            found = try await client.discoverPrimaryServices()
-        }
-        guard found.count == 5 else {
-            await client.connection.close()
-            return
-        }
-        let services = found
+        // The answer to our first request is sized for the ATT_MTU the peer negotiated while the
+        // request was out: the procedure follows the bearer's current ATT_MTU.
+        let services = try await client.discoverPrimaryServices()
         #expect(
             services.map(\.uuid) == [
                 0x1800, 0x1801, 0x180A, 0xFFF0, BluetoothUUID("6E400000-B5A3-F393-E0A9-E50E24DC0001")!,
@@ -222,5 +212,36 @@ struct GATTClientTests {
             ])
         #expect(channel.failure == nil)
         await client.connection.close()
+    }
+}
+
+@Suite struct GATTProcedureMTUTests {
+    /// A Read By Group Type Response of 42 octets is over an ATT_MTU of 23 but fine after the
+    /// bearer's MTU grew to 247 mid-procedure: both the single procedure and the discovery
+    /// engine follow `updateMTU`.
+    @Test func proceduresFollowTheBearerMTU() throws {
+        let response = ATTPDU.readByGroupTypeResponse(
+            try ReadByGroupTypeResponse(
+                decoding: [0x11, 0x14, 0x01, 0x00, 0x10, 0x00] + Array(repeating: 0xAB, count: 16)
+                    + [0x11, 0x00, 0xFF, 0xFF] + Array(repeating: 0xCD, count: 16)))
+        var strict = DiscoverAllPrimaryServices(mtu: 23)
+        _ = strict.start()
+        guard case .fail = strict.receive(response) else {
+            Issue.record("a 42-octet response must not fit an ATT_MTU of 23")
+            return
+        }
+        var procedure = DiscoverAllPrimaryServices(mtu: 23)
+        _ = procedure.start()
+        procedure.updateMTU(247)
+        guard case .done(let services) = procedure.receive(response) else {
+            Issue.record("procedure did not accept the response after the MTU grew")
+            return
+        }
+        #expect(services.count == 2)
+        var discovery = DatabaseDiscovery(mtu: 23, findIncludes: false)
+        _ = discovery.start()
+        discovery.updateMTU(247)
+        #expect(discovery.mtu == 247)
+        if case .fail(let error) = discovery.receive(response) { Issue.record("\(error)") }
     }
 }

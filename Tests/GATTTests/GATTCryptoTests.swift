@@ -165,4 +165,85 @@ struct GATTCryptoTests {
         }
         #expect(try DatabaseHash.compute(attributes: []) == AESCMAC.compute(key: UInt128(0), message: [UInt8]()))
     }
+
+    /// A known answer from an independent implementation: Bumble 0.0.236's
+    /// `GenericAttributeProfileService.get_database_hash` over this attribute table (its
+    /// default GAP and GATT services, a second GATT service, Battery, a SensorTag-like IR
+    /// service with a CUD, a CCCD and an Extended Properties descriptor, and a secondary
+    /// service) returned these 16 octets as the characteristic value.
+    static let bumbleTable: [(UInt16, String, String)] = [
+        (0x01, "2800", "0018"), (0x02, "2803", "020300002a"), (0x03, "2a00", "4343323635302053656e736f72546167"),
+        (0x04, "2803", "020500012a"), (0x05, "2a01", "0000"), (0x06, "2800", "0118"), (0x07, "2803", "200800052a"),
+        (0x08, "2a05", ""), (0x09, "2902", ""), (0x0A, "2803", "0a0b00292b"), (0x0B, "2b29", "00"),
+        (0x0C, "2803", "020d002a2b"), (0x0D, "2b2a", ""), (0x0E, "2800", "0118"), (0x0F, "2803", "201000052a"),
+        (0x10, "2a05", ""), (0x11, "2902", ""), (0x12, "2803", "0a1300292b"), (0x13, "2b29", "00"),
+        (0x14, "2803", "0215002a2b"), (0x15, "2b2a", ""), (0x16, "2800", "0f18"), (0x17, "2803", "121800192a"),
+        (0x18, "2a19", "5c"), (0x19, "2902", ""), (0x1A, "2800", "00000000000000b00040510400aa00f0"),
+        (0x1B, "2803", "121c0000000000000000b00040510401aa00f0"),
+        (0x1C, "F000AA01-0451-4000-B000-000000000000", "00000000"), (0x1D, "2901", "49522054656d702e2044617461"),
+        (0x1E, "2902", ""), (0x1F, "2803", "8a200000000000000000b00040510402aa00f0"),
+        (0x20, "F000AA02-0451-4000-B000-000000000000", "00"), (0x21, "2900", "0100"), (0x22, "2801", "3412"),
+        (0x23, "2803", "0224007856"), (0x24, "5678", "01"),
+    ]
+    static let bumbleHash = "7775f69c31aa8351e03e7ea99c8d2acd"
+
+    @Test func databaseHashMatchesBumble() throws {
+        let attributes = Self.bumbleTable.map {
+            DatabaseHash.Attribute(handle: $0.0, type: BluetoothUUID($0.1)!, value: Hex.decode($0.2)!)
+        }
+        let hash = try DatabaseHash.compute(attributes: attributes)
+        #expect(Hex.encode(DatabaseHash.characteristicValue(hash)) == Self.bumbleHash)
+
+        // The same database as a discovered model gives the same hash.
+        let base = "-0451-4000-B000-000000000000"
+        let gattService = { (start: UInt16) in
+            Service(
+                uuid: 0x1801, startHandle: start, endHandle: start + 7,
+                characteristics: [
+                    Characteristic(
+                        uuid: 0x2A05, declarationHandle: start + 1, valueHandle: start + 2, endHandle: start + 3,
+                        properties: .indicate, descriptors: [Descriptor(handle: start + 3, uuid: 0x2902)]),
+                    Characteristic(
+                        uuid: 0x2B29, declarationHandle: start + 4, valueHandle: start + 5, properties: [.read, .write]),
+                    Characteristic(
+                        uuid: 0x2B2A, declarationHandle: start + 6, valueHandle: start + 7, properties: .read),
+                ])
+        }
+        let database = GATTDatabase(services: [
+            Service(
+                uuid: 0x1800, startHandle: 0x01, endHandle: 0x05,
+                characteristics: [
+                    Characteristic(uuid: 0x2A00, declarationHandle: 0x02, valueHandle: 0x03, properties: .read),
+                    Characteristic(uuid: 0x2A01, declarationHandle: 0x04, valueHandle: 0x05, properties: .read),
+                ]),
+            gattService(0x06), gattService(0x0E),
+            Service(
+                uuid: 0x180F, startHandle: 0x16, endHandle: 0x19,
+                characteristics: [
+                    Characteristic(
+                        uuid: 0x2A19, declarationHandle: 0x17, valueHandle: 0x18, endHandle: 0x19,
+                        properties: [.read, .notify], descriptors: [Descriptor(handle: 0x19, uuid: 0x2902)])
+                ]),
+            Service(
+                uuid: BluetoothUUID("F000AA00" + base)!, startHandle: 0x1A, endHandle: 0x21,
+                characteristics: [
+                    Characteristic(
+                        uuid: BluetoothUUID("F000AA01" + base)!, declarationHandle: 0x1B, valueHandle: 0x1C,
+                        endHandle: 0x1E, properties: [.read, .notify],
+                        descriptors: [Descriptor(handle: 0x1D, uuid: 0x2901), Descriptor(handle: 0x1E, uuid: 0x2902)]),
+                    Characteristic(
+                        uuid: BluetoothUUID("F000AA02" + base)!, declarationHandle: 0x1F, valueHandle: 0x20,
+                        endHandle: 0x21, properties: [.read, .write, .extendedProperties],
+                        descriptors: [Descriptor(handle: 0x21, uuid: 0x2900)]),
+                ]),
+            Service(
+                uuid: 0x1234, startHandle: 0x22, endHandle: 0x24, isPrimary: false,
+                characteristics: [
+                    Characteristic(uuid: 0x5678, declarationHandle: 0x23, valueHandle: 0x24, properties: .read)
+                ]),
+        ])
+        try database.validate()
+        let modelHash = try DatabaseHash.compute(database: database, extendedProperties: [0x21: .reliableWrite])
+        #expect(Hex.encode(DatabaseHash.characteristicValue(modelHash)) == Self.bumbleHash)
+    }
 }

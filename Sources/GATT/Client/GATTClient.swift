@@ -40,6 +40,8 @@ public struct GATTClient: Sendable {
                     guard case .peerError(let opcode, let handle, let code) = error else { throw GATTError.att(error) }
                     answer = .errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code))
                 }
+                // A peer-initiated MTU exchange may have completed while the request was out.
+                procedure.updateMTU(await connection.mtu)
                 action = procedure.receive(answer)
             }
         }
@@ -74,22 +76,17 @@ public struct GATTClient: Sendable {
         return try await run(DiscoverAllCharacteristicDescriptors(range: range, mtu: await mtu))
     }
 
-    /// The whole database, service by service: primary services, then `discoverDefinitions`
-    /// of each. Straightforward, not request-optimal: includes and characteristics are asked
-    /// per service and descriptors per characteristic, skipping only requests whose range is
-    /// empty or already covered by an answer.
-    public func discoverDatabase() async throws(GATTError) -> GATTDatabase {
-        var services: [Service] = []
-        for service in try await discoverPrimaryServices() {
-            services.append(try await discoverDefinitions(of: service))
-        }
-        return GATTDatabase(services: services)
+    /// The whole database in few requests (`DatabaseDiscovery`: includes and characteristics
+    /// searched once over all services, descriptors only where a gap leaves room for them).
+    /// `findIncludes: false` skips the include search for a server known to have none.
+    public func discoverDatabase(findIncludes: Bool = true) async throws(GATTError) -> GATTDatabase {
+        try await run(DatabaseDiscovery(mtu: await mtu, findIncludes: findIncludes))
     }
 
     /// `service` with its includes, characteristics and their descriptors discovered.
-    public func discoverDefinitions(of service: Service) async throws(GATTError) -> Service {
+    public func discoverDefinitions(of service: Service, findIncludes: Bool = true) async throws(GATTError) -> Service {
         var service = service
-        service.includes = try await findIncludedServices(of: service)
+        if findIncludes { service.includes = try await findIncludedServices(of: service) }
         var characteristics = try await discoverCharacteristics(of: service)
         for index in characteristics.indices {
             characteristics[index].descriptors = try await discoverDescriptors(of: characteristics[index])

@@ -12,8 +12,8 @@ import Bluetooth
 /// order, fed to AES-CMAC as they are.
 ///
 /// The spec does not state the octet order of the 16-octet characteristic value; like Zephyr
-/// (whose comment records that PTS expects it) `characteristicValue` writes the CMAC result
-/// least significant octet first, as any multi-octet characteristic value (Vol 3 Part F §3.3.1).
+/// (whose comment records that PTS expects it) and Bumble (whose output the tests match)
+/// `characteristicValue` writes the CMAC result least significant octet first, as any multi-octet characteristic value (Vol 3 Part F §3.3.1).
 /// BlueZ's gatt-db serves the CMAC output octets unreversed; compare both orders when checking
 /// a BlueZ server.
 ///

@@ -15,7 +15,11 @@ public struct DiscoverAllCharacteristics: GATTClientProcedure {
     public typealias Result = [Characteristic]
 
     public let range: ClosedRange<UInt16>
-    public let mtu: Int
+    public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure (a peer-initiated
+    /// exchange may raise it between two requests).
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var phase = ProcedurePhase.idle
     private var characteristics: [Characteristic] = []
     /// The last declaration handle received: the next request starts after it.

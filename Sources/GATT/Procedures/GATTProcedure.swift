@@ -25,6 +25,14 @@ public protocol GATTClientProcedure: Sendable {
     mutating func start() -> GATTProcedureAction<Result>
     /// Feeds the server's answer to the outstanding request.
     mutating func receive(_ pdu: ATTPDU) -> GATTProcedureAction<Result>
+    /// The bearer's ATT_MTU changed while the procedure ran (it only grows: Vol 3 Part F
+    /// §3.4.2); answers are checked and requests sized against the new value from now on.
+    mutating func updateMTU(_ mtu: Int)
+}
+
+extension GATTClientProcedure {
+    /// Procedures that do not depend on ATT_MTU ignore it.
+    public mutating func updateMTU(_ mtu: Int) {}
 }
 
 /// Limits every procedure shares.

@@ -18,7 +18,11 @@ public struct ReadLongCharacteristicValues: GATTClientProcedure {
     public let handle: UInt16
     /// Where the read starts in the value.
     public let offset: UInt16
-    public let mtu: Int
+    public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure (a peer-initiated
+    /// exchange may raise it between two requests).
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var phase = ProcedurePhase.idle
     private var value: [UInt8] = []
 

@@ -10,7 +10,11 @@ public struct ReadMultipleCharacteristicValues: GATTClientProcedure {
     public typealias Result = [UInt8]
 
     public let handles: [UInt16]
-    public let mtu: Int
+    public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure (a peer-initiated
+    /// exchange may raise it between two requests).
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var phase = ProcedurePhase.idle
 
     public init(handles: [UInt16], mtu: Int = GATTLimits.defaultMTU) {
@@ -47,7 +51,7 @@ public struct ReadMultipleVariableLengthCharacteristicValues: GATTClientProcedur
     public typealias Result = [ReadMultipleVariableResponse.LengthValue]
 
     public let handles: [UInt16]
-    public let mtu: Int
+    public private(set) var mtu: Int
     private var phase = ProcedurePhase.idle
 
     public init(handles: [UInt16], mtu: Int = GATTLimits.defaultMTU) {

@@ -26,7 +26,11 @@ public struct ReliableWrites: GATTClientProcedure {
     }
 
     public let writes: [Write]
-    public let mtu: Int
+    public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure (a peer-initiated
+    /// exchange may raise it between two requests).
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var exchange: QueuedWriteExchange?
     private var finished = false
 

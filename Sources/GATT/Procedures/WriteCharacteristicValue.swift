@@ -12,7 +12,11 @@ public struct WriteCharacteristicValue: GATTClientProcedure {
 
     public let handle: UInt16
     public let value: [UInt8]
-    public let mtu: Int
+    public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure (a peer-initiated
+    /// exchange may raise it between two requests).
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var phase = ProcedurePhase.idle
 
     public init(handle: UInt16, value: [UInt8], mtu: Int = GATTLimits.defaultMTU) {

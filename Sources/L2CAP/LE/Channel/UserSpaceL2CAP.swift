@@ -1,0 +1,236 @@
+import ATT
+import Bluetooth
+import HCI
+import Synchronization
+
+/// User-space LE L2CAP for one controller: the `LEL2CAPMultiplexer` behind a lock, with one
+/// `UserSpaceATTChannel` per connection.
+///
+/// The HCI driver feeds it what the controller sends (`receive(_:)` for ACL data packets and
+/// events) and performs what comes out of `outputs`, in order, from one task: writing ACL data
+/// packets, issuing HCI_LE_Connection_Update, HCI_Disconnect. Nothing here starts a task or
+/// polls; every call does its work synchronously under the lock and returns.
+///
+/// Bounds: `outputs` holds at most the controller's ACL buffer count of packets (a packet is
+/// only yielded with a credit) plus control requests; each connection queues at most
+/// `maximumQueuedFrames` outgoing PDUs (then `send` throws `L2CAPError.queueFull`); each channel
+/// buffers at most `maximumBufferedSDUs` received SDUs (then it fails with
+/// `L2CAPError.receiveQueueOverflow` and the link is disconnected, never losing one silently).
+public final class UserSpaceL2CAP: Sendable {
+    /// What the driver must do, in order.
+    public enum Output: Hashable, Sendable {
+        /// Write this ACL data packet to the controller.
+        case acl(ACLDataPacket)
+        /// Issue HCI_LE_Connection_Update: Connection_Interval_Min/Max = Interval Min/Max,
+        /// Max_Latency = Peripheral Latency, Supervision_Timeout = Timeout Multiplier.
+        case updateConnectionParameters(handle: UInt16, ConnectionParameterUpdateRequest)
+        /// Issue HCI_Disconnect with this Reason (the ATT channel was closed or failed).
+        case disconnect(handle: UInt16, reason: HCIStatus)
+    }
+
+    /// HCI_Disconnect reason for a channel closed by its user: Remote User Terminated Connection.
+    static let closeReason = HCIStatus(rawValue: 0x13)
+
+    /// Why a channel can no longer send, shared with the channel object so it outlives the
+    /// connection's entry here (a handle may be reused by a later connection).
+    final class ChannelStatus: Sendable {
+        let closedError = Mutex<L2CAPError?>(nil)
+
+        /// Records the first reason only.
+        func close(_ error: L2CAPError) {
+            closedError.withLock { if $0 == nil { $0 = error } }
+        }
+
+        var error: L2CAPError? { closedError.withLock { $0 } }
+    }
+
+    struct Channel {
+        let id: UInt64
+        let continuation: AsyncThrowingStream<[UInt8], Error>.Continuation
+        let status: ChannelStatus
+        /// Whether the user closed it or it failed: incoming SDUs are dropped.
+        var isClosed = false
+    }
+
+    struct State {
+        var multiplexer: LEL2CAPMultiplexer
+        var channels: [UInt16: Channel] = [:]
+        var nextChannelID: UInt64 = 1
+        var shutDownReason: String?
+        var scratch: [LEL2CAPMultiplexer.Action] = []
+    }
+
+    /// What the driver performs, in order. Finishes on `shutDown(_:)`.
+    public let outputs: AsyncStream<Output>
+    private let outputContinuation: AsyncStream<Output>.Continuation
+    private let state: Mutex<State>
+    private let logger: Logger
+    public let maximumBufferedSDUs: Int
+
+    /// - Parameters:
+    ///   - bufferSize: the controller's LE ACL buffers (LE Read Buffer Size / Read Buffer Size).
+    ///   - maximumQueuedFrames: outgoing PDUs waiting per connection.
+    ///   - maximumBufferedSDUs: received ATT SDUs waiting per channel for the reader.
+    public init(
+        bufferSize: ACLBufferSize, maximumQueuedFrames: Int = 64, maximumBufferedSDUs: Int = 1024,
+        logger: Logger = .disabled
+    ) {
+        precondition(maximumBufferedSDUs > 0, "a channel must buffer at least one SDU")
+        (outputs, outputContinuation) = AsyncStream<Output>.makeStream(bufferingPolicy: .unbounded)
+        state = Mutex(
+            State(multiplexer: LEL2CAPMultiplexer(bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames)))
+        self.maximumBufferedSDUs = maximumBufferedSDUs
+        self.logger = logger
+    }
+
+    // MARK: driver side
+
+    /// Starts L2CAP on a new LE connection and returns its ATT channel (fixed CID 0x0004).
+    /// - Throws: `.connectionExists`, `.invalidArgument` (handle over 0x0EFF),
+    ///   `.transportClosed` after `shutDown(_:)`.
+    public func connectionOpened(handle: UInt16, role: LERole) throws(L2CAPError) -> UserSpaceATTChannel {
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream(
+            bufferingPolicy: .bufferingOldest(maximumBufferedSDUs))
+        let status = ChannelStatus()
+        let id = try state.withLock { (state: inout State) throws(L2CAPError) -> UInt64 in
+            if let reason = state.shutDownReason { throw L2CAPError.transportClosed(reason) }
+            guard state.channels[handle] == nil else { throw L2CAPError.connectionExists(handle: handle) }
+            try state.multiplexer.connectionOpened(handle: handle, role: role)
+            let id = state.nextChannelID
+            state.nextChannelID += 1
+            state.channels[handle] = Channel(id: id, continuation: continuation, status: status)
+            return id
+        }
+        logger.debug("connection \(l2capHex(handle, 4)) open as \(role)")
+        return UserSpaceATTChannel(handle: handle, id: id, incoming: stream, status: status, host: self)
+    }
+
+    /// Feeds an ACL data packet from the controller.
+    public func receive(_ packet: ACLDataPacket) {
+        state.withLock { state in
+            var actions = takeScratch(&state)
+            state.multiplexer.receive(packet, into: &actions)
+            perform(&actions, state: &state)
+        }
+    }
+
+    /// Feeds an HCI event: Number Of Completed Packets and Disconnection Complete matter here.
+    public func receive(_ event: HCIEvent) {
+        switch event {
+        case .numberOfCompletedPackets, .disconnectionComplete: break
+        default: return
+        }
+        state.withLock { state in
+            var actions = takeScratch(&state)
+            state.multiplexer.receive(event, into: &actions)
+            perform(&actions, state: &state)
+        }
+    }
+
+    /// The transport is gone: every channel fails with `L2CAPError.transportClosed`, `outputs`
+    /// finishes, later calls are refused.
+    public func shutDown(_ reason: String) {
+        state.withLock { state in
+            guard state.shutDownReason == nil else { return }
+            state.shutDownReason = reason
+            for (handle, channel) in state.channels {
+                channel.status.close(.transportClosed(reason))
+                channel.continuation.finish(throwing: L2CAPError.transportClosed(reason))
+                state.multiplexer.disconnected(handle: handle, reason: Self.closeReason, into: &state.scratch)
+            }
+            state.scratch.removeAll()
+            state.channels.removeAll()
+            outputContinuation.finish()
+        }
+        logger.debug("shut down: \(reason)")
+    }
+
+    /// Number of ACL data packets the controller holds for a connection (for tests and stats).
+    public func packetsInFlight(handle: UInt16) -> Int {
+        state.withLock { $0.multiplexer.flowControl.packetsInFlight(handle: handle) }
+    }
+
+    /// Credits the host holds.
+    public var availableCredits: Int {
+        state.withLock { $0.multiplexer.flowControl.availableCredits }
+    }
+
+    // MARK: channel side
+
+    func send(_ sdu: [UInt8], handle: UInt16, id: UInt64, status: ChannelStatus) throws(L2CAPError) {
+        if let error = status.error { throw error }
+        try state.withLock { (state: inout State) throws(L2CAPError) in
+            guard let channel = state.channels[handle], channel.id == id, !channel.isClosed else {
+                throw status.error ?? L2CAPError.channelClosed(handle: handle)
+            }
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            try state.multiplexer.sendATT(sdu, handle: handle, into: &actions)
+        }
+    }
+
+    func close(handle: UInt16, id: UInt64) {
+        let closed = state.withLock { state -> Bool in
+            guard let channel = state.channels[handle], channel.id == id, !channel.isClosed else { return false }
+            state.channels[handle]?.isClosed = true
+            channel.status.close(.channelClosed(handle: handle))
+            channel.continuation.finish()
+            outputContinuation.yield(.disconnect(handle: handle, reason: Self.closeReason))
+            return true
+        }
+        if closed { logger.debug("ATT channel on \(l2capHex(handle, 4)) closed; disconnecting") }
+    }
+
+    // MARK: performing actions (under the lock)
+
+    private func takeScratch(_ state: inout State) -> [LEL2CAPMultiplexer.Action] {
+        var actions: [LEL2CAPMultiplexer.Action] = []
+        swap(&actions, &state.scratch)
+        return actions
+    }
+
+    private func perform(_ actions: inout [LEL2CAPMultiplexer.Action], state: inout State) {
+        for action in actions {
+            switch action {
+            case .transmit(let packet):
+                outputContinuation.yield(.acl(packet))
+            case .deliverATT(let handle, let sdu):
+                deliver(sdu, handle: handle, state: &state)
+            case .updateConnectionParameters(let handle, let request):
+                logger.debug("connection \(l2capHex(handle, 4)): accepted \(request)")
+                outputContinuation.yield(.updateConnectionParameters(handle: handle, request))
+            case .report(let handle, let report):
+                logger.debug("connection \(l2capHex(handle, 4)): \(report)")
+            case .ignoredCompletions(let ignored):
+                logger.warning("Number Of Completed Packets: ignored \(ignored)")
+            case .connectionClosed(let handle, let reason, let removal):
+                if removal.droppedFrames > 0 {
+                    logger.debug(
+                        "connection \(l2capHex(handle, 4)) closed: dropped \(removal.droppedFrames) queued PDU(s), "
+                            + "\(removal.droppedOctets) octets")
+                }
+                if let channel = state.channels.removeValue(forKey: handle) {
+                    channel.status.close(.disconnected(handle: handle, reason: reason))
+                    channel.continuation.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
+                }
+            }
+        }
+        actions.removeAll(keepingCapacity: true)
+        swap(&actions, &state.scratch)
+    }
+
+    private func deliver(_ sdu: [UInt8], handle: UInt16, state: inout State) {
+        guard let channel = state.channels[handle], !channel.isClosed else {
+            logger.debug("connection \(l2capHex(handle, 4)): ATT PDU after the channel closed, dropped")
+            return
+        }
+        if case .dropped = channel.continuation.yield(sdu) {
+            let error = L2CAPError.receiveQueueOverflow(handle: handle, limit: maximumBufferedSDUs)
+            logger.warning("\(error); disconnecting")
+            state.channels[handle]?.isClosed = true
+            channel.status.close(error)
+            channel.continuation.finish(throwing: error)
+            outputContinuation.yield(.disconnect(handle: handle, reason: Self.closeReason))
+        }
+    }
+}

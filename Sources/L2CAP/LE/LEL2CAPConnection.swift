@@ -1,0 +1,104 @@
+import Bluetooth
+import HCI
+
+/// L2CAP on one LE connection in user space, as a sans-I/O state machine: received ACL data
+/// packets go through the reassembler, and each B-frame is dispatched by CID — ATT (0x0004)
+/// upward, LE signaling (0x0005) and SMP (0x0006) answered here, anything else dropped and
+/// reported. Outgoing frames are returned as actions; fragmentation and credits are the
+/// business of `ACLFlowControl`.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §2.1 (fixed channels), §3.1 (B-frame), §7.2
+public struct LEL2CAPConnection: Sendable {
+    public enum Action: Hashable, Sendable {
+        /// An ATT PDU from the peer, for the bearer.
+        case deliverATT([UInt8])
+        /// A frame to send to the peer (a signaling or SMP answer).
+        case send(L2CAPBasicFrame)
+        /// The host should issue HCI_LE_Connection_Update with these parameters (Interval
+        /// Min/Max, Peripheral Latency as Max_Latency, Timeout Multiplier as Supervision_Timeout).
+        case updateConnectionParameters(ConnectionParameterUpdateRequest)
+        /// Input that was dropped, ignored, refused or rejected.
+        case report(LEL2CAPReport)
+    }
+
+    public let handle: UInt16
+    public let role: LERole
+    private var reassembler: L2CAPReassembler
+    private let signaling: LESignalingResponder
+    private let securityManager = SecurityManagerResponder()
+
+    /// `maximumFrameLength` bounds the L2CAP Length accepted from the peer (the largest ATT PDU
+    /// is 517 octets; the default leaves room for any SDU up to the L2CAP maximum).
+    public init(
+        handle: UInt16, role: LERole, maximumFrameLength: Int = 65_535,
+        signalingMTU: Int = LESignalingResponder.minimumSignalingMTU
+    ) {
+        self.handle = handle
+        self.role = role
+        self.reassembler = L2CAPReassembler(maximumLength: maximumFrameLength, maximumPartialFrames: 1)
+        self.signaling = LESignalingResponder(role: role, signalingMTU: signalingMTU)
+    }
+
+    /// Whether a frame is partly received.
+    public var hasPartialFrame: Bool { reassembler.partialFrameCount > 0 }
+
+    /// Feeds one ACL data packet; appends what it led to.
+    public mutating func receive(_ packet: ACLDataPacket, into actions: inout [Action]) {
+        guard packet.handle == handle else {
+            actions.append(.report(.otherHandle(packet.handle)))
+            return
+        }
+        let output = reassembler.receive(
+            handle: handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
+        if let drop = output.drop { actions.append(.report(.reassemblyDrop(drop.reason))) }
+        if let frame = output.frame { receive(frame, into: &actions) }
+    }
+
+    /// Feeds one ACL data packet; returns what it led to.
+    public mutating func receive(_ packet: ACLDataPacket) -> [Action] {
+        var actions: [Action] = []
+        receive(packet, into: &actions)
+        return actions
+    }
+
+    /// Dispatches one whole B-frame by its Channel ID.
+    public mutating func receive(_ frame: L2CAPBasicFrame, into actions: inout [Action]) {
+        switch frame.channelID {
+        case L2CAPBasicFrame.attributeProtocolCID:
+            actions.append(.deliverATT(Array(frame.payload)))
+        case L2CAPBasicFrame.leSignalingCID:
+            let outcome = signaling.receive(frame.payload)
+            if let response = outcome.response {
+                var writer = ByteWriter(capacity: response.encodedLength)
+                do {
+                    try response.write(to: &writer)
+                    actions.append(
+                        .send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.leSignalingCID, payload: writer.bytes[...])))
+                } catch {
+                    actions.append(.report(.responseNotSent(cid: L2CAPBasicFrame.leSignalingCID, error: error)))
+                }
+            }
+            if let update = outcome.connectionParameterUpdate { actions.append(.updateConnectionParameters(update)) }
+            if let report = outcome.report { actions.append(.report(report)) }
+        case L2CAPBasicFrame.securityManagerCID:
+            switch securityManager.receive(frame.payload) {
+            case .pairingFailed(let failed, let request, let error):
+                actions.append(
+                    .send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode()[...]))
+                )
+                actions.append(.report(.refusedPairing(request: request, reason: failed.reason, error: error)))
+            case .ignored(let code):
+                actions.append(.report(.ignoredSecurityManager(code)))
+            case .empty:
+                actions.append(.report(.ignoredSecurityManager(nil)))
+            }
+        default:
+            actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
+        }
+    }
+
+    /// Forgets a partly received frame (on disconnection). Returns whether there was one.
+    @discardableResult
+    public mutating func reset() -> Bool {
+        reassembler.reset(handle: handle)
+    }
+}
