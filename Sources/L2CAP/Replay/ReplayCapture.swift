@@ -5,23 +5,34 @@ import HCI
 /// One ATT bearer found in a capture: a connection handle and the L2CAP channel carrying ATT
 /// (the fixed channel 0x0004, or an Enhanced ATT channel). A handle reused after a
 /// Disconnection Complete starts a new bearer.
+///
+/// An Enhanced ATT channel has a CID at each end: frames travelling to the capture's host
+/// carry `channelID` (the host's own CID), frames it sends carry `peerChannelID`. Both are
+/// learnt from the L2CAP_CREDIT_BASED_CONNECTION_REQ/RSP pair that opened the channel.
 public struct ReplayBearer: Hashable, Sendable, CustomStringConvertible {
     public var connectionHandle: UInt16
+    /// The CID frames to the capture's host carry (0x0004 for the fixed ATT channel).
     public var channelID: UInt16
+    /// The CID frames from the capture's host carry (0x0004 for the fixed ATT channel).
+    public var peerChannelID: UInt16
     /// Record number of its first ATT PDU.
     public var firstRecord: Int
     /// ATT PDUs on it, both ways.
     public var pduCount: Int
 
-    public init(connectionHandle: UInt16, channelID: UInt16, firstRecord: Int, pduCount: Int) {
+    public init(
+        connectionHandle: UInt16, channelID: UInt16, peerChannelID: UInt16? = nil, firstRecord: Int, pduCount: Int
+    ) {
         self.connectionHandle = connectionHandle
         self.channelID = channelID
+        self.peerChannelID = peerChannelID ?? channelID
         self.firstRecord = firstRecord
         self.pduCount = pduCount
     }
 
     public var description: String {
-        "connection handle \(replayHex(connectionHandle)), CID \(replayHex(channelID))"
+        let peer = peerChannelID == channelID ? "" : " (peer CID \(replayHex(peerChannelID)))"
+        return "connection handle \(replayHex(connectionHandle)), CID \(replayHex(channelID))\(peer)"
             + " (\(pduCount) ATT PDUs from record \(firstRecord))"
     }
 }
@@ -114,7 +125,8 @@ public struct ReplayCapture: Sendable {
     }
 
     /// The bearer to replay: the first one, or the first on `connectionHandle` (and
-    /// `channelID`) when given. Throws `noATT` or `noSuchBearer`.
+    /// `channelID`, either CID of an Enhanced ATT channel) when given. Throws `noATT` or
+    /// `noSuchBearer`.
     public func bearer(connectionHandle: UInt16? = nil, channelID: UInt16? = nil) throws(ReplayError)
         -> ReplayBearer
     {
@@ -123,7 +135,7 @@ public struct ReplayCapture: Sendable {
         }
         let found = bearers.first { bearer in
             (connectionHandle.map { $0 == bearer.connectionHandle } ?? true)
-                && (channelID.map { $0 == bearer.channelID } ?? true)
+                && (channelID.map { $0 == bearer.channelID || $0 == bearer.peerChannelID } ?? true)
         }
         guard let found else {
             throw ReplayError(
@@ -160,12 +172,24 @@ public struct ReplayCapture: Sendable {
         var bearers: [ReplayBearer] = []
         var pdus: [[PDU]] = []
         var reports: [ReplayAdvertisingReport] = []
-        /// Open bearers: (handle << 16 | CID) → index.
+        /// Open bearers: (handle << 16 | host CID) → index.
         var open: [UInt32: Int] = [:]
+        /// Enhanced ATT channels: (handle << 16 | peer CID) → host CID, and back.
+        var hostCIDs: [UInt32: UInt16] = [:]
+        var peerCIDs: [UInt32: UInt16] = [:]
+        /// Credit based connection requests awaiting their response: (handle, direction the
+        /// request went, identifier) → Source_CIDs.
+        var pendingRequests: [UInt32: [UInt16]] = [:]
+
+        static func key(_ handle: UInt16, _ cid: UInt16) -> UInt32 { UInt32(handle) << 16 | UInt32(cid) }
 
         mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
             guard case .event(.disconnectionComplete(let event))? = packet, event.status == .success else { return }
-            open = open.filter { $0.key >> 16 != UInt32(event.connectionHandle) }
+            let handle = UInt32(event.connectionHandle)
+            open = open.filter { $0.key >> 16 != handle }
+            hostCIDs = hostCIDs.filter { $0.key >> 16 != handle }
+            peerCIDs = peerCIDs.filter { $0.key >> 16 != handle }
+            pendingRequests = pendingRequests.filter { $0.key >> 16 != handle }
         }
 
         mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
@@ -173,7 +197,11 @@ public struct ReplayCapture: Sendable {
         }
 
         mutating func visit(att: ATTItem, record: CaptureRecord) {
-            let key = UInt32(att.connectionHandle) << 16 | UInt32(att.channelID)
+            var hostCID = att.channelID
+            if att.channelID != L2CAPBasicFrame.attributeProtocolCID, att.direction == .sent {
+                hostCID = hostCIDs[Self.key(att.connectionHandle, att.channelID)] ?? att.channelID
+            }
+            let key = Self.key(att.connectionHandle, hostCID)
             let index: Int
             if let existing = open[key] {
                 index = existing
@@ -182,17 +210,59 @@ public struct ReplayCapture: Sendable {
                 open[key] = index
                 bearers.append(
                     ReplayBearer(
-                        connectionHandle: att.connectionHandle, channelID: att.channelID, firstRecord: record.number,
-                        pduCount: 0))
+                        connectionHandle: att.connectionHandle, channelID: hostCID, peerChannelID: peerCIDs[key],
+                        firstRecord: record.number, pduCount: 0))
                 pdus.append([])
             }
             bearers[index].pduCount += 1
             pdus[index].append(PDU(record: record.number, direction: att.direction, bytes: Array(att.bytes)))
         }
 
+        /// Pairs the two CIDs of each Enhanced ATT channel from LE signaling (the decoder
+        /// follows the same commands to find the channels; it reports each frame under the CID
+        /// its header carries, which differs by direction).
+        /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §4.25 and §4.26
         mutating func visit(
             l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord
-        ) {}
+        ) {
+            guard l2capFrame.channelID == L2CAPBasicFrame.leSignalingCID, direction != .unknown else { return }
+            var reader = ByteReader(l2capFrame.payload)
+            while reader.remainingCount >= 4 {
+                guard let code = try? reader.readUInt8(), let identifier = try? reader.readUInt8(),
+                    let length = try? reader.readUInt16LE(), var data = try? reader.subReader(Int(length))
+                else { return }
+                let pendingKey = { (direction: CaptureDirection) in
+                    UInt32(connectionHandle) << 16 | UInt32(direction.rawValue) << 8 | UInt32(identifier)
+                }
+                switch code {
+                case CreditBasedChannelTracker.creditBasedConnectionRequest:
+                    // SPSM, MTU, MPS, Initial_Credits, Source_CIDs.
+                    guard let spsm = try? data.readUInt16LE(), spsm == CreditBasedChannelTracker.eattSPSM,
+                        (try? data.skip(6)) != nil, pendingRequests.count < 64
+                    else { continue }
+                    var sources: [UInt16] = []
+                    while let cid = try? data.readUInt16LE() { sources.append(cid) }
+                    pendingRequests[pendingKey(direction)] = sources
+                case CreditBasedChannelTracker.creditBasedConnectionResponse:
+                    // MTU, MPS, Initial_Credits, Result, Destination_CIDs (0x0000: refused).
+                    let requestDirection: CaptureDirection = direction == .sent ? .received : .sent
+                    guard let sources = pendingRequests.removeValue(forKey: pendingKey(requestDirection)),
+                        (try? data.skip(8)) != nil
+                    else { continue }
+                    var destinations: [UInt16] = []
+                    while let cid = try? data.readUInt16LE() { destinations.append(cid) }
+                    for (source, destination) in zip(sources, destinations) where destination != 0 {
+                        // The requester's CID is its Source_CID.
+                        let (host, peer) = requestDirection == .sent ? (source, destination) : (destination, source)
+                        hostCIDs[Self.key(connectionHandle, peer)] = host
+                        peerCIDs[Self.key(connectionHandle, host)] = peer
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+
         mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {}
         mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {}
     }
