@@ -100,7 +100,9 @@ struct RecordingTests {
         observed.mtu = try await client.exchangeMTU(185)
         for handle: UInt16 in [0x0003, 0x0099] {
             do {
-                guard case .readResponse(let response) = try await client.request(.readRequest(ReadRequest(handle: handle)))
+                guard
+                    case .readResponse(let response) = try await client.request(
+                        .readRequest(ReadRequest(handle: handle)))
                 else { throw ATTError.bearerClosed(reason: "not a Read Response") }
                 observed.values.append(response.value)
             } catch {
@@ -135,7 +137,8 @@ struct RecordingTests {
                     ErrorResponse(requestOpcode: .readRequest, handle: request.handle, errorCode: .invalidHandle))
             case .writeRequest:
                 for value: UInt8 in [1, 2] {
-                    try? await connection.send(.handleValueNotification(HandleValueNotification(handle: 0x000C, value: [value])))
+                    try? await connection.send(
+                        .handleValueNotification(HandleValueNotification(handle: 0x000C, value: [value])))
                 }
                 return .writeResponse(WriteResponse())
             default:
@@ -175,7 +178,10 @@ struct RecordingTests {
         #expect(replay.sentSDUs == replay.trace.entries.filter { $0.direction == .hostToPeer }.map(\.bytes))
         await replayedConnection.close()
         // Ours: Exchange MTU, 3 reads, the write, the confirmation; theirs: the answers and 3 PDUs.
-        #expect(replay.trace.entries.map { $0.bytes[0] } == [0x02, 0x03, 0x0A, 0x0B, 0x0A, 0x01, 0x12, 0x1B, 0x1B, 0x13, 0x1D, 0x1E, 0x0A, 0x0B])
+        #expect(
+            replay.trace.entries.map { $0.bytes[0] } == [
+                0x02, 0x03, 0x0A, 0x0B, 0x0A, 0x01, 0x12, 0x1B, 0x1B, 0x13, 0x1D, 0x1E, 0x0A, 0x0B,
+            ])
     }
 
     /// The recording read back by the capture reader and decoder: H4 btsnoop, the synthetic
@@ -211,7 +217,8 @@ struct RecordingTests {
             Issue.record("no LE Connection Complete first: \(collector.packets)")
             return
         }
-        #expect(complete.connectionHandle == 1 && complete.peerAddress == address && complete.peerAddressType == .random)
+        #expect(
+            complete.connectionHandle == 1 && complete.peerAddress == address && complete.peerAddressType == .random)
         #expect(complete.role == .central && complete.status == .success)
         guard case .event(.disconnectionComplete(let end))? = collector.packets.last else {
             Issue.record("no Disconnection Complete last")
@@ -219,13 +226,17 @@ struct RecordingTests {
         }
         #expect(end.connectionHandle == 1)
         #expect(collector.att.map(\.record) == [2, 3, 4])
-        #expect(collector.att.map { Array($0.item.bytes) } == [[0x0A, 0x03, 0x00], [0x0B, 0x41], [0x1B, 0x0C, 0x00, 0x07]])
+        #expect(
+            collector.att.map { Array($0.item.bytes) } == [
+                [0x0A, 0x03, 0x00], [0x0B, 0x41], [0x1B, 0x0C, 0x00, 0x07],
+            ])
         #expect(collector.att.map(\.item.direction) == [.sent, .received, .received])
         #expect(collector.att.allSatisfy { $0.item.connectionHandle == 1 && $0.item.channelID == 4 })
-        #expect(collector.att.map(\.item.pdu) == [
-            .readRequest(ReadRequest(handle: 3)), .readResponse(ReadResponse(value: [0x41])),
-            .handleValueNotification(HandleValueNotification(handle: 0x0C, value: [0x07])),
-        ])
+        #expect(
+            collector.att.map(\.item.pdu) == [
+                .readRequest(ReadRequest(handle: 3)), .readResponse(ReadResponse(value: [0x41])),
+                .handleValueNotification(HandleValueNotification(handle: 0x0C, value: [0x07])),
+            ])
     }
 
     /// Without a peer: no connection events, ATT only; a file that cannot be written fails at once.
@@ -233,7 +244,8 @@ struct RecordingTests {
         let path = ReplayFixtures.temporaryPath("bare.btsnoop")
         defer { unlink(path) }
         let (clientEnd, _) = InMemoryATTChannel.pair()
-        let recording = try RecordingATTChannel(wrapping: clientEnd, path: path, framer: ATTCaptureFramer(connectionHandle: 0x0042))
+        let recording = try RecordingATTChannel(
+            wrapping: clientEnd, path: path, framer: ATTCaptureFramer(connectionHandle: 0x0042))
         try await recording.send([0x0A, 0x03, 0x00])
         await recording.close()
         try recording.finishRecording()
@@ -249,6 +261,40 @@ struct RecordingTests {
         #expect(throws: HCIError.self) {
             try RecordingATTChannel(wrapping: InMemoryATTChannel.pair().0, path: "/dev/full")
         }
+    }
+}
+
+extension RecordingTests {
+    /// A write failing mid-session (the disk fills: the descriptor now points at /dev/full)
+    /// stops the recording, not the traffic; `finishRecording()` reports it.
+    @Test func recordingFailureDoesNotDisturbTraffic() async throws {
+        let path = ReplayFixtures.temporaryPath("full.btsnoop")
+        defer { unlink(path) }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        try #require(descriptor >= 0)
+        let (clientEnd, serverEnd) = InMemoryATTChannel.pair()
+        let recording = try RecordingATTChannel(wrapping: clientEnd, fileDescriptor: descriptor, takingOwnership: true)
+        var peerIncoming = serverEnd.incoming.makeAsyncIterator()
+        try await recording.send([0x0A, 0x03, 0x00])
+        #expect(recording.recordedSDUCount == 1 && recording.recordingFailure == nil)
+        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        try #require(full >= 0)
+        #expect(dup2(full, descriptor) == descriptor)
+        close(full)
+        try await recording.send([0x0A, 0x04, 0x00])
+        try await recording.send([0x0A, 0x05, 0x00])
+        #expect(try await receive(3, from: &peerIncoming).count == 3)
+        #expect(recording.recordedSDUCount == 1)
+        guard case .system(_, let errno)? = recording.recordingFailure else {
+            Issue.record("expected a write failure, got \(String(describing: recording.recordingFailure))")
+            return
+        }
+        #expect(errno.rawValue == ENOSPC)
+        #expect(throws: HCIError.self) { try recording.finishRecording() }
+        await recording.close()
+        // What was written before the failure is a valid capture.
+        let records = Array(try CaptureFile.open(path: path))
+        #expect(records.count == 1)
     }
 }
 

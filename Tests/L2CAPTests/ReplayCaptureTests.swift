@@ -157,7 +157,9 @@ struct ReplayCaptureTests {
                 ReplayBearer(connectionHandle: 0x40, channelID: 4, firstRecord: 3, pduCount: 2),
                 ReplayBearer(connectionHandle: 0x40, channelID: 4, firstRecord: 8, pduCount: 2),
             ])
-        #expect(try capture.trace(of: capture.bearer(connectionHandle: 0x40)).entries.map(\.bytes) == first.entries.map(\.bytes))
+        #expect(
+            try capture.trace(of: capture.bearer(connectionHandle: 0x40)).entries.map(\.bytes)
+                == first.entries.map(\.bytes))
         #expect(try capture.trace(of: capture.bearers[1]).entries.map(\.line) == [8, 9])
     }
 

@@ -50,7 +50,9 @@ struct ReplayChannelTests {
         #expect(try await client.connection.exchangeMTU(517) == 247)
         let expected = ReplayError(
             capture: Self.bumbleName,
-            .mismatch(record: 52, expected: [0x08, 0x01, 0x00, 0x05, 0x00, 0x03, 0x28], actual: [0x08, 0x01, 0x00, 0x05, 0x00, 0x02, 0x28]))
+            .mismatch(
+                record: 52, expected: [0x08, 0x01, 0x00, 0x05, 0x00, 0x03, 0x28],
+                actual: [0x08, 0x01, 0x00, 0x05, 0x00, 0x02, 0x28]))
         #expect(
             expected.description
                 == "replay mismatch at bumble-sensortag-session.btsnoop record 52: expected > 08010005000328,"
@@ -222,7 +224,9 @@ struct ReplayChannelTests {
         await channel.waitUntilReached(record: records[1])
         #expect(channel.failure == nil)
         #expect(await connection.mtu == 23)
-        #expect(try await connection.request(.readRequest(ReadRequest(handle: 3))) == .readResponse(ReadResponse(value: [0x41])))
+        #expect(
+            try await connection.request(.readRequest(ReadRequest(handle: 3)))
+                == .readResponse(ReadResponse(value: [0x41])))
         await channel.waitUntilComplete()
         #expect(channel.isComplete && channel.failure == nil)
         await connection.close()

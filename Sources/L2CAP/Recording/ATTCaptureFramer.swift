@@ -33,7 +33,8 @@ public struct ATTCaptureFramer: Hashable, Sendable {
     public func aclPackets(_ sdu: [UInt8], direction: CaptureDirection) throws(HCIError) -> [[UInt8]] {
         guard sdu.count <= Self.maximumSDUSize else {
             throw .invalidArgument(
-                context: "ATT capture framing", reason: "an SDU of \(sdu.count) octets exceeds the L2CAP limit of 65535")
+                context: "ATT capture framing", reason: "an SDU of \(sdu.count) octets exceeds the L2CAP limit of 65535"
+            )
         }
         let frame = L2CAPBasicFrame(channelID: channelID, payload: sdu[...]).encode()
         var packets: [[UInt8]] = []
@@ -42,7 +43,8 @@ public struct ATTCaptureFramer: Hashable, Sendable {
             let end = min(offset + maximumACLDataLength, frame.count)
             let boundary: ACLPacketBoundaryFlag =
                 offset > 0 ? .continuingFragment : direction == .received ? .firstFlushable : .firstNonFlushable
-            let packet = ACLDataPacket(handle: connectionHandle, packetBoundary: boundary, data: Array(frame[offset..<end]))
+            let packet = ACLDataPacket(
+                handle: connectionHandle, packetBoundary: boundary, data: Array(frame[offset..<end]))
             var writer = ByteWriter(capacity: packet.encodedLength)
             try packet.write(to: &writer)
             packets.append(writer.bytes)
@@ -64,7 +66,8 @@ public struct ATTCaptureFramer: Hashable, Sendable {
     }
 
     /// An HCI_Disconnection_Complete event (status success) for the recorded connection.
-    public func disconnectionComplete(reason: HCIStatus = .connectionTerminatedByLocalHost) throws(HCIError) -> [UInt8] {
+    public func disconnectionComplete(reason: HCIStatus = .connectionTerminatedByLocalHost) throws(HCIError) -> [UInt8]
+    {
         let event = DisconnectionCompleteEvent(status: .success, connectionHandle: connectionHandle, reason: reason)
         return try HCIEvent.disconnectionComplete(event).encoded()
     }

@@ -46,7 +46,8 @@ public final class RecordingATTChannel: ATTChannel {
         wrapping channel: any ATTChannel, path: String, framer: ATTCaptureFramer = ATTCaptureFramer(),
         peer: Peer? = nil, clock: @escaping @Sendable () -> Int64 = CaptureTime.now
     ) throws(HCIError) {
-        try self.init(channel, Recorder(writer: BTSnoopFileWriter(path: path), framer: framer, peer: peer, clock: clock))
+        try self.init(
+            channel, Recorder(writer: BTSnoopFileWriter(path: path), framer: framer, peer: peer, clock: clock))
     }
 
     /// Records into an open descriptor (a file, a pipe); with `takingOwnership` the recording
@@ -167,7 +168,8 @@ private final class Recorder: Sendable {
             state.writer = nil
             do throws(HCIError) {
                 if peer != nil, state.failure == nil {
-                    try writer.append(.event, try framer.disconnectionComplete(), direction: .received, timestamp: clock())
+                    try writer.append(
+                        .event, try framer.disconnectionComplete(), direction: .received, timestamp: clock())
                 }
                 try writer.close()
             } catch {

@@ -139,7 +139,8 @@ public struct ReplayCapture: Sendable {
         }
         guard let found else {
             throw ReplayError(
-                capture: name, .noSuchBearer(connectionHandle: connectionHandle, channelID: channelID, available: bearers))
+                capture: name,
+                .noSuchBearer(connectionHandle: connectionHandle, channelID: channelID, available: bearers))
         }
         return found
     }
@@ -151,7 +152,8 @@ public struct ReplayCapture: Sendable {
         guard let index = bearers.firstIndex(of: bearer) else {
             throw ReplayError(
                 capture: name,
-                .noSuchBearer(connectionHandle: bearer.connectionHandle, channelID: bearer.channelID, available: bearers))
+                .noSuchBearer(
+                    connectionHandle: bearer.connectionHandle, channelID: bearer.channelID, available: bearers))
         }
         var entries: [ATTTrace.Entry] = []
         entries.reserveCapacity(pdus[index].count)
@@ -193,7 +195,8 @@ public struct ReplayCapture: Sendable {
         }
 
         mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
-            reports.append(ReplayAdvertisingReport(record: record.number, timestamp: record.timestamp, item: advertisingReport))
+            reports.append(
+                ReplayAdvertisingReport(record: record.number, timestamp: record.timestamp, item: advertisingReport))
         }
 
         mutating func visit(att: ATTItem, record: CaptureRecord) {
@@ -264,6 +267,7 @@ public struct ReplayCapture: Sendable {
         }
 
         mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {}
-        mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {}
+        mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord)
+        {}
     }
 }
