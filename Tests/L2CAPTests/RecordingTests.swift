@@ -167,7 +167,9 @@ struct RecordingTests {
         #expect(recording.recordingFailure == nil)
 
         // Strictly replayed, the same client session sees the same peer, byte for byte.
-        let replay = try ReplayATTChannel(path: path)
+        // The synthetic LE Connection Complete names the peer: the bearer is found by address.
+        let replay = try ReplayATTChannel(path: path, peerAddress: peer.address)
+        #expect(replay.bearer.peerAddress == peer.address && replay.bearer.peerAddressType == .random)
         #expect(recording.recordedSDUCount == replay.trace.entries.count)
         #expect(replay.recordedClientMTU == 185)
         let replayedConnection = ATTConnection(channel: replay)

@@ -26,7 +26,12 @@ struct ReplayCaptureTests {
         let capture = try ReplayCapture(path: ReplayFixtures.bumble)
         #expect(capture.name == "bumble-sensortag-session.btsnoop")
         #expect(capture.damage == nil)
-        #expect(capture.bearers == [ReplayBearer(connectionHandle: 1, channelID: 4, firstRecord: 40, pduCount: 47)])
+        var expected = ReplayBearer(connectionHandle: 1, channelID: 4, firstRecord: 40, pduCount: 47)
+        // From the LE Connection Complete at record 39.
+        expected.peerAddress = BluetoothAddress("F4:6C:0E:12:34:56")
+        expected.peerAddressType = .random
+        #expect(capture.bearers == [expected])
+        #expect(try capture.bearer(peerAddress: BluetoothAddress("F4:6C:0E:12:34:56")) == expected)
         let trace = try capture.trace(of: capture.bearer())
         let oracle = try Self.oracleATT(ReplayFixtures.bumble)
         #expect(trace.entries.count == oracle.count)
@@ -78,19 +83,26 @@ struct ReplayCaptureTests {
         let fixed = try capture.bearer(connectionHandle: 64, channelID: 4)
         #expect(fixed.pduCount == oracle.count)
         #expect(fixed.firstRecord == oracle.first?.frame)
-        #expect(
-            capture.bearers == [
-                fixed,
-                ReplayBearer(connectionHandle: 64, channelID: 0x40, peerChannelID: 0x80, firstRecord: 77, pduCount: 2),
-                ReplayBearer(connectionHandle: 64, channelID: 0x41, peerChannelID: 0x81, firstRecord: 80, pduCount: 2),
-            ])
-        #expect(try capture.bearer(connectionHandle: 64, channelID: 0x81) == capture.bearers[2])
-        let second = try capture.trace(of: capture.bearers[2])
+        // From the LE Connection Complete at record 22.
+        let peer = BluetoothAddress("54:6C:0E:12:34:56")
+        #expect(fixed.peerAddress == peer && fixed.peerAddressType == .public)
+        var eatt = [
+            ReplayBearer(connectionHandle: 64, channelID: 0x40, peerChannelID: 0x80, firstRecord: 77, pduCount: 2),
+            ReplayBearer(connectionHandle: 64, channelID: 0x41, peerChannelID: 0x81, firstRecord: 80, pduCount: 2),
+        ]
+        for index in eatt.indices {
+            eatt[index].peerAddress = peer
+            eatt[index].peerAddressType = .public
+        }
+        #expect(capture.bearers == [fixed] + eatt)
+        #expect(try capture.bearer(connectionHandle: 64, channelID: 0x81) == eatt[1])
+        let second = try capture.trace(of: eatt[1])
         #expect(second.entries.map(\.direction) == [.peerToHost, .hostToPeer])
         #expect(second.entries.map { $0.bytes[0] } == [0x1B, 0x52])
         #expect(
-            capture.bearers[1].description
-                == "connection handle 0x0040, CID 0x0040 (peer CID 0x0080) (2 ATT PDUs from record 77)")
+            eatt[0].description
+                == "connection handle 0x0040 to 54:6C:0E:12:34:56, CID 0x0040 (peer CID 0x0080)"
+                + " (2 ATT PDUs from record 77)")
     }
 
     /// The same session in the Linux monitor datalink (2001) replays the same entries.
@@ -127,7 +139,19 @@ struct ReplayCaptureTests {
             #expect(
                 error.description
                     == "bumble-sensortag-session.btsnoop: no ATT bearer on connection handle 0x0002; the capture has:"
-                    + " connection handle 0x0001, CID 0x0004 (47 ATT PDUs from record 40)")
+                    + " connection handle 0x0001 to F4:6C:0E:12:34:56, CID 0x0004 (47 ATT PDUs from record 40)")
+        }
+    }
+
+    @Test func unknownPeerAddressIsRefused() throws {
+        let capture = try ReplayCapture(path: ReplayFixtures.bumble)
+        let address = try #require(BluetoothAddress("00:11:22:33:44:55"))
+        #expect {
+            try capture.bearer(peerAddress: address)
+        } throws: { error in
+            guard let error = error as? ReplayError, case .noSuchBearer(nil, nil, address, capture.bearers) = error.kind
+            else { return false }
+            return error.description.contains("no ATT bearer on any connection to 00:11:22:33:44:55;")
         }
     }
 

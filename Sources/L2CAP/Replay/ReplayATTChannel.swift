@@ -75,23 +75,27 @@ public final class ReplayATTChannel: ATTChannel {
     private let sduLimit: Int?
     public let incoming: AsyncThrowingStream<[UInt8], Error>
 
-    /// Replays the capture at `path`: the first ATT bearer, or the first on
-    /// `connectionHandle` (and `channelID`). `maximumSDUSize` nil: the recorded client's Rx MTU.
+    /// Replays the capture at `path`: the first ATT bearer, or the first matching
+    /// `connectionHandle`, `channelID` and `peerAddress` (see
+    /// ``ReplayCapture/bearer(connectionHandle:channelID:peerAddress:)``). `maximumSDUSize`
+    /// nil: the recorded client's Rx MTU.
     public convenience init(
-        path: String, connectionHandle: UInt16? = nil, channelID: UInt16? = nil,
+        path: String, connectionHandle: UInt16? = nil, channelID: UInt16? = nil, peerAddress: BluetoothAddress? = nil,
         matching mode: ScriptedATTChannel.MatchMode = .strict, maximumSDUSize: Int? = nil
     ) throws(ReplayError) {
         try self.init(
             capture: ReplayCapture(path: path), connectionHandle: connectionHandle, channelID: channelID,
-            matching: mode, maximumSDUSize: maximumSDUSize)
+            peerAddress: peerAddress, matching: mode, maximumSDUSize: maximumSDUSize)
     }
 
     /// Replays one bearer of an already decoded capture.
     public init(
         capture: ReplayCapture, connectionHandle: UInt16? = nil, channelID: UInt16? = nil,
-        matching mode: ScriptedATTChannel.MatchMode = .strict, maximumSDUSize: Int? = nil
+        peerAddress: BluetoothAddress? = nil, matching mode: ScriptedATTChannel.MatchMode = .strict,
+        maximumSDUSize: Int? = nil
     ) throws(ReplayError) {
-        let bearer = try capture.bearer(connectionHandle: connectionHandle, channelID: channelID)
+        let bearer = try capture.bearer(
+            connectionHandle: connectionHandle, channelID: channelID, peerAddress: peerAddress)
         let trace = try capture.trace(of: bearer)
         captureName = capture.name
         self.bearer = bearer

@@ -19,6 +19,10 @@ public struct ReplayBearer: Hashable, Sendable, CustomStringConvertible {
     public var firstRecord: Int
     /// ATT PDUs on it, both ways.
     public var pduCount: Int
+    /// The remote device, when the capture holds the LE (Enhanced) Connection Complete event
+    /// of the connection.
+    public var peerAddress: BluetoothAddress?
+    public var peerAddressType: LEAddressType?
 
     public init(
         connectionHandle: UInt16, channelID: UInt16, peerChannelID: UInt16? = nil, firstRecord: Int, pduCount: Int
@@ -32,7 +36,8 @@ public struct ReplayBearer: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         let peer = peerChannelID == channelID ? "" : " (peer CID \(replayHex(peerChannelID)))"
-        return "connection handle \(replayHex(connectionHandle)), CID \(replayHex(channelID))\(peer)"
+        let address = peerAddress.map { " to \($0)" } ?? ""
+        return "connection handle \(replayHex(connectionHandle))\(address), CID \(replayHex(channelID))\(peer)"
             + " (\(pduCount) ATT PDUs from record \(firstRecord))"
     }
 }
@@ -124,23 +129,26 @@ public struct ReplayCapture: Sendable {
         try ReplayCapture(path: path).advertisingReports
     }
 
-    /// The bearer to replay: the first one, or the first on `connectionHandle` (and
-    /// `channelID`, either CID of an Enhanced ATT channel) when given. Throws `noATT` or
-    /// `noSuchBearer`.
-    public func bearer(connectionHandle: UInt16? = nil, channelID: UInt16? = nil) throws(ReplayError)
-        -> ReplayBearer
-    {
+    /// The bearer to replay: the first one, or the first matching what is given: its
+    /// `connectionHandle`, `channelID` (either CID of an Enhanced ATT channel), `peerAddress`
+    /// (known from the capture's Connection Complete). Throws `noATT` or `noSuchBearer`.
+    public func bearer(
+        connectionHandle: UInt16? = nil, channelID: UInt16? = nil, peerAddress: BluetoothAddress? = nil
+    ) throws(ReplayError) -> ReplayBearer {
         guard !bearers.isEmpty else {
             throw ReplayError(capture: name, .noATT(records: recordCount, advertisingReports: advertisingReports.count))
         }
         let found = bearers.first { bearer in
             (connectionHandle.map { $0 == bearer.connectionHandle } ?? true)
                 && (channelID.map { $0 == bearer.channelID || $0 == bearer.peerChannelID } ?? true)
+                && (peerAddress.map { $0 == bearer.peerAddress } ?? true)
         }
         guard let found else {
             throw ReplayError(
                 capture: name,
-                .noSuchBearer(connectionHandle: connectionHandle, channelID: channelID, available: bearers))
+                .noSuchBearer(
+                    connectionHandle: connectionHandle, channelID: channelID, peerAddress: peerAddress,
+                    available: bearers))
         }
         return found
     }
@@ -153,7 +161,8 @@ public struct ReplayCapture: Sendable {
             throw ReplayError(
                 capture: name,
                 .noSuchBearer(
-                    connectionHandle: bearer.connectionHandle, channelID: bearer.channelID, available: bearers))
+                    connectionHandle: bearer.connectionHandle, channelID: bearer.channelID, peerAddress: nil,
+                    available: bearers))
         }
         var entries: [ATTTrace.Entry] = []
         entries.reserveCapacity(pdus[index].count)
@@ -182,11 +191,22 @@ public struct ReplayCapture: Sendable {
         /// Credit based connection requests awaiting their response: (handle, direction the
         /// request went, identifier) → Source_CIDs.
         var pendingRequests: [UInt32: [UInt16]] = [:]
+        /// Peers of the open connections, from their Connection Complete events.
+        var peers: [UInt16: (address: BluetoothAddress, type: LEAddressType)] = [:]
 
         static func key(_ handle: UInt16, _ cid: UInt16) -> UInt32 { UInt32(handle) << 16 | UInt32(cid) }
 
         mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
+            switch packet {
+            case .event(.leMeta(.connectionComplete(let event)))? where event.status == .success:
+                peers[event.connectionHandle] = (event.peerAddress, event.peerAddressType)
+            case .event(.leMeta(.enhancedConnectionComplete(let event)))? where event.status == .success:
+                peers[event.connectionHandle] = (event.peerAddress, event.peerAddressType)
+            default:
+                break
+            }
             guard case .event(.disconnectionComplete(let event))? = packet, event.status == .success else { return }
+            peers[event.connectionHandle] = nil
             let handle = UInt32(event.connectionHandle)
             open = open.filter { $0.key >> 16 != handle }
             hostCIDs = hostCIDs.filter { $0.key >> 16 != handle }
@@ -215,6 +235,8 @@ public struct ReplayCapture: Sendable {
                     ReplayBearer(
                         connectionHandle: att.connectionHandle, channelID: hostCID, peerChannelID: peerCIDs[key],
                         firstRecord: record.number, pduCount: 0))
+                bearers[index].peerAddress = peers[att.connectionHandle]?.address
+                bearers[index].peerAddressType = peers[att.connectionHandle]?.type
                 pdus.append([])
             }
             bearers[index].pduCount += 1

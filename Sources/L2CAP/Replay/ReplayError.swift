@@ -12,9 +12,10 @@ public struct ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
         case capture(HCIError)
         /// The capture holds no ATT PDU at all (`records` records read).
         case noATT(records: Int, advertisingReports: Int)
-        /// No ATT bearer has the requested connection handle (and CID); `available` lists the
-        /// bearers the capture does hold.
-        case noSuchBearer(connectionHandle: UInt16?, channelID: UInt16?, available: [ReplayBearer])
+        /// No ATT bearer has the requested connection handle, CID and peer address;
+        /// `available` lists the bearers the capture does hold.
+        case noSuchBearer(
+            connectionHandle: UInt16?, channelID: UInt16?, peerAddress: BluetoothAddress?, available: [ReplayBearer])
         /// An ATT PDU whose direction the capture does not record (pcap link type 187): our
         /// side and the peer's cannot be told apart.
         case unknownDirection(record: Int)
@@ -44,8 +45,9 @@ public struct ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
         case .noATT(let records, let reports):
             return "\(capture): no ATT PDU in the capture (\(records) records, \(reports) advertising reports):"
                 + " nothing to replay as a GATT peer"
-        case .noSuchBearer(let handle, let cid, let available):
+        case .noSuchBearer(let handle, let cid, let address, let available):
             var wanted = handle.map { "connection handle " + replayHex($0) } ?? "any connection"
+            if let address { wanted += " to \(address)" }
             if let cid { wanted += ", CID " + replayHex(cid) }
             let list = available.map(\.description).joined(separator: "; ")
             return "\(capture): no ATT bearer on \(wanted); the capture has: \(list.isEmpty ? "none" : list)"
