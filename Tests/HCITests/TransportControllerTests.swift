@@ -165,7 +165,8 @@ struct TransportControllerDriverTests {
         answers[0x1009] = nil
         let fake = Self.fakeController(controller, answers: answers)
         defer { fake.cancel() }
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .milliseconds(150))
+        // Long enough for the fake controller to answer on a loaded 2-core machine, short for a test.
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(1))
         await driver.start()
         let started = ContinuousClock.now
         await #expect(throws: HCIError.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))) {
