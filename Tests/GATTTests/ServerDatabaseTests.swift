@@ -33,7 +33,9 @@ struct ServerDatabaseTests {
         let database = try AttributeDatabase(services: Self.appendixB())
         // The message of Appendix B (blocks M0–M6), as its handles/types/values lay out.
         let message = DatabaseHash.message(
-            attributes: database.attributes.map { DatabaseHash.Attribute(handle: $0.handle, type: $0.type, value: $0.value) })
+            attributes: database.attributes.map {
+                DatabaseHash.Attribute(handle: $0.handle, type: $0.type, value: $0.value)
+            })
         let expected =
             "010000280018020003280a0300002a04000328020500012a0600002801180700"
             + "0328200800052a090002290a0003280a0b00292b0c000328020d002a2b0e0000"
@@ -67,7 +69,8 @@ struct ServerDatabaseTests {
         #expect(services.map(\.startHandle) == [0x01, 0x04, 0x08, 0x0D, 0x10])
         #expect(services.map(\.endHandle) == [0x03, 0x07, 0x0C, 0x0F, 0x13])
         #expect(services.map(\.isPrimary) == [true, true, true, false, true])
-        #expect(services[4].includes == [IncludedService(handle: 0x11, startHandle: 0x0D, endHandle: 0x0F, uuid: 0x180F)])
+        #expect(
+            services[4].includes == [IncludedService(handle: 0x11, startHandle: 0x0D, endHandle: 0x0F, uuid: 0x180F)])
         let characteristic = try #require(database.model.characteristic(valueHandle: 0x0A))
         #expect(characteristic.declarationHandle == 0x09)
         #expect(characteristic.endHandle == 0x0C)
@@ -85,7 +88,8 @@ struct ServerDatabaseTests {
                 uuid: 0x1800, handle: 0x0100, endHandle: 0x01FF,
                 characteristics: [
                     CharacteristicDefinition(
-                        uuid: 0x2A00, properties: [.read], value: [0x41], declarationHandle: 0x0110, valueHandle: 0x0112)
+                        uuid: 0x2A00, properties: [.read], value: [0x41], declarationHandle: 0x0110, valueHandle: 0x0112
+                    )
                 ]),
             ServiceDefinition(uuid: 0x1801),
             ServiceDefinition(uuid: 0x180A, handle: 0xFFFF),
@@ -95,7 +99,9 @@ struct ServerDatabaseTests {
         #expect(database.model.services.map(\.endHandle) == [0x01FF, 0x0200, 0xFFFF])
         var server = GATTServer(database: database)
         let client = server.connect()
-        #expect(server.answer("10 0100 ffff 0028", from: client) == "1106" + "0001ff010018" + "000200020118" + "ffffffff0a18")
+        #expect(
+            server.answer("10 0100 ffff 0028", from: client) == "1106" + "0001ff010018" + "000200020118"
+                + "ffffffff0a18")
         #expect(server.answer("0a 1101", from: client) == "010a110101")
     }
 
@@ -108,9 +114,11 @@ struct ServerDatabaseTests {
         }
         #expect(throws: GATTError.self) {
             _ = try AttributeDatabase(services: [
-                ServiceDefinition(uuid: 0x1800, handle: 0xFFFF, characteristics: [
-                    CharacteristicDefinition(uuid: 0x2A00, properties: [.read])
-                ])
+                ServiceDefinition(
+                    uuid: 0x1800, handle: 0xFFFF,
+                    characteristics: [
+                        CharacteristicDefinition(uuid: 0x2A00, properties: [.read])
+                    ])
             ])
         }
         #expect(throws: GATTError.self) {
@@ -118,16 +126,20 @@ struct ServerDatabaseTests {
         }
         #expect(throws: GATTError.self) {
             _ = try AttributeDatabase(services: [
-                ServiceDefinition(uuid: 0x1800, handle: 1, endHandle: 1, characteristics: [
-                    CharacteristicDefinition(uuid: 0x2A00, properties: [.read])
-                ])
+                ServiceDefinition(
+                    uuid: 0x1800, handle: 1, endHandle: 1,
+                    characteristics: [
+                        CharacteristicDefinition(uuid: 0x2A00, properties: [.read])
+                    ])
             ])
         }
         #expect(throws: GATTError.self) {
             _ = try AttributeDatabase(services: [
-                ServiceDefinition(uuid: 0x1800, characteristics: [
-                    CharacteristicDefinition(uuid: 0x2A00, properties: [.read], value: [1, 2, 3], maximumLength: 2)
-                ])
+                ServiceDefinition(
+                    uuid: 0x1800,
+                    characteristics: [
+                        CharacteristicDefinition(uuid: 0x2A00, properties: [.read], value: [1, 2, 3], maximumLength: 2)
+                    ])
             ])
         }
         #expect(throws: GATTError.self) {
@@ -160,6 +172,8 @@ struct ServerDatabaseTests {
         let database = try AttributeDatabase(services: [ServiceDefinition(uuid: .bit32(0x1234_5678))])
         var server = GATTServer(database: database)
         let client = server.connect()
-        #expect(server.answer("10 0100 ffff 0028", from: client) == "1114 0100 0100 fb349b5f8000008000100000 78563412".filter { $0 != " " })
+        #expect(
+            server.answer("10 0100 ffff 0028", from: client)
+                == "1114 0100 0100 fb349b5f8000008000100000 78563412".filter { $0 != " " })
     }
 }

@@ -73,7 +73,9 @@ struct ServerEndToEndTests {
             #expect(try await client.readMultiple(handles: [name.valueHandle, custom.valueHandle]) == both)
             #expect(try await client.read(uuid: GATTUUID.deviceName).map(\.value) == [Array("Swift GATT".utf8)])
             // A refused write comes back as the server's error.
-            await #expect(throws: GATTError.peerError(request: .writeRequest, handle: name.valueHandle, code: .writeNotPermitted)) {
+            await #expect(
+                throws: GATTError.peerError(request: .writeRequest, handle: name.valueHandle, code: .writeNotPermitted)
+            ) {
                 try await client.write(handle: name.valueHandle, value: [0x41])
             }
             #expect(await connection.mtu == 23)
@@ -94,17 +96,22 @@ struct ServerEndToEndTests {
             var inbound = connection.inbound.makeAsyncIterator()
             try await host.updateValue([1, 2, 3], handle: custom.valueHandle)
             #expect(
-                await inbound.next() == .handleValueNotification(HandleValueNotification(handle: custom.valueHandle, value: [1, 2, 3])))
+                await inbound.next()
+                    == .handleValueNotification(HandleValueNotification(handle: custom.valueHandle, value: [1, 2, 3])))
 
             let smaller = try AttributeDatabase(services: Array(Self.definitions().dropLast()))
             await host.replaceDatabase(smaller, changed: 0x0018...0xFFFF)
             #expect(
                 await inbound.next()
-                    == .handleValueIndication(HandleValueIndication(handle: serviceChanged.valueHandle, value: [0x18, 0x00, 0xFF, 0xFF])))
+                    == .handleValueIndication(
+                        HandleValueIndication(handle: serviceChanged.valueHandle, value: [0x18, 0x00, 0xFF, 0xFF])))
 
             var events = host.events.makeAsyncIterator()
             let first = await events.next()
-            #expect(first == .clientConfigurationChanged(GATTServer.ClientID(rawValue: 1), valueHandle: custom.valueHandle, .notifications))
+            #expect(
+                first
+                    == .clientConfigurationChanged(
+                        GATTServer.ClientID(rawValue: 1), valueHandle: custom.valueHandle, .notifications))
             // The server answers from the new database.
             #expect(try await client.discoverPrimaryServices().count == 3)
             await connection.close()

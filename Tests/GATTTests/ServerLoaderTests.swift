@@ -26,9 +26,14 @@ struct ServerLoaderTests {
             #expect(database.attributes.count == flat.count, "\(name)")
             for (attribute, expected) in zip(database.attributes, flat) {
                 #expect(Int(attribute.handle) == expected["handle"]?.int, "\(name)")
-                #expect(attribute.type == BluetoothUUID(expected["type"]?.string ?? ""), "\(name) 0x\(attribute.handle)")
-                #expect(Hex.encode(attribute.value).lowercased() == expected["value"]?.string, "\(name) 0x\(attribute.handle)")
-                #expect(attribute.permissions == AttributePermissions(bitmask: expected["permissions"]?.int ?? -1), "\(name)")
+                #expect(
+                    attribute.type == BluetoothUUID(expected["type"]?.string ?? ""), "\(name) 0x\(attribute.handle)")
+                #expect(
+                    Hex.encode(attribute.value).lowercased() == expected["value"]?.string,
+                    "\(name) 0x\(attribute.handle)")
+                #expect(
+                    attribute.permissions == AttributePermissions(bitmask: expected["permissions"]?.int ?? -1),
+                    "\(name)")
             }
             try database.model.validate()
         }
@@ -40,7 +45,8 @@ struct ServerLoaderTests {
             print("skipped: \(ServerShared.missingMessage)")
             return
         }
-        let database = try #require(try DatabaseDescription.databases(vectorsJSON: bytes).first { $0.name == "ts_small_db" }?.database)
+        let database = try #require(
+            try DatabaseDescription.databases(vectorsJSON: bytes).first { $0.name == "ts_small_db" }?.database)
         var server = GATTServer(database: database)
         let client = server.connect()
         #expect(server.answer("10 0100 ffff 0028", from: client) == "1106" + "10f018f00018" + "ffffffff0a18")
@@ -95,13 +101,15 @@ struct ServerLoaderTests {
         Bad(json: "[{\"uuid\": \"1800\", \"handle\": 0}]", path: "services[0].handle"),
         Bad(json: "[{\"uuid\": \"1800\", \"handle\": 70000}]", path: "services[0].handle"),
         Bad(
-            json: "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"value\": \"0g\"}]}]",
+            json:
+                "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"value\": \"0g\"}]}]",
             path: "services[0].characteristics[0].value"),
         Bad(
             json: "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": [\"fly\"]}]}]",
             path: "services[0].characteristics[0].properties"),
         Bad(
-            json: "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"permissions\": 64}]}]",
+            json:
+                "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"permissions\": 64}]}]",
             path: "services[0].characteristics[0].permissions"),
         Bad(json: "[{\"uuid\": \"1800\", \"includes\": [{\"handle\": 2}]}]", path: "services[0].includes[0]"),
         Bad(json: "[{\"uuid\": \"1800\", \"handle\": 5}, {\"uuid\": \"1801\", \"handle\": 4}]", path: "services"),
@@ -109,7 +117,9 @@ struct ServerLoaderTests {
 
     @Test("bad descriptions name the field", arguments: bad)
     func badDescriptions(_ entry: Bad) {
-        #expect(throws: DatabaseDescriptionError.self) { _ = try DatabaseDescription.database(json: Array(entry.json.utf8)) }
+        #expect(throws: DatabaseDescriptionError.self) {
+            _ = try DatabaseDescription.database(json: Array(entry.json.utf8))
+        }
         do {
             _ = try DatabaseDescription.database(json: Array(entry.json.utf8))
         } catch {
@@ -121,7 +131,8 @@ struct ServerLoaderTests {
 
     @Test("the JSON reader: values, escapes, numbers")
     func jsonValues() throws {
-        let value = try JSONValue(parsing: Array(#" {"a": [1, -2.5e3, true, false, null], "s": "x\"\\\/\n\u00e9\ud83d\ude00"} "#.utf8))
+        let value = try JSONValue(
+            parsing: Array(#" {"a": [1, -2.5e3, true, false, null], "s": "x\"\\\/\n\u00e9\ud83d\ude00"} "#.utf8))
         #expect(value["a"] == .array([.number("1"), .number("-2.5e3"), .bool(true), .bool(false), .null]))
         #expect(value["s"]?.string == "x\"\\/\n\u{e9}\u{1F600}")
         #expect(value["a"]?.array?.first?.int == 1)

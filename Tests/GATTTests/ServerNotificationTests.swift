@@ -39,7 +39,8 @@ struct ServerNotificationTests {
         #expect(
             out == [
                 GATTServer.Outbound(
-                    client: a, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: Array(value[0..<20])))),
+                    client: a,
+                    pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: Array(value[0..<20])))),
                 GATTServer.Outbound(
                     client: c, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: value))),
             ])
@@ -47,8 +48,10 @@ struct ServerNotificationTests {
         #expect(
             try server.updateValue([7, 8], handle: 0x0A)
                 == [
-                    .init(client: a, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: [7, 8]))),
-                    .init(client: c, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: [7, 8]))),
+                    .init(
+                        client: a, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: [7, 8]))),
+                    .init(
+                        client: c, pdu: .handleValueNotification(HandleValueNotification(handle: 0x0A, value: [7, 8]))),
                 ])
         #expect(server.answer("0a 0a00", from: b) == "0b0708")
         // Unsubscribe: nothing more.
@@ -99,7 +102,12 @@ struct ServerNotificationTests {
         var definitions = ServerFixture.definitions()
         definitions.removeLast()
         let out = server.replaceDatabase(try AttributeDatabase(services: definitions), changed: 0x0010...0xFFFF)
-        #expect(out == [.init(client: a, pdu: .handleValueIndication(HandleValueIndication(handle: 6, value: [0x10, 0x00, 0xFF, 0xFF])))])
+        #expect(
+            out == [
+                .init(
+                    client: a,
+                    pdu: .handleValueIndication(HandleValueIndication(handle: 6, value: [0x10, 0x00, 0xFF, 0xFF])))
+            ])
         #expect(!out.contains { $0.client == b })
         // The Service Changed configuration stays; others and the queue are dropped.
         #expect(server.clientConfiguration(ofValue: 6, for: a) == .indications)

@@ -33,11 +33,15 @@ struct ServerPermissionTests {
             permissions: [.readAuthenticated, .writeAuthenticated], security: .encrypted,
             read: .insufficientAuthentication, write: .insufficientAuthentication),
         Row(permissions: [.readAuthenticated, .writeAuthenticated], security: .authenticated, read: nil, write: nil),
-        Row(permissions: [.readAuthenticated, .writeAuthenticated], security: .secureConnections, read: nil, write: nil),
         Row(
-            permissions: [.readEncrypted, .readAuthenticated, .write], security: .none, read: .insufficientAuthentication,
+            permissions: [.readAuthenticated, .writeAuthenticated], security: .secureConnections, read: nil, write: nil),
+        Row(
+            permissions: [.readEncrypted, .readAuthenticated, .write], security: .none,
+            read: .insufficientAuthentication,
             write: nil),
-        Row(permissions: [.read, .write, .writeAuthenticated], security: .encrypted, read: nil, write: .insufficientAuthentication),
+        Row(
+            permissions: [.read, .write, .writeAuthenticated], security: .encrypted, read: nil,
+            write: .insufficientAuthentication),
     ]
 
     /// A database with one characteristic value at 0x0003 with `permissions`.

@@ -165,7 +165,8 @@ struct ServerWriteTests {
         #expect(server.database.attribute(at: 7)?.value == [9])
         #expect(server.lastSignCounter(of: client) == 5)
         // Counter 3 (below the last) with a valid MAC: dropped.
-        let old = try ATTSigning.authenticationSignature(csrk: Self.csrk, message: [0xD2, 0x07, 0x00, 0x08], signCounter: 3)
+        let old = try ATTSigning.authenticationSignature(
+            csrk: Self.csrk, message: [0xD2, 0x07, 0x00, 0x08], signCounter: 3)
         _ = server.respond(to: try ATTPDU(decoding: [0xD2, 0x07, 0x00, 0x08] + old), from: client)
         #expect(server.database.attribute(at: 7)?.value == [9])
     }

@@ -75,7 +75,8 @@ public enum DatabaseDescription {
         return out
     }
 
-    private static func service(_ entry: JSONValue, path: String) throws(DatabaseDescriptionError) -> ServiceDefinition {
+    private static func service(_ entry: JSONValue, path: String) throws(DatabaseDescriptionError) -> ServiceDefinition
+    {
         var definition = ServiceDefinition(
             uuid: try uuid(entry["uuid"], path + ".uuid"), isPrimary: entry["primary"]?.bool ?? true,
             handle: try handle(entry["handle"], path + ".handle"),
@@ -91,7 +92,8 @@ public enum DatabaseDescription {
                     handle: try handle(include["handle"], at + ".handle")))
         }
         for (index, characteristic) in (entry["characteristics"]?.array ?? []).enumerated() {
-            definition.characteristics.append(try self.characteristic(characteristic, path: path + ".characteristics[\(index)]"))
+            definition.characteristics.append(
+                try self.characteristic(characteristic, path: path + ".characteristics[\(index)]"))
         }
         return definition
     }
@@ -111,7 +113,8 @@ public enum DatabaseDescription {
             let type = try uuid(descriptor["uuid"], at + ".uuid")
             var item = DescriptorDefinition(
                 uuid: type, permissions: try permissions(descriptor["permissions"], at + ".permissions") ?? .read,
-                value: try hex(descriptor["value"], at + ".value"), handle: try handle(descriptor["handle"], at + ".handle"))
+                value: try hex(descriptor["value"], at + ".value"),
+                handle: try handle(descriptor["handle"], at + ".handle"))
             if type == GATTUUID.clientCharacteristicConfiguration || type == GATTUUID.characteristicExtendedProperties {
                 item.maximumLength = 2
                 item.isFixedLength = true
@@ -150,7 +153,9 @@ public enum DatabaseDescription {
     private static func properties(_ value: JSONValue?, _ path: String) throws(DatabaseDescriptionError)
         -> CharacteristicProperties
     {
-        if let number = value?.int, (0...0xFF).contains(number) { return CharacteristicProperties(rawValue: UInt8(number)) }
+        if let number = value?.int, (0...0xFF).contains(number) {
+            return CharacteristicProperties(rawValue: UInt8(number))
+        }
         if let names = value?.array?.compactMap(\.string), names.count == value?.array?.count,
             let properties = CharacteristicProperties(names: names)
         {

@@ -145,7 +145,8 @@ public struct GATTServer: Sendable {
             let attribute = database.attribute(at: handle)
         else { return [] }
         let value = currentValue(attribute, clients[client] ?? ClientState())
-        return ClientCharacteristicConfiguration(rawValue: UInt16(value.first ?? 0) | UInt16(value.dropFirst().first ?? 0) << 8)
+        return ClientCharacteristicConfiguration(
+            rawValue: UInt16(value.first ?? 0) | UInt16(value.dropFirst().first ?? 0) << 8)
     }
 
     /// The events since the last call, in order.
@@ -187,9 +188,8 @@ public struct GATTServer: Sendable {
             return nil
         case .prepareWriteRequest(let request): return prepareWrite(request, client)
         case .executeWriteRequest(let request): return executeWrite(request, client)
-        case .unknown(let opcode, _):
-            // validate() answers unknown requests; an unknown command is ignored (§3.4.9).
-            _ = opcode
+        case .unknown:
+            // validate() answered an unknown request; an unknown command is ignored (§3.4.9).
             return nil
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse, .readByGroupTypeResponse,
