@@ -31,14 +31,20 @@ struct ServerEndToEndTests {
             + ServerFixture.definitions().dropFirst(2)
     }
 
-    /// A served database and a client connection to it.
-    static func setUp(serverRxMTU: Int = 517) async throws -> (GATTServerHost, GATTClient, ATTConnection) {
+    /// A served database and a client connection to it (`attach`: an existing server
+    /// connection gets the handler; otherwise `serve` opens it).
+    static func setUp(serverRxMTU: Int = 517, attach: Bool = false) async throws -> (
+        GATTServerHost, GATTClient, ATTConnection
+    ) {
         let (clientEnd, serverEnd) = InMemoryATTChannel.pair()
         let server = GATTServer(database: try AttributeDatabase(services: definitions()))
         let host = GATTServerHost(server: server)
-        let serverConnection = ATTConnection(
-            channel: serverEnd, configuration: ATTBearer.Configuration(rxMTU: serverRxMTU), serverHandler: { _ in nil })
-        await host.attach(serverConnection)
+        let configuration = ATTBearer.Configuration(rxMTU: serverRxMTU)
+        if attach {
+            await host.attach(ATTConnection(channel: serverEnd, configuration: configuration))
+        } else {
+            _ = await host.serve(serverEnd, configuration: configuration)
+        }
         let clientConnection = ATTConnection(channel: clientEnd)
         return (host, GATTClient(connection: clientConnection), clientConnection)
     }
@@ -46,7 +52,7 @@ struct ServerEndToEndTests {
     @Test("discovery at ATT_MTU 23 finds what the server holds; long reads and writes round-trip")
     func discoverAndReadAt23() async throws {
         try await Self.bounded {
-            let (host, client, connection) = try await Self.setUp()
+            let (host, client, connection) = try await Self.setUp(attach: true)
             let discovered = try await client.discoverDatabase()
             let served = await host.database.model
             let primaries = served.services.filter(\.isPrimary)
@@ -114,6 +120,28 @@ struct ServerEndToEndTests {
                         GATTServer.ClientID(rawValue: 1), valueHandle: custom.valueHandle, .notifications))
             // The server answers from the new database.
             #expect(try await client.discoverPrimaryServices().count == 3)
+            await connection.close()
+        }
+    }
+
+    @Test("indications go out one at a time, in order, each confirmed")
+    func indicationsInOrder() async throws {
+        try await Self.bounded {
+            let (host, client, connection) = try await Self.setUp()
+            let serviceChanged = try #require(try await client.findCharacteristics(uuid: GATTUUID.serviceChanged).first)
+            try await client.configure(serviceChanged, .indications)
+            let database = await host.database
+            for start in [0x0010, 0x0011, 0x0012] as [UInt16] {
+                await host.replaceDatabase(database, changed: start...0xFFFF)
+            }
+            var inbound = connection.inbound.makeAsyncIterator()
+            for start in [0x10, 0x11, 0x12] as [UInt8] {
+                #expect(
+                    await inbound.next()
+                        == .handleValueIndication(
+                            HandleValueIndication(handle: serviceChanged.valueHandle, value: [start, 0x00, 0xFF, 0xFF]))
+                )
+            }
             await connection.close()
         }
     }
