@@ -88,6 +88,21 @@ struct ServerLoaderTests {
         #expect(database.model.services.map(\.endHandle) == [32, 36])
     }
 
+    @Test("default permissions: from the properties for values, read/write for a CCCD, read for others")
+    func defaultPermissions() throws {
+        let json = """
+            [{"uuid": "180f", "characteristics": [{"uuid": "2a19", "properties": 18, "value": "64",
+              "descriptors": [{"uuid": "2902"}, {"uuid": "2904", "value": "04000127010000"}]}]}]
+            """
+        let database = try DatabaseDescription.database(json: Array(json.utf8))
+        #expect(database.attributes.map(\.permissions) == [.read, .read, .read, .readWrite, .read])
+        #expect(database.attribute(at: 4)?.value == [0, 0])
+        var server = GATTServer(database: database)
+        let client = server.connect()
+        #expect(server.answer("12 0400 0100", from: client) == "13")
+        #expect(server.answer("12 0500 00", from: client) == "0112050003")
+    }
+
     struct Bad: Sendable, CustomTestStringConvertible {
         var json: String
         var path: String

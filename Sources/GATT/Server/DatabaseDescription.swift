@@ -111,8 +111,12 @@ public enum DatabaseDescription {
         for (index, descriptor) in (entry["descriptors"]?.array ?? []).enumerated() {
             let at = path + ".descriptors[\(index)]"
             let type = try uuid(descriptor["uuid"], at + ".uuid")
+            // Without permissions: a Client Characteristic Configuration is readable and
+            // writable (a client must be able to subscribe), any other descriptor read-only.
+            let fallback: AttributePermissions =
+                type == GATTUUID.clientCharacteristicConfiguration ? .readWrite : .read
             var item = DescriptorDefinition(
-                uuid: type, permissions: try permissions(descriptor["permissions"], at + ".permissions") ?? .read,
+                uuid: type, permissions: try permissions(descriptor["permissions"], at + ".permissions") ?? fallback,
                 value: try hex(descriptor["value"], at + ".value"),
                 handle: try handle(descriptor["handle"], at + ".handle"))
             if type == GATTUUID.clientCharacteristicConfiguration || type == GATTUUID.characteristicExtendedProperties {
