@@ -124,7 +124,7 @@ struct ServerLoaderTests {
             path: "services[0].characteristics[0].properties"),
         Bad(
             json:
-                "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"permissions\": 64}]}]",
+                "[{\"uuid\": \"1800\", \"characteristics\": [{\"uuid\": \"2a00\", \"properties\": 2, \"permissions\": 256}]}]",
             path: "services[0].characteristics[0].permissions"),
         Bad(json: "[{\"uuid\": \"1800\", \"includes\": [{\"handle\": 2}]}]", path: "services[0].includes[0]"),
         Bad(json: "[{\"uuid\": \"1800\", \"handle\": 5}, {\"uuid\": \"1801\", \"handle\": 4}]", path: "services"),

@@ -110,6 +110,19 @@ struct ServerPermissionTests {
         #expect(server.answer("12 0300 05", from: client) == "13")
     }
 
+    @Test("authorization: Insufficient Authorization until the application authorizes the client")
+    func authorization() throws {
+        var server = try Self.server([.readEncrypted, .readAuthorized, .writeAuthorized])
+        let client = server.connect()
+        #expect(server.answer("0a 0300", from: client) == "010a03000f")
+        server.setSecurity(.encrypted, for: client)
+        #expect(server.answer("0a 0300", from: client) == "010a030008")
+        #expect(server.answer("12 0300 05", from: client) == "0112030008")
+        server.setAuthorized(true, for: client)
+        #expect(server.answer("0a 0300", from: client) == "0b01")
+        #expect(server.answer("12 0300 05", from: client) == "13")
+    }
+
     @Test("Find By Type Value skips values the client may not read")
     func findByTypeValueSkipsUnreadable() throws {
         var server = try Self.server([.readEncrypted])
@@ -128,5 +141,6 @@ struct ServerPermissionTests {
         #expect(AttributePermissions(bitmask: 0x0C) == [.readEncrypted, .writeEncrypted])
         #expect(AttributePermissions(names: ["read", "writeAuthenticated"]) == [.read, .writeAuthenticated])
         #expect(AttributePermissions(names: ["read", "bogus"]) == nil)
+        #expect(AttributePermissions(bitmask: 0xC0) == [.readAuthorized, .writeAuthorized])
     }
 }

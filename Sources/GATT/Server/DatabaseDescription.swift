@@ -9,8 +9,8 @@ import Bluetooth
 /// Handles are kept as given, gaps included; a missing handle is assigned in order. UUIDs are
 /// text (`"2a00"` or 128-bit); values hex in wire order; `properties` a number or a list of
 /// names (`"read"`, `"notify"`, ...); `permissions` the bitmask (bit 0 read, 1 write, 2 read
-/// encrypted, 3 write encrypted, 4 read authenticated, 5 write authenticated; 0 = no
-/// restriction) or a list of names (`"read"`, `"writeEncrypted"`, ...).
+/// encrypted, 3 write encrypted; ours: 4/5 read/write authenticated, 6/7 read/write
+/// authorized; 0 = no restriction) or a list of names (`"read"`, `"writeEncrypted"`, ...).
 public enum DatabaseDescription {
     /// The service definitions of one database entry: an object with `services`, or the
     /// `services` array itself.
@@ -173,7 +173,7 @@ public enum DatabaseDescription {
         -> AttributePermissions?
     {
         guard let value, value != .null else { return nil }
-        if let number = value.int, (0...0x3F).contains(number) { return AttributePermissions(bitmask: number) }
+        if let number = value.int, (0...0xFF).contains(number) { return AttributePermissions(bitmask: number) }
         if let names = value.array?.compactMap(\.string), names.count == value.array?.count,
             let permissions = AttributePermissions(names: names)
         {

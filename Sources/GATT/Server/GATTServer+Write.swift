@@ -11,7 +11,7 @@ extension GATTServer {
     func writeError(
         _ attribute: ServerAttribute, _ value: [UInt8], _ client: ClientState, security: SecurityLevel
     ) -> ATTErrorCode? {
-        if let code = attribute.permissions.writeError(at: security) { return code }
+        if let code = attribute.permissions.writeError(at: security, authorized: client.authorized) { return code }
         return valueError(attribute, value, client)
     }
 
@@ -141,7 +141,7 @@ extension GATTServer {
         guard let attribute = database.attribute(at: request.handle) else {
             return error(PrepareWriteRequest.opcode, request.handle, .invalidHandle)
         }
-        if let code = attribute.permissions.writeError(at: state.security) {
+        if let code = attribute.permissions.writeError(at: state.security, authorized: state.authorized) {
             return error(PrepareWriteRequest.opcode, request.handle, code)
         }
         let queuedOctets = state.prepareQueue.reduce(0) { $0 + ($1.handle == request.handle ? $1.value.count : 0) }

@@ -65,6 +65,7 @@ public struct GATTServer: Sendable {
     struct ClientState: Sendable {
         var mtu = ATTPDU.defaultLEMTU
         var security = SecurityLevel.none
+        var authorized = false
         /// Client Characteristic Configuration values by descriptor handle (absent: the
         /// descriptor's initial value).
         var clientConfigurations: [UInt16: UInt16] = [:]
@@ -119,6 +120,12 @@ public struct GATTServer: Sendable {
     /// The security of `client`'s link, after pairing or encryption changes.
     public mutating func setSecurity(_ security: SecurityLevel, for client: ClientID) {
         clients[client, default: ClientState()].security = security
+    }
+
+    /// Whether the application authorizes `client` for attributes that need authorization
+    /// (`readAuthorized`, `writeAuthorized`); without it they answer Insufficient Authorization.
+    public mutating func setAuthorized(_ authorized: Bool, for client: ClientID) {
+        clients[client, default: ClientState()].authorized = authorized
     }
 
     /// The client's CSRK for Signed Write Commands (`authenticated`: distributed by an
