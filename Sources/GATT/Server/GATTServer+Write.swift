@@ -51,7 +51,7 @@ extension GATTServer {
         if attribute.isClientConfiguration {
             let raw = UInt16(value[0]) | UInt16(value[1]) << 8
             clients[client, default: ClientState()].clientConfigurations[attribute.handle] = raw
-            events.append(
+            record(
                 .clientConfigurationChanged(
                     client, valueHandle: attribute.characteristicValueHandle ?? attribute.handle,
                     ClientCharacteristicConfiguration(rawValue: raw)))
@@ -62,12 +62,12 @@ extension GATTServer {
             // Reserved bits of the first octet are not kept (Vol 3 Part G §7.2).
             if !stored.isEmpty { stored[0] &= ClientSupportedFeatures.defined.rawValue }
             clients[client, default: ClientState()].supportedFeatures = stored
-            events.append(.valueWritten(client, handle: attribute.handle, value: stored))
+            record(.valueWritten(client, handle: attribute.handle, value: stored))
             return
         }
         do {
             try database.setValue(value, handle: attribute.handle)
-            events.append(.valueWritten(client, handle: attribute.handle, value: value))
+            record(.valueWritten(client, handle: attribute.handle, value: value))
         } catch {
             // Unreachable: `valueError` checked the length and the handle exists.
         }
@@ -106,7 +106,7 @@ extension GATTServer {
     mutating func signedWrite(_ command: SignedWriteCommand, _ client: ClientID) {
         let state = state(client)
         func reject(_ reason: String) {
-            events.append(.signedWriteRejected(client, handle: command.handle, reason: reason))
+            record(.signedWriteRejected(client, handle: command.handle, reason: reason))
         }
         guard let key = state.signingKey else { return reject("no CSRK for this client") }
         if let last = state.lastSignCounter, command.signCounter <= last {

@@ -33,11 +33,17 @@ public struct GATTServer: Sendable {
         /// Our Rx MTU, for an Exchange MTU Request answered by the server itself (when no
         /// bearer takes it first).
         public var rxMTU: Int
+        /// Events kept for ``takeEvents()``; beyond, the oldest are dropped.
+        public var eventLimit: Int
 
-        public init(preparedWriteLimit: Int = 64, preparedOctetsPerAttribute: Int = 512, rxMTU: Int = 517) {
+        public init(
+            preparedWriteLimit: Int = 64, preparedOctetsPerAttribute: Int = 512, rxMTU: Int = 517,
+            eventLimit: Int = 1024
+        ) {
             self.preparedWriteLimit = preparedWriteLimit
             self.preparedOctetsPerAttribute = preparedOctetsPerAttribute
             self.rxMTU = rxMTU
+            self.eventLimit = eventLimit
         }
     }
 
@@ -156,10 +162,18 @@ public struct GATTServer: Sendable {
             rawValue: UInt16(value.first ?? 0) | UInt16(value.dropFirst().first ?? 0) << 8)
     }
 
-    /// The events since the last call, in order.
+    /// The events since the last call, in order (at most `configuration.eventLimit`: the
+    /// newest).
     public mutating func takeEvents() -> [Event] {
         defer { events = [] }
         return events
+    }
+
+    mutating func record(_ event: Event) {
+        if events.count >= max(1, configuration.eventLimit) {
+            events.removeFirst(events.count - max(1, configuration.eventLimit) + 1)
+        }
+        events.append(event)
     }
 
     // MARK: Requests
