@@ -18,7 +18,8 @@ extension GATTServer {
     /// The error a new `value` breaks: too long or of the wrong length (Invalid Attribute
     /// Value Length 0x0D); a Client Characteristic Configuration with reserved bits or asking
     /// for what the characteristic cannot do (0xFD, Vol 3 Part G §3.3.3.3 and the Core
-    /// Specification Supplement's Common Profile errors); Client Supported Features clearing
+    /// Specification Supplement's Common Profile errors; BlueZ's gatt-database answers these
+    /// writes the same way); Client Supported Features clearing
     /// a bit the client set (Value Not Allowed 0x13, Vol 3 Part G §7.2).
     func valueError(_ attribute: ServerAttribute, _ value: [UInt8], _ client: ClientState) -> ATTErrorCode? {
         guard value.count <= attribute.maximumLength else { return .invalidAttributeValueLength }
