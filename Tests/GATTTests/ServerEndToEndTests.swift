@@ -146,6 +146,36 @@ struct ServerEndToEndTests {
         }
     }
 
+    @Test("two clients: one server, per-client subscriptions, shared values")
+    func twoClients() async throws {
+        try await Self.bounded {
+            let host = GATTServerHost(server: GATTServer(database: try AttributeDatabase(services: Self.definitions())))
+            var clients: [(GATTClient, ATTConnection)] = []
+            for _ in 0..<2 {
+                let (clientEnd, serverEnd) = InMemoryATTChannel.pair()
+                _ = await host.serve(serverEnd)
+                let connection = ATTConnection(channel: clientEnd)
+                clients.append((GATTClient(connection: connection), connection))
+            }
+            let (first, firstConnection) = clients[0]
+            let (second, secondConnection) = clients[1]
+            let custom = try #require(try await first.findCharacteristics(uuid: ServerFixture.u2).first)
+            try await first.configure(custom, .notifications)
+            try await second.write(handle: custom.valueHandle, value: [0x55])
+            #expect(try await first.read(handle: custom.valueHandle) == [0x55])
+            // Only the first subscribed.
+            #expect(try await second.read(handle: custom.clientConfigurationHandle ?? 0) == [0, 0])
+            try await host.updateValue([0x66], handle: custom.valueHandle)
+            var inbound = firstConnection.inbound.makeAsyncIterator()
+            #expect(
+                await inbound.next()
+                    == .handleValueNotification(HandleValueNotification(handle: custom.valueHandle, value: [0x66])))
+            #expect(await host.state.connectedClients.count == 2)
+            await firstConnection.close()
+            await secondConnection.close()
+        }
+    }
+
     @Test("a closed bearer detaches the client from the server")
     func detachOnClose() async throws {
         try await Self.bounded {
