@@ -54,6 +54,8 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     private var informed: [ClosedRange<UInt16>] = []
     /// Handle ranges the characteristic sweep covered.
     private var swept: [ClosedRange<UInt16>] = []
+    /// The highest handle any sweep covered or left open: the last characteristic's end.
+    private var sweepLimit: UInt16 = 0
     /// The open tail left by the last sweep.
     private var openTail: ClosedRange<UInt16>?
     /// Services whose include gap was searched (by start handle).
@@ -162,6 +164,7 @@ public struct DatabaseDiscovery: GATTClientProcedure {
         case .send(let pdu): return .send(pdu)
         case .fail(let error): return fail(error)
         case .done:
+            sweepLimit = max(sweepLimit, sweep.range.upperBound)
             let known = Set(characteristics.map(\.declarationHandle))
             characteristics += sweep.found.filter { !known.contains($0.declarationHandle) }
             characteristics.sort { $0.declarationHandle < $1.declarationHandle }
@@ -308,7 +311,7 @@ public struct DatabaseDiscovery: GATTClientProcedure {
             let declaration = characteristics[index].declarationHandle
             var end =
                 index + 1 < characteristics.count
-                ? characteristics[index + 1].declarationHandle - 1 : (swept.map(\.upperBound).max() ?? declaration)
+                ? characteristics[index + 1].declarationHandle - 1 : max(sweepLimit, declaration)
             if let service = services.last(where: { $0.handleRange.contains(declaration) }) {
                 end = min(end, service.endHandle)
             }
