@@ -28,11 +28,16 @@ final class ClientTestServer: Sendable {
     let state: Mutex<State>
     /// Called after each Write Request is applied (inside the handler, before the response).
     let onWrite: @Sendable (UInt16, [UInt8]) async -> Void
+    /// Called with each request before it is answered (a test can hold the answer back).
+    let beforeAnswer: @Sendable (ATTPDU) async -> Void
 
-    init(attributes: [Attribute], mtu: Int = 23, onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in })
-    {
+    init(
+        attributes: [Attribute], mtu: Int = 23, onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in },
+        beforeAnswer: @escaping @Sendable (ATTPDU) async -> Void = { _ in }
+    ) {
         state = Mutex(State(attributes: attributes.sorted { $0.handle < $1.handle }, mtu: mtu))
         self.onWrite = onWrite
+        self.beforeAnswer = beforeAnswer
     }
 
     var requests: [ATTOpcode] { state.withLock { $0.requests } }
@@ -47,6 +52,7 @@ final class ClientTestServer: Sendable {
     /// The handler for `ATTConnection(serverHandler:)`.
     var handler: ATTConnection.ServerHandler {
         { [self] pdu in
+            await self.beforeAnswer(pdu)
             let answer = self.answer(pdu)
             if case .writeRequest(let write) = pdu, case .writeResponse = answer {
                 await self.onWrite(write.handle, write.value)
@@ -267,10 +273,13 @@ struct ClientServerPair {
     init(
         attributes: [ClientTestServer.Attribute] = BumbleSensorTag.attributes(), serverMTU: Int = 517,
         configuration: GATTClient.Configuration = GATTClient.Configuration(),
-        onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in }
+        onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in },
+        beforeAnswer: @escaping @Sendable (ATTPDU) async -> Void = { _ in }
     ) {
         let (clientChannel, serverChannel) = InMemoryATTChannel.pair()
-        let server = ClientTestServer(attributes: attributes, mtu: min(serverMTU, configuration.exchangeMTU ?? 23), onWrite: onWrite)
+        let server = ClientTestServer(
+            attributes: attributes, mtu: min(serverMTU, configuration.exchangeMTU ?? 23), onWrite: onWrite,
+            beforeAnswer: beforeAnswer)
         self.server = server
         self.serverChannel = serverChannel
         serverConnection = ATTConnection(
@@ -278,5 +287,34 @@ struct ClientServerPair {
             serverHandler: server.handler)
         clientConnection = ATTConnection(channel: clientChannel)
         client = GATTClient(connection: clientConnection, configuration: configuration)
+    }
+}
+
+/// A value set once, read from `@Sendable` closures (the server connection a write hook
+/// notifies through, which exists only after the hook was built).
+final class Box<Value: Sendable>: Sendable {
+    private let storage = Mutex<Value?>(nil)
+    var value: Value? {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+}
+
+/// A gate a test opens once: waiters resume when it opens.
+actor Gate {
+    private var open = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private(set) var arrivals = 0
+
+    func wait() async {
+        arrivals += 1
+        if open { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func openGate() {
+        open = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
     }
 }

@@ -53,7 +53,7 @@ public actor GATTClient {
     public nonisolated let connection: ATTConnection
     public nonisolated let configuration: Configuration
     let logger: Logger
-    let router: SubscriptionRouter
+    nonisolated let router: SubscriptionRouter
     private var routerTask: Task<Void, Never>?
     private var mtuExchangeStarted = false
 
