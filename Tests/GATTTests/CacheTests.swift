@@ -39,7 +39,8 @@ struct CacheTests {
                 descriptors: [BumbleSensorTag.cccd()])
         ]
         if let hash {
-            gatt.append(BumbleSensorTag.Spec(uuid: 0x2B2A, properties: BumbleSensorTag.read, value: hash, descriptors: []))
+            gatt.append(
+                BumbleSensorTag.Spec(uuid: 0x2B2A, properties: BumbleSensorTag.read, value: hash, descriptors: []))
         }
         let services = BumbleSensorTag.services
         return BumbleSensorTag.attributes(services: [services[0], (0x1801, gatt), services[3]])
@@ -128,12 +129,30 @@ struct CacheTests {
     /// Unusable files are ignored with a logged reason, and replaced by the next discovery.
     @Test(arguments: [
         ("{ not json", "ignoring cache file"),
-        (#"{"format":"other","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[]}"#, "is not ours"),
-        (#"{"format":"gattclient-database-cache","version":9,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[]}"#, "version 9"),
-        (#"{"format":"gattclient-database-cache","version":1,"address":"00:11:22:33:44:55","addressType":"random","services":[]}"#, "file names"),
-        (#"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","databaseHash":"zz","services":[]}"#, "databaseHash"),
-        (#"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[{"uuid":"1800","start":5,"end":1,"primary":true,"includes":[],"characteristics":[]}]}"#, "inconsistent"),
-        (#"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[{"uuid":"nope","start":1,"end":1,"primary":true,"includes":[],"characteristics":[]}]}"#, "invalid UUID"),
+        (
+            #"{"format":"other","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[]}"#,
+            "is not ours"
+        ),
+        (
+            #"{"format":"gattclient-database-cache","version":9,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[]}"#,
+            "version 9"
+        ),
+        (
+            #"{"format":"gattclient-database-cache","version":1,"address":"00:11:22:33:44:55","addressType":"random","services":[]}"#,
+            "file names"
+        ),
+        (
+            #"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","databaseHash":"zz","services":[]}"#,
+            "databaseHash"
+        ),
+        (
+            #"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[{"uuid":"1800","start":5,"end":1,"primary":true,"includes":[],"characteristics":[]}]}"#,
+            "inconsistent"
+        ),
+        (
+            #"{"format":"gattclient-database-cache","version":1,"address":"F4:6C:0E:12:34:56","addressType":"random","services":[{"uuid":"nope","start":1,"end":1,"primary":true,"includes":[],"characteristics":[]}]}"#,
+            "invalid UUID"
+        ),
     ])
     func corruptFile(content: String, reason: String) async throws {
         let directory = try Self.temporaryDirectory()
@@ -152,10 +171,14 @@ struct CacheTests {
     }
 
     @Test func defaultDirectory() {
-        #expect(GATTDatabaseCache.defaultDirectory(environment: ["XDG_CACHE_HOME": "/x/cache", "HOME": "/home/u"]) == "/x/cache/gattclient")
+        #expect(
+            GATTDatabaseCache.defaultDirectory(environment: ["XDG_CACHE_HOME": "/x/cache", "HOME": "/home/u"])
+                == "/x/cache/gattclient")
         #expect(GATTDatabaseCache.defaultDirectory(environment: ["HOME": "/home/u"]) == "/home/u/.cache/gattclient")
         // A relative XDG_CACHE_HOME is invalid (XDG Base Directory spec) and ignored.
-        #expect(GATTDatabaseCache.defaultDirectory(environment: ["XDG_CACHE_HOME": "rel", "HOME": "/home/u"]) == "/home/u/.cache/gattclient")
+        #expect(
+            GATTDatabaseCache.defaultDirectory(environment: ["XDG_CACHE_HOME": "rel", "HOME": "/home/u"])
+                == "/home/u/.cache/gattclient")
         #expect(Self.peer.fileStem == "F46C0E123456-random")
     }
 }

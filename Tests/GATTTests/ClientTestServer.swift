@@ -32,7 +32,8 @@ final class ClientTestServer: Sendable {
     let beforeAnswer: @Sendable (ATTPDU) async -> Void
 
     init(
-        attributes: [Attribute], mtu: Int = 23, onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in },
+        attributes: [Attribute], mtu: Int = 23,
+        onWrite: @escaping @Sendable (UInt16, [UInt8]) async -> Void = { _, _ in },
         beforeAnswer: @escaping @Sendable (ATTPDU) async -> Void = { _ in }
     ) {
         state = Mutex(State(attributes: attributes.sorted { $0.handle < $1.handle }, mtu: mtu))
@@ -88,7 +89,8 @@ final class ClientTestServer: Sendable {
                 if let first = entries.first, first.value.count != value.count { break }
                 guard 2 + (entries.count + 1) * (4 + value.count) <= mtu else { break }
                 entries.append(
-                    .init(handle: attribute.handle, endGroupHandle: attribute.groupEnd ?? attribute.handle, value: value))
+                    .init(
+                        handle: attribute.handle, endGroupHandle: attribute.groupEnd ?? attribute.handle, value: value))
             }
             guard !entries.isEmpty else { return error(request.opcode, r.startingHandle, .attributeNotFound) }
             return .readByGroupTypeResponse(ReadByGroupTypeResponse(entries: entries))
@@ -128,7 +130,9 @@ final class ClientTestServer: Sendable {
             for attribute in inRange(r.startingHandle, r.endingHandle)
             where attribute.type == .bit16(r.attributeType) && attribute.value == r.attributeValue {
                 guard 1 + (entries.count + 1) * 4 <= mtu else { break }
-                entries.append(.init(foundAttributeHandle: attribute.handle, groupEndHandle: attribute.groupEnd ?? attribute.handle))
+                entries.append(
+                    .init(
+                        foundAttributeHandle: attribute.handle, groupEndHandle: attribute.groupEnd ?? attribute.handle))
             }
             guard !entries.isEmpty else { return error(request.opcode, r.startingHandle, .attributeNotFound) }
             return .findByTypeValueResponse(FindByTypeValueResponse(entries: entries))
@@ -182,8 +186,9 @@ enum BumbleSensorTag {
         (
             ti(service),
             [
-                Spec(uuid: ti(data), properties: read | notify, value: Array(repeating: 0, count: size),
-                     descriptors: [cccd(), cud("\(name) Data")]),
+                Spec(
+                    uuid: ti(data), properties: read | notify, value: Array(repeating: 0, count: size),
+                    descriptors: [cccd(), cud("\(name) Data")]),
                 Spec(uuid: ti(data + 1), properties: read | write, value: [0], descriptors: [cud("\(name) Conf.")]),
                 Spec(uuid: ti(period), properties: read | write, value: [p], descriptors: [cud("\(name) Period")]),
             ]
@@ -215,10 +220,14 @@ enum BumbleSensorTag {
             (
                 ti(0xAA80),
                 [
-                    Spec(uuid: ti(0xAA81), properties: read | notify, value: Array(repeating: 0, count: 18),
-                         descriptors: [cccd(), cud("Movement Data")]),
-                    Spec(uuid: ti(0xAA82), properties: read | write, value: [0, 0], descriptors: [cud("Movement Conf.")]),
-                    Spec(uuid: ti(0xAA83), properties: read | write, value: [0x64], descriptors: [cud("Movement Period")]),
+                    Spec(
+                        uuid: ti(0xAA81), properties: read | notify, value: Array(repeating: 0, count: 18),
+                        descriptors: [cccd(), cud("Movement Data")]),
+                    Spec(
+                        uuid: ti(0xAA82), properties: read | write, value: [0, 0], descriptors: [cud("Movement Conf.")]),
+                    Spec(
+                        uuid: ti(0xAA83), properties: read | write, value: [0x64], descriptors: [cud("Movement Period")]
+                    ),
                 ]
             ),
             (
@@ -230,7 +239,11 @@ enum BumbleSensorTag {
             ),
             (
                 0xFFE0,
-                [Spec(uuid: 0xFFE1, properties: read | notify, value: [0], descriptors: [cccd(), cud("Key Press State")])]
+                [
+                    Spec(
+                        uuid: 0xFFE1, properties: read | notify, value: [0],
+                        descriptors: [cccd(), cud("Key Press State")])
+                ]
             ),
         ]
     }
@@ -246,8 +259,10 @@ enum BumbleSensorTag {
             for spec in characteristics {
                 let valueHandle = handle + 1
                 out.append(
-                    A(handle: handle, type: 0x2803,
-                      value: [spec.properties, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)] + spec.uuid.littleEndianBytes))
+                    A(
+                        handle: handle, type: 0x2803,
+                        value: [spec.properties, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
+                            + spec.uuid.littleEndianBytes))
                 out.append(A(handle: valueHandle, type: spec.uuid, value: spec.value))
                 handle += 2
                 for (type, value) in spec.descriptors {

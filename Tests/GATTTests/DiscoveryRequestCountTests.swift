@@ -17,18 +17,23 @@ struct DiscoveryRequestCountTests {
             let end = attribute.groupEnd ?? attribute.handle
             let uuid = BluetoothUUID(littleEndian: attribute.value)!
             var characteristics: [Characteristic] = []
-            let declarations = attributes.filter { $0.type == 0x2803 && $0.handle > attribute.handle && $0.handle <= end }
+            let declarations = attributes.filter {
+                $0.type == 0x2803 && $0.handle > attribute.handle && $0.handle <= end
+            }
             for (index, declaration) in declarations.enumerated() {
                 let decoded = try! CharacteristicDeclaration(decoding: declaration.value, handle: declaration.handle)
                 let characteristicEnd = index + 1 < declarations.count ? declarations[index + 1].handle - 1 : end
-                let descriptors = attributes.filter { $0.handle > decoded.valueHandle && $0.handle <= characteristicEnd }
-                    .map { Descriptor(handle: $0.handle, uuid: $0.type) }
+                let descriptors = attributes.filter {
+                    $0.handle > decoded.valueHandle && $0.handle <= characteristicEnd
+                }
+                .map { Descriptor(handle: $0.handle, uuid: $0.type) }
                 characteristics.append(
                     Characteristic(
                         uuid: decoded.uuid, declarationHandle: declaration.handle, valueHandle: decoded.valueHandle,
                         endHandle: characteristicEnd, properties: decoded.properties, descriptors: descriptors))
             }
-            services.append(Service(uuid: uuid, startHandle: attribute.handle, endHandle: end, characteristics: characteristics))
+            services.append(
+                Service(uuid: uuid, startHandle: attribute.handle, endHandle: end, characteristics: characteristics))
         }
         return GATTDatabase(services: services)
     }
@@ -43,7 +48,8 @@ struct DiscoveryRequestCountTests {
 
     @Test(arguments: [(517, 28), (23, 54)])
     func fullDiscovery(serverMTU: Int, limit: Int) async throws {
-        let pair = ClientServerPair(serverMTU: serverMTU, configuration: GATTClient.Configuration(watchesServiceChanged: false))
+        let pair = ClientServerPair(
+            serverMTU: serverMTU, configuration: GATTClient.Configuration(watchesServiceChanged: false))
         let database = try await pair.client.discoverDatabase()
         let requests = await pair.clientConnection.requestsSent
         print("Bumble SensorTag database, server MTU \(serverMTU): \(requests) ATT requests (target \(limit))")
@@ -58,7 +64,8 @@ struct DiscoveryRequestCountTests {
     /// The counts themselves, so a change that costs a request is noticed.
     @Test(arguments: [(517, 26), (23, 54)])
     func exactCounts(serverMTU: Int, count: Int) async throws {
-        let pair = ClientServerPair(serverMTU: serverMTU, configuration: GATTClient.Configuration(watchesServiceChanged: false))
+        let pair = ClientServerPair(
+            serverMTU: serverMTU, configuration: GATTClient.Configuration(watchesServiceChanged: false))
         _ = try await pair.client.discoverDatabase()
         #expect(await pair.clientConnection.requestsSent == count)
         // No include search (every service declaration is followed by a characteristic) and
@@ -97,13 +104,17 @@ struct DiscoveryRequestCountTests {
             A(handle: 0x27, type: 0x2902, value: [0, 0]),
             A(handle: 0x28, type: 0x2901, value: [0x44]),
         ]
-        let pair = ClientServerPair(attributes: attributes, serverMTU: 23, configuration: .init(watchesServiceChanged: false))
+        let pair = ClientServerPair(
+            attributes: attributes, serverMTU: 23, configuration: .init(watchesServiceChanged: false))
         let database = try await pair.client.discoverDatabase()
         try database.validate()
         #expect(database.services.map(\.startHandle) == [1, 0x10, 0x20])
         #expect(database.services[1].isPrimary == false)
         #expect(database.services[1].uuid == secondary)
-        #expect(database.services[0].includes == [IncludedService(handle: 2, startHandle: 0x10, endHandle: 0x12, uuid: secondary)])
+        #expect(
+            database.services[0].includes == [
+                IncludedService(handle: 2, startHandle: 0x10, endHandle: 0x12, uuid: secondary)
+            ])
         #expect(database.services[1].characteristics.map(\.uuid) == [0x2A00])
         #expect(database.services[2].characteristics.map(\.uuid) == [tailA, 0x2A24, tailB])
         #expect(

@@ -46,7 +46,9 @@ struct SubscriptionTests {
         // Multiple Handle Value Notification: split, in order.
         try await pair.serverConnection.send(
             .multipleHandleValueNotification(
-                MultipleHandleValueNotification(entries: [.init(handle: 0x63, value: [100]), .init(handle: 0x21, value: [101])])))
+                MultipleHandleValueNotification(entries: [
+                    .init(handle: 0x63, value: [100]), .init(handle: 0x21, value: [101]),
+                ])))
         var batteryIterator = battery.makeAsyncIterator()
         var keyIterator = keys.makeAsyncIterator()
         var batteryValues: [[UInt8]] = []
@@ -210,7 +212,9 @@ struct SubscriptionTests {
     @Test func noCCCD() async throws {
         let pair = ClientServerPair(configuration: .manual)
         let name = Characteristic(uuid: 0x2A00, declarationHandle: 2, valueHandle: 3, endHandle: 3, properties: .read)
-        await #expect(throws: GATTError.noAttribute(handle: 3)) { _ = try await pair.client.subscribe(characteristic: name) }
+        await #expect(throws: GATTError.noAttribute(handle: 3)) {
+            _ = try await pair.client.subscribe(characteristic: name)
+        }
         #expect(pair.client.router.routes(on: 3).isEmpty)
         await pair.client.close()
     }

@@ -55,7 +55,8 @@ struct CacheFile: Codable {
                 uuid: service.uuid.description, start: service.startHandle, end: service.endHandle,
                 primary: service.isPrimary,
                 includes: service.includes.map {
-                    IncludeRecord(handle: $0.handle, start: $0.startHandle, end: $0.endHandle, uuid: $0.uuid?.description)
+                    IncludeRecord(
+                        handle: $0.handle, start: $0.startHandle, end: $0.endHandle, uuid: $0.uuid?.description)
                 },
                 characteristics: service.characteristics.map { characteristic in
                     CharacteristicRecord(

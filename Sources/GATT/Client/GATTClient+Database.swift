@@ -152,7 +152,8 @@ extension GATTClient {
                 databaseHash = hash
                 try cache.store(GATTCacheEntry(database: updated, databaseHash: hash), for: peer)
             }
-            changesContinuation.yield(GATTDatabaseChange(affected: start...end, rediscovered: low...high, database: updated))
+            changesContinuation.yield(
+                GATTDatabaseChange(affected: start...end, rediscovered: low...high, database: updated))
         } catch {
             logger.warning("rediscovery of 0x\(hex4(low))-0x\(hex4(high)) after Service Changed failed: \(error)")
         }

@@ -68,8 +68,7 @@ public actor GATTClient {
     let changes: AsyncStream<GATTDatabaseChange>
     let changesContinuation: AsyncStream<GATTDatabaseChange>.Continuation
 
-    public init(connection: ATTConnection, configuration: Configuration = Configuration(), logger: Logger = .disabled)
-    {
+    public init(connection: ATTConnection, configuration: Configuration = Configuration(), logger: Logger = .disabled) {
         self.connection = connection
         self.configuration = configuration
         self.logger = logger

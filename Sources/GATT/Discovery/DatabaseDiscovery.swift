@@ -148,7 +148,9 @@ public struct DatabaseDiscovery: GATTClientProcedure {
             return fail(.procedureState("database discovery exceeded \(Self.maximumRounds) rounds"))
         }
         // The service that ends the range, whose tail the descriptor phase covers anyway.
-        let finalService = services.last { $0.handleRange.contains(range.upperBound) && $0.startHandle <= range.upperBound }
+        let finalService = services.last {
+            $0.handleRange.contains(range.upperBound) && $0.startHandle <= range.upperBound
+        }
         var sweep = CharacteristicSweep(
             range: range,
             finalServiceStart: finalService?.endHandle == range.upperBound ? finalService?.startHandle : nil)
@@ -274,7 +276,9 @@ public struct DatabaseDiscovery: GATTClientProcedure {
         case .fail(let error): return fail(error)
         case .done:
             if let covered = run.covered { informed.append(covered) }
-            if let tail = openTail, informed.contains(where: { $0.contains(tail.lowerBound) && $0.contains(tail.upperBound) }) {
+            if let tail = openTail,
+                informed.contains(where: { $0.contains(tail.lowerBound) && $0.contains(tail.upperBound) })
+            {
                 openTail = nil
             }
             return nextRun(remaining)

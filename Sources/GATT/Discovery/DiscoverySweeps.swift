@@ -34,7 +34,8 @@ struct CharacteristicSweep: Hashable, Sendable {
     func request(from start: UInt16) -> Next {
         .send(
             .readByTypeRequest(
-                ReadByTypeRequest(startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.characteristic)
+                ReadByTypeRequest(
+                    startingHandle: start, endingHandle: range.upperBound, attributeType: GATTUUID.characteristic)
             ))
     }
 
@@ -124,7 +125,8 @@ struct InformationRun: Hashable, Sendable {
     private mutating func next() -> Next {
         guard let start = cursor.nextStart else { return .done }
         requestStart = start
-        return .send(.findInformationRequest(FindInformationRequest(startingHandle: start, endingHandle: range.upperBound)))
+        return .send(
+            .findInformationRequest(FindInformationRequest(startingHandle: start, endingHandle: range.upperBound)))
     }
 
     private mutating func cover(through end: UInt16) {
