@@ -62,6 +62,8 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     private var includesSearched: Set<UInt16> = []
     /// Rounds of sweeps and include searches, bounded against a misbehaving server.
     private var rounds = 0
+    /// Secondary services found through includes whose handles no sweep covered yet.
+    private var pendingSweeps: [ClosedRange<UInt16>] = []
     private static let maximumRounds = 64
 
     public init(
@@ -178,8 +180,14 @@ public struct DatabaseDiscovery: GATTClientProcedure {
                 swept.append(sweep.range)
             }
             assignEnds()
-            return nextIncludesOrInformation()
+            return advance()
         }
+    }
+
+    /// The next sweep a secondary service needs, else the include search, else descriptors.
+    private mutating func advance() -> GATTProcedureAction<Result> {
+        if !pendingSweeps.isEmpty { return startSweep(pendingSweeps.removeFirst()) }
+        return nextIncludesOrInformation()
     }
 
     /// Searches the include gaps not searched yet, or moves on to descriptors.
@@ -218,7 +226,6 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     }
 
     private mutating func includesFound(_ found: [IncludedService]) -> GATTProcedureAction<Result> {
-        var unswept: [ClosedRange<UInt16>] = []
         for include in found {
             if let index = services.firstIndex(where: { $0.handleRange.contains(include.handle) }),
                 !services[index].includes.contains(include)
@@ -230,13 +237,12 @@ public struct DatabaseDiscovery: GATTClientProcedure {
             services.append(
                 Service(uuid: uuid, startHandle: include.startHandle, endHandle: include.endHandle, isPrimary: false))
             if !swept.contains(where: { $0.contains(include.startHandle) }) {
-                unswept.append(include.startHandle...include.endHandle)
+                pendingSweeps.append(include.startHandle...include.endHandle)
             }
         }
         services.sort { $0.startHandle < $1.startHandle }
         assignEnds()
-        if let range = unswept.first { return startSweep(range) }
-        return nextIncludesOrInformation()
+        return advance()
     }
 
     // MARK: Descriptors
@@ -260,16 +266,21 @@ public struct DatabaseDiscovery: GATTClientProcedure {
         _ next: InformationRun.Next, _ run: InformationRun, newEntries start: Int, remaining: [ClosedRange<UInt16>]
     ) -> GATTProcedureAction<Result> {
         let known = Set(characteristics.map(\.declarationHandle))
+        var resume: UInt16?
         for entry in run.entries[start...] {
             types[entry.handle] = entry.uuid
-            // A characteristic the sweep left in its open tail: resume the sweep there.
-            if entry.uuid == GATTUUID.characteristic, !known.contains(entry.handle),
+            // A characteristic the sweep left in its open tail: the sweep resumes there.
+            if resume == nil, entry.uuid == GATTUUID.characteristic, !known.contains(entry.handle),
                 let tail = openTail, tail.contains(entry.handle)
             {
-                if entry.handle > run.range.lowerBound { informed.append(run.range.lowerBound...(entry.handle - 1)) }
-                openTail = nil
-                return startSweep(entry.handle...tail.upperBound)
+                resume = entry.handle
             }
+        }
+        if let resume, let tail = openTail {
+            // What this run learned stays learned; the rest of it is planned again afterwards.
+            if let covered = run.covered { informed.append(covered) }
+            openTail = nil
+            return startSweep(resume...tail.upperBound)
         }
         switch next {
         case .send(let pdu): return .send(pdu)
