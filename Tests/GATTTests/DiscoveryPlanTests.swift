@@ -115,4 +115,68 @@ struct DiscoveryPlanTests {
         #expect(
             error == .invalidResponse(opcode: .readByGroupTypeResponse, reason: .handleNotAdvancing(1, previous: 5)))
     }
+
+    /// Locating a characteristic whose value the server will not return: the Error Response
+    /// names its handle.
+    @Test func locateUnreadableCharacteristic() {
+        let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
+        var locate = LocateCharacteristic(uuid: tx, mtu: 23)
+        #expect(
+            locate.start()
+                == .send(
+                    .readByTypeRequest(ReadByTypeRequest(startingHandle: 1, endingHandle: 0xFFFF, attributeType: tx))))
+        let refused = ATTPDU.errorResponse(
+            ErrorResponse(requestOpcode: .readByTypeRequest, handle: 0x0E, errorCode: .readNotPermitted))
+        #expect(
+            locate.receive(refused)
+                == .send(
+                    .readByTypeRequest(ReadByTypeRequest(startingHandle: 0x0F, endingHandle: 0xFFFF, attributeType: tx))
+                ))
+        let notFound = ATTPDU.errorResponse(
+            ErrorResponse(requestOpcode: .readByTypeRequest, handle: 0x0F, errorCode: .attributeNotFound))
+        #expect(locate.receive(notFound) == .send(.readRequest(ReadRequest(handle: 0x0D))))
+        let declaration = ATTPDU.readResponse(ReadResponse(value: [0x10, 0x0E, 0x00] + tx.littleEndianBytes))
+        #expect(
+            locate.receive(declaration)
+                == .send(.findInformationRequest(FindInformationRequest(startingHandle: 0x0F, endingHandle: 0xFFFF))))
+        let information = ATTPDU.findInformationResponse(
+            FindInformationResponse(entries: [.init(handle: 0x0F, uuid: 0x2902), .init(handle: 0x10, uuid: 0x2803)]))
+        #expect(
+            locate.receive(information)
+                == .done(
+                    Characteristic(
+                        uuid: tx, declarationHandle: 0x0D, valueHandle: 0x0E, endHandle: 0x0F, properties: .notify,
+                        descriptors: [Descriptor(handle: 0x0F, uuid: 0x2902)])))
+    }
+
+    /// A declaration that does not name the value: nil, so the client falls back to the sweep.
+    @Test func locateFallsBackOnAnOddLayout() {
+        var locate = LocateCharacteristic(uuid: 0x2A19, mtu: 23)
+        _ = locate.start()
+        _ = locate.receive(.readByTypeResponse(ReadByTypeResponse(entries: [.init(handle: 0x10, value: [0x50])])))
+        _ = locate.receive(
+            .errorResponse(
+                ErrorResponse(requestOpcode: .readByTypeRequest, handle: 0x11, errorCode: .attributeNotFound)))
+        #expect(locate.receive(.readResponse(ReadResponse(value: [0x02, 0x20, 0x00, 0x19, 0x2A]))) == .done(nil))
+    }
+
+    @Test func locateAmbiguousAndMissing() {
+        var twice = LocateCharacteristic(uuid: 0x2A19, mtu: 23)
+        _ = twice.start()
+        _ = twice.receive(
+            .readByTypeResponse(
+                ReadByTypeResponse(entries: [.init(handle: 0x10, value: [0x50]), .init(handle: 0x20, value: [0x51])])))
+        #expect(
+            twice.receive(
+                .errorResponse(
+                    ErrorResponse(requestOpcode: .readByTypeRequest, handle: 0x21, errorCode: .attributeNotFound)))
+                == .fail(.ambiguousUUID(0x2A19, handles: [0x10, 0x20])))
+        var missing = LocateCharacteristic(uuid: 0x2A19, mtu: 23)
+        _ = missing.start()
+        #expect(
+            missing.receive(
+                .errorResponse(
+                    ErrorResponse(requestOpcode: .readByTypeRequest, handle: 0x01, errorCode: .attributeNotFound)))
+                == .fail(.notFound(0x2A19)))
+    }
 }

@@ -202,7 +202,15 @@ struct SubscriptionTests {
         let pair = ClientServerPair(configuration: .manual)
         let subscription = try await pair.client.subscribe(uuid: 0xFFE1)
         #expect(subscription.characteristic.valueHandle == 0x63)
-        #expect(!pair.server.requests.contains(.readByGroupTypeRequest))
+        #expect(subscription.characteristic.declarationHandle == 0x62)
+        #expect(subscription.characteristic.properties == [.read, .notify])
+        // Read Using Characteristic UUID (to Attribute Not Found), the declaration, Find
+        // Information from the value (to Attribute Not Found: it is the last attribute), the CCCD.
+        #expect(
+            pair.server.requests == [
+                ATTOpcode.readByTypeRequest, .readByTypeRequest, .readRequest, .findInformationRequest,
+                .findInformationRequest, .writeRequest,
+            ])
         #expect(pair.server.writes.last?.handle == 0x64)
         await #expect(throws: GATTError.notFound(0x2A37)) { _ = try await pair.client.subscribe(uuid: 0x2A37) }
         await pair.client.close()

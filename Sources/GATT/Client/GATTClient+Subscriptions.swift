@@ -39,18 +39,34 @@ extension GATTClient {
     }
 
     /// Subscribes to the one characteristic with `uuid`: from the known ``database`` when
-    /// there is one, otherwise with a targeted search (Discover Characteristics by UUID and
-    /// the descriptors of the match), never a full discovery. Throws `notFound` or
-    /// `ambiguousUUID`.
+    /// there is one, otherwise with a targeted search (``locateCharacteristic(uuid:)``), never
+    /// a full discovery. Throws `notFound` or `ambiguousUUID`.
     public func subscribe(
         uuid: BluetoothUUID, indications: Bool = false, bufferLimit: Int = 10_000,
         overflow: GATTOverflowPolicy = .fail
     ) async throws(GATTError) -> GATTSubscription {
-        let matches = try await findCharacteristics(uuid: uuid)
+        let characteristic = try await locateCharacteristic(uuid: uuid)
+        return try await subscribe(
+            characteristic: characteristic, indications: indications, bufferLimit: bufferLimit, overflow: overflow)
+    }
+
+    /// The one characteristic with `uuid`, with its descriptors: from the known ``database``,
+    /// else with ``LocateCharacteristic`` (Read Using Characteristic UUID, the declaration, Find
+    /// Information: four requests or so at any ATT_MTU), else — for a server whose layout that
+    /// cannot confirm — with Discover Characteristics by UUID. Throws `notFound` or
+    /// `ambiguousUUID`.
+    public func locateCharacteristic(uuid: BluetoothUUID) async throws(GATTError) -> Characteristic {
+        let matches: [Characteristic]
+        if let database {
+            matches = database.characteristics(uuid: uuid)
+        } else if let located = try await run(LocateCharacteristic(uuid: uuid, mtu: try await readyMTU())) {
+            return located
+        } else {
+            matches = try await findCharacteristics(uuid: uuid)
+        }
         guard let first = matches.first else { throw GATTError.notFound(uuid) }
         guard matches.count == 1 else { throw GATTError.ambiguousUUID(uuid, handles: matches.map(\.valueHandle)) }
-        return try await subscribe(
-            characteristic: first, indications: indications, bufferLimit: bufferLimit, overflow: overflow)
+        return first
     }
 
     /// Ends `subscription`: its stream finishes normally and the CCCD is written 0x0000 (or,
