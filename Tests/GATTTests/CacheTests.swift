@@ -181,4 +181,34 @@ struct CacheTests {
                 == "/home/u/.cache/gattclient")
         #expect(Self.peer.fileStem == "F46C0E123456-random")
     }
+
+    /// Service Changed drops the cached file and stores the rediscovered database with the
+    /// new hash.
+    @Test func serviceChangedUpdatesTheCache() async throws {
+        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let pair = ClientServerPair(
+            attributes: Self.table(hash: Self.hashA),
+            configuration: GATTClient.Configuration(cache: cache, peer: Self.peer))
+        let before = try await pair.client.loadDatabase()
+        let serviceChanged = try before.characteristic(uuid: 0x2A05)
+        var changed = Self.table(hash: Self.hashB)
+        // The Battery service gains nothing but its level value handle stays; drop its CCCD.
+        let batteryCCCD = try before.characteristic(uuid: 0x2A19).clientConfigurationHandle
+        changed.removeAll { $0.handle == batteryCCCD }
+        if let index = changed.firstIndex(where: { $0.type == 0x2800 && $0.value == [0x0F, 0x18] }) {
+            changed[index].groupEnd = (changed[index].groupEnd ?? 0) - 1
+        }
+        pair.server.replace(changed)
+        let start = try #require(before.services.last?.startHandle)
+        try await pair.serverConnection.indicate(
+            HandleValueIndication(
+                handle: serviceChanged.valueHandle, value: [UInt8(start & 0xFF), UInt8(start >> 8), 0xFF, 0xFF]))
+        var changes = pair.client.databaseChanges.makeAsyncIterator()
+        let change = try #require(await changes.next())
+        #expect(try change.database.characteristic(uuid: 0x2A19).descriptors.isEmpty)
+        let entry = try #require(cache.load(Self.peer))
+        #expect(entry.databaseHash == Self.hashB)
+        #expect(entry.database == change.database)
+        await pair.client.close()
+    }
 }

@@ -226,4 +226,27 @@ struct SubscriptionTests {
         #expect(pair.client.router.routes(on: 3).isEmpty)
         await pair.client.close()
     }
+
+    /// Two subscriptions to one characteristic both get every value; the CCCD carries the
+    /// union and is cleared only when the last one goes.
+    @Test func twoSubscribersOneCharacteristic() async throws {
+        let pair = ClientServerPair(configuration: .manual)
+        let first = try await pair.client.subscribe(characteristic: Self.battery)
+        let second = try await pair.client.subscribe(characteristic: Self.battery, indications: true)
+        #expect(pair.server.writes.map(\.value) == [[1, 0], [3, 0]])
+        try await Self.notify(pair.serverConnection, 0x21, [7])
+        var a = first.makeAsyncIterator()
+        var b = second.makeAsyncIterator()
+        #expect(try await a.next()?.value == [7])
+        #expect(try await b.next()?.value == [7])
+        try await pair.client.unsubscribe(second)
+        #expect(pair.server.writes.last?.value == [1, 0])
+        #expect(try await b.next() == nil)
+        try await pair.client.unsubscribe(first)
+        #expect(pair.server.writes.last?.value == [0, 0])
+        // Unsubscribing twice is harmless and writes nothing.
+        try await pair.client.unsubscribe(first)
+        #expect(pair.server.writes.count == 4)
+        await pair.client.close()
+    }
 }
