@@ -18,7 +18,13 @@ import Bluetooth
 /// - Cancellation: cancelling the calling task stops the procedure after the outstanding
 ///   response (ATT cannot withdraw a request) and throws `GATTError.cancelled`.
 /// - Notifications and indications: ``subscribe(characteristic:indications:bufferLimit:overflow:)``
-///   (see `GATTClient+Subscriptions.swift`), routed by one task per client.
+///   (see `GATTClient+Subscriptions.swift`), routed by one task per client. From the first
+///   subscription on, that task is the consumer of `ATTConnection.inbound` (it has one
+///   consumer): read values through subscriptions, not from `inbound`. `ATTConnection`
+///   confirms an indication when its consumer takes it; the router hands it to the
+///   subscriber's stream in that same step, before it takes the next PDU.
+/// - Database: ``loadDatabase(findIncludes:)`` (cache, Database Hash, Service Changed),
+///   ``discoverDatabase(findIncludes:)``, ``databaseChanges``.
 public actor GATTClient {
     /// How the client behaves on its bearer.
     public struct Configuration: Sendable {
