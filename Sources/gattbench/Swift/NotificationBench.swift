@@ -75,13 +75,13 @@ struct NotificationBenchmark {
         return packets
     }
 
-    static func check(_ pdu: ATTPDU?, sequence: Int) throws {
+    static func check(_ pdu: ATTPDU?, sequence: Int, stage: String) throws {
         guard case .handleValueNotification(let notification)? = pdu else {
-            throw BenchError("notification \(sequence): got \(String(describing: pdu))")
+            throw BenchError("\(stage): notification \(sequence): got \(String(describing: pdu))")
         }
         let got = notification.value.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
         guard got == sequence & 0xFFFF_FFFF, notification.handle == handles[sequence % handles.count] else {
-            throw BenchError("notification \(sequence) arrived out of order (got sequence \(got))")
+            throw BenchError("\(stage): notification \(sequence) lost or out of order (got sequence \(got))")
         }
     }
 
@@ -112,7 +112,7 @@ struct NotificationBenchmark {
             let end = min(sequence + batch, count)
             while sequence < end {
                 guard let sdu = try await iterator.next() else { throw BenchError("channel ended at \(sequence)") }
-                try Self.check(try ATTPDU(decoding: sdu), sequence: sequence)
+                try Self.check(try ATTPDU(decoding: sdu), sequence: sequence, stage: "L2CAP")
                 sequence += 1
             }
         }
@@ -130,6 +130,12 @@ struct NotificationBenchmark {
         let connection = ATTConnection(channel: channel)
         var iterator = connection.inbound.makeAsyncIterator()
         var framer = H4Framer()
+        // The peer raises ATT_MTU first (its notifications are longer than 23 octets); the
+        // bearer answers on its own and applies the MTU before it reads the next PDU.
+        let exchange = ExchangeMTURequest(clientRxMTU: 247).encoded
+        let request: [UInt8] = [HCIPacketType.acl.rawValue, 0x00, 0x20, UInt8(exchange.count + 4), 0x00,
+                                UInt8(exchange.count), 0x00, 0x04, 0x00] + exchange
+        _ = try Self.feed(request, framer: &framer, into: l2cap)
         var sequence = 0
         let allocations = gattbench_allocation_count()
         let cpu = Clock.processCPU
@@ -138,13 +144,15 @@ struct NotificationBenchmark {
             _ = try Self.feed(bytes, framer: &framer, into: l2cap)
             let end = min(sequence + batch, count)
             while sequence < end {
-                try Self.check(await iterator.next(), sequence: sequence)
+                try Self.check(await iterator.next(), sequence: sequence, stage: "whole stack")
                 sequence += 1
             }
         }
         let result = Result(
             stage: "whole stack: … + ATTConnection → inbound", cpuNanoseconds: Clock.processCPU - cpu,
             wallNanoseconds: Clock.monotonic - wall, allocations: gattbench_allocation_count() - allocations, count: count)
+        let mtu = await connection.mtu
+        guard mtu >= 67 else { throw BenchError("ATT_MTU is \(mtu) after the exchange") }
         await connection.close()
         l2cap.shutDown("benchmark done")
         return result
