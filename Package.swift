@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
         .executableTarget(
             name: "gattbench",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "CGattBenchMalloc"],
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "CGattBenchMalloc"],
             path: "Sources/gattbench/Swift"
         ),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),

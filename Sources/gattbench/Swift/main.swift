@@ -10,11 +10,12 @@ let usage = """
            gattbench capture [--sizes N,N] [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench codec [--iterations N]
            gattbench notify [--count N]
+           gattbench discovery
            gattbench decoder FILE.btsnoop
 
     all (default): capture decoding on the 100k and 1M files (gattclient dump --summary, --json,
     text; the C floor; btmon -r and tshark -r when installed), PDU codec micro-benchmarks,
-    notifications through the user-space stack. --quick: 10k and 100k files, 1 run each.
+    notifications through the user-space stack, ATT requests of discovery. --quick: 10k and 100k files, 1 run each.
     Build the gattclient it measures first: swift build -c release --product gattclient
     """
 
@@ -125,6 +126,8 @@ do {
         _ = try CodecBenchmark(iterations: options.iterations).run()
     case "notify":
         _ = try await NotificationBenchmark(count: options.count).run()
+    case "discovery":
+        try DiscoveryBenchmark().run()
     case "decoder":
         guard options.positional.count == 1 else { throw BenchError(usage) }
         try DecoderBenchmark(path: options.positional[0]).run()
@@ -142,6 +145,7 @@ do {
         try DecoderBenchmark(path: bench.path(records: bench.sizes[0])).run()
         _ = try CodecBenchmark(iterations: options.quick ? 20_000 : options.iterations).run()
         _ = try await NotificationBenchmark(count: options.count).run()
+        try DiscoveryBenchmark().run()
         print("\nsuite finished in \(fixed(Double(Clock.monotonic - started) / 1e9, 0)) s")
     default:
         throw BenchError("unknown command \(options.command)\n\(usage)")
