@@ -85,6 +85,38 @@ struct NotificationBenchmark {
         }
     }
 
+    /// Reference: one `AsyncStream` hop alone (producer yields a batch, a consumer task drains
+    /// it and hands each element to this task through a second stream): the cost of the two
+    /// stream hops and the task switches the whole stack makes, without any protocol work.
+    func streamHops() async throws -> Result {
+        let (first, firstIn) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
+        let (second, secondIn) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
+        let relay = Task {
+            for await element in first { secondIn.yield(element) }
+            secondIn.finish()
+        }
+        var iterator = second.makeAsyncIterator()
+        let element: [UInt8] = Array(0..<23)
+        var received = 0
+        let allocations = gattbench_allocation_count()
+        let cpu = Clock.processCPU
+        let wall = Clock.monotonic
+        while received < count {
+            let end = min(received + batch, count)
+            for _ in received..<end { firstIn.yield(element) }
+            while received < end {
+                guard await iterator.next() != nil else { throw BenchError("stream ended") }
+                received += 1
+            }
+        }
+        let result = Result(
+            stage: "reference: 2 AsyncStream hops + 1 relay task, no protocol", cpuNanoseconds: Clock.processCPU - cpu,
+            wallNanoseconds: Clock.monotonic - wall, allocations: gattbench_allocation_count() - allocations, count: count)
+        firstIn.finish()
+        await relay.value
+        return result
+    }
+
     /// Stage 1: H4 framing and ACL parsing only.
     func framingOnly(_ batches: [[UInt8]]) throws -> Result {
         var framer = H4Framer()
@@ -167,12 +199,14 @@ struct NotificationBenchmark {
         var framing: [Result] = []
         var l2cap: [Result] = []
         var whole: [Result] = []
+        var hops: [Result] = []
         for _ in 0..<3 {
+            hops.append(try await streamHops())
             framing.append(try framingOnly(batches))
             l2cap.append(try await throughL2CAP(batches))
             whole.append(try await wholeStack(batches))
         }
-        for runs in [framing, l2cap, whole] {
+        for runs in [framing, l2cap, whole, hops] {
             results.append(runs.sorted { $0.cpuNanoseconds < $1.cpuNanoseconds }[1])
         }
         printTable(
