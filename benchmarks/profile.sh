@@ -19,8 +19,21 @@ case "$mode" in
   *) echo "usage: $0 [summary|json|text] [RECORDS]" >&2; exit 64 ;;
 esac
 if command -v valgrind >/dev/null; then
+  # Valgrind 3.19 cannot read the Swift 6.3 toolchain's DWARF ("Possibly corrupted debuginfo
+  # file"): profile a copy without debug info (symbols stay).
+  objcopy --strip-debug .build/release/gattclient "$out/gattclient-nodebug"
+  # Start-up alone, on a one-record capture, to subtract from the total.
+  [ -f "$out/capture-1.btsnoop" ] || .build/release/gattbench generate --records 1 "$out/capture-1.btsnoop" >/dev/null
+  one=$(echo "$args" | sed "s|$capture|$out/capture-1.btsnoop|")
   # shellcheck disable=SC2086
-  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$mode.out" .build/release/gattclient $args >/dev/null
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.startup.out" "$out/gattclient-nodebug" $one \
+    >/dev/null 2>"$out/callgrind.startup.log"
+  # shellcheck disable=SC2086
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$mode.out" "$out/gattclient-nodebug" $args \
+    >/dev/null 2>"$out/callgrind.$mode.log"
+  total=$(sed -n 's/.*Collected : //p' "$out/callgrind.$mode.log")
+  startup=$(sed -n 's/.*Collected : //p' "$out/callgrind.startup.log")
+  echo "instructions: $total total, $startup start-up, $(( (total - startup) / records )) per record"
   callgrind_annotate --inclusive=yes "$out/callgrind.$mode.out" 2>/dev/null | head -40
 fi
 if command -v perf >/dev/null; then
