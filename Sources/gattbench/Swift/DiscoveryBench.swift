@@ -160,6 +160,8 @@ struct DiscoveryBenchmark {
     struct Count {
         var requests = 0
         var server: Server
+        /// Prints every request and answer (`gattbench discovery --trace`).
+        var trace = false
 
         /// Runs a procedure to its end against the server; returns its result.
         mutating func run<P: GATTClientProcedure>(_ procedure: P) throws -> P.Result {
@@ -169,7 +171,9 @@ struct DiscoveryBenchmark {
                 switch action {
                 case .send(let request):
                     requests += 1
-                    action = procedure.receive(server.answer(request))
+                    let answer = server.answer(request)
+                    if trace { print("    > \(request)\n    < \(answer)") }
+                    action = procedure.receive(answer)
                 case .done(let result): return result
                 case .fail(let error): throw BenchError("procedure failed: \(error)")
                 }
@@ -178,10 +182,12 @@ struct DiscoveryBenchmark {
     }
 
     /// Negotiated ATT_MTU for our client's 517 against `serverMTU`, after one Exchange MTU.
-    static func session(serverMTU: Int) -> (Count, Int) {
+    var trace = false
+
+    func session(serverMTU: Int) -> (Count, Int) {
         var server = Server.sensorTag()
         server.mtu = serverMTU
-        var count = Count(server: server)
+        var count = Count(server: server, trace: trace)
         count.requests = 1  // ATT_EXCHANGE_MTU_REQ
         return (count, min(517, serverMTU))
     }
@@ -192,21 +198,21 @@ struct DiscoveryBenchmark {
         print("database: 11 services, \(attributes) attributes, rebuilt from shared/notes/devices.md (TI firmware 1.4x)\n")
         var rows: [[String]] = []
         for (serverMTU, floor, bumble) in [(23, 54, 64), (517, 28, 47)] {
-            var (count, mtu) = Self.session(serverMTU: serverMTU)
+            var (count, mtu) = session(serverMTU: serverMTU)
             let database = try count.run(DatabaseDiscovery(mtu: mtu, findIncludes: true))
             guard database.services.count == 11, database.characteristics.count == 32 else {
                 throw BenchError("discovery found \(database.services.count) services, \(database.characteristics.count) characteristics")
             }
             let full = count.requests
-            (count, mtu) = Self.session(serverMTU: serverMTU)
+            (count, mtu) = session(serverMTU: serverMTU)
             _ = try count.run(DatabaseDiscovery(mtu: mtu, findIncludes: false))
             let noIncludes = count.requests
             // `read ADDR UUID`: Read Using Characteristic UUID (§4.8.2) on the IR temperature data.
-            (count, mtu) = Self.session(serverMTU: serverMTU)
+            (count, mtu) = session(serverMTU: serverMTU)
             _ = try count.run(ReadUsingCharacteristicUUID(uuid: Server.tiUUID(0xAA01), mtu: mtu))
             let read = count.requests
             // `subscribe ADDR UUID`: find the characteristic and its descriptors, write the CCCD.
-            (count, mtu) = Self.session(serverMTU: serverMTU)
+            (count, mtu) = session(serverMTU: serverMTU)
             var found = try count.run(DiscoverCharacteristicsByUUID(uuid: Server.tiUUID(0xAA01), range: 0x0001...0xFFFF, mtu: mtu))
             for index in found.indices {
                 if let range = found[index].descriptorRange {

@@ -10,7 +10,7 @@ let usage = """
            gattbench capture [--sizes N,N] [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench codec [--iterations N]
            gattbench notify [--count N]
-           gattbench discovery
+           gattbench discovery [--trace]
            gattbench decoder FILE.btsnoop
 
     all (default): capture decoding on the 100k and 1M files (gattclient dump --summary, --json,
@@ -22,6 +22,7 @@ let usage = """
 struct Options {
     var command = "all"
     var quick = false
+    var trace = false
     var repeats = 3
     var directory = "/tmp/gattbench"
     var gattclient = "\(packageRoot)/.build/release/gattclient"
@@ -52,6 +53,7 @@ func parse(_ arguments: [String]) throws -> Options {
     while let argument = rest.popFirst() {
         switch argument {
         case "--quick": options.quick = true
+        case "--trace": options.trace = true
         case "--repeats": options.repeats = try number(argument)
         case "--dir": options.directory = try value(argument)
         case "--gattclient": options.gattclient = try value(argument)
@@ -127,7 +129,7 @@ do {
     case "notify":
         _ = try await NotificationBenchmark(count: options.count).run()
     case "discovery":
-        try DiscoveryBenchmark().run()
+        try DiscoveryBenchmark(trace: options.trace).run()
     case "decoder":
         guard options.positional.count == 1 else { throw BenchError(usage) }
         try DecoderBenchmark(path: options.positional[0]).run()
