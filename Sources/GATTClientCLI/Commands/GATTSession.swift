@@ -15,8 +15,12 @@ struct GATTSession {
     /// Our Rx MTU: the largest ATT allows on LE (a 4.x peer answers with its own, often 23).
     static let preferredMTU = 517
 
-    static func open(_ peer: PeerAddress, options: GlobalOptions, replayMatchAny: Bool) async throws -> GATTSession {
-        let central = try await openCentral(options.transport, options: options, replayMatchAny: replayMatchAny)
+    /// `central` replaces the one `--transport` names (tests use an in-memory one).
+    static func open(
+        _ peer: PeerAddress, options: GlobalOptions, replayMatchAny: Bool, central given: (any Central)? = nil
+    ) async throws -> GATTSession {
+        let central: any Central
+        if let given { central = given } else { central = try await openCentral(options.transport, options: options, replayMatchAny: replayMatchAny) }
         let channel: any ATTChannel
         do {
             channel = try await central.connect(to: peer, timeout: .milliseconds(Int64(options.timeout * 1000)))
@@ -24,18 +28,32 @@ struct GATTSession {
             await central.close()
             throw error
         }
-        let connection = ATTConnection(channel: channel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU))
+        var bearerChannel = channel
+        if let path = options.record {
+            // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.
+            do {
+                bearerChannel = try RecordingATTChannel(
+                    wrapping: channel, path: path,
+                    peer: RecordingATTChannel.Peer(address: peer.address, addressType: LEAddressType(peer.type)))
+            } catch {
+                await channel.close()
+                await central.close()
+                throw CommandFailure("--record \(path): \(error)", kind: "record")
+            }
+        }
+        let connection = ATTConnection(channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU))
         let session = GATTSession(central: central, connection: connection, client: GATTClient(connection: connection), peer: peer)
         do {
-            _ = try await connection.exchangeMTU(preferredMTU)
+            _ = try await session.client.exchangeMTU(preferredMTU)
         } catch {
             await session.close()
-            throw CommandFailure.att(error, doing: "exchanging the MTU with \(peer)")
+            throw CommandFailure.gatt(error, doing: "exchanging the MTU with \(peer)")
         }
         return session
     }
 
     func close() async {
+        await client.close()
         await connection.close()
         await central.close()
     }
@@ -113,6 +131,13 @@ func displayName(_ uuid: BluetoothUUID) -> String {
 enum AttributeSelector: Equatable, Sendable {
     case handle(UInt16)
     case uuid(BluetoothUUID)
+
+    init(_ target: Target) {
+        switch target {
+        case .handle(let handle): self = .handle(handle)
+        case .uuid(let uuid): self = .uuid(uuid)
+        }
+    }
 
     /// `0x0021` or `33` is a handle; `2A19`, `0x2a19` with 4 digits… is ambiguous, so a handle
     /// is decimal or `0x` + up to 4 digits, and a UUID is 4 hex digits without `0x`, 8 or 32.

@@ -5,12 +5,14 @@ import GATT
 /// `read ADDR HANDLE|UUID [--long] [--multiple H,H,...]`.
 struct ReadCommand {
     var peer: PeerAddress
+    /// The transport to use instead of `--transport` (tests).
+    var central: (any Central)? = nil
     var target: AttributeSelector?
     var long = false
     var multiple: [UInt16] = []
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny)
+        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         var values: [(UInt16, [UInt8])] = []
         var single = false
         var uuid: BluetoothUUID?
@@ -87,15 +89,15 @@ struct ReadCommand {
 
 /// `write ADDR HANDLE|UUID VALUE [--text STR] [--no-response] [--long] [--reliable]`.
 struct WriteCommand {
-    enum Mode: Equatable { case request, noResponse, long, reliable }
-
     var peer: PeerAddress
+    /// The transport to use instead of `--transport` (tests).
+    var central: (any Central)? = nil
     var target: AttributeSelector
     var value: [UInt8]
-    var mode: Mode = .request
+    var mode: WriteMode = .request
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny)
+        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let handle: UInt16
         do {
             switch target {

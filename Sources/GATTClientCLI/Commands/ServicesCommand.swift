@@ -6,9 +6,11 @@ import GATT
 /// properties, descriptors — as a tree with SIG names and handles, or DESIGN.md's JSON.
 struct ServicesCommand {
     var peer: PeerAddress
+    /// The transport to use instead of `--transport` (tests).
+    var central: (any Central)? = nil
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny)
+        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let database: GATTDatabase
         do {
             database = try await session.client.discoverDatabase()
