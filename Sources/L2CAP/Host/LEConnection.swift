@@ -37,6 +37,10 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     public let channel: UserSpaceATTChannel
     /// Yields the disconnection reason once, then finishes (one consumer).
     public let disconnected: AsyncStream<HCIStatus>
+    /// Yields the parameters after each successful LE Connection Update Complete (whoever asked
+    /// for it: this host, or the peer through L2CAP or the link layer); keeps the newest 8 for a
+    /// slow consumer; finishes when the link ends (one consumer).
+    public let parameterUpdates: AsyncStream<Parameters>
 
     private struct State {
         var parameters: Parameters
@@ -46,6 +50,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
 
     private let state: Mutex<State>
     private let disconnectedContinuation: AsyncStream<HCIStatus>.Continuation
+    private let updatesContinuation: AsyncStream<Parameters>.Continuation
 
     init(
         handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: LEAddressType, role: LERole,
@@ -59,6 +64,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         state = Mutex(State(parameters: parameters))
         (disconnected, disconnectedContinuation) = AsyncStream.makeStream(
             of: HCIStatus.self, bufferingPolicy: .bufferingNewest(1))
+        (parameterUpdates, updatesContinuation) = AsyncStream.makeStream(
+            of: Parameters.self, bufferingPolicy: .bufferingNewest(8))
     }
 
     /// The parameters in force (updated by LE Connection Update Complete).
@@ -77,6 +84,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             $0.parameters = parameters
             $0.parameterUpdates += 1
         }
+        updatesContinuation.yield(parameters)
     }
 
     /// Records the end of the link; returns false when it was already recorded.
@@ -90,8 +98,16 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         if first {
             disconnectedContinuation.yield(reason)
             disconnectedContinuation.finish()
+            updatesContinuation.finish()
         }
         return first
+    }
+
+    /// The host closed or its transport went: the streams finish without a reason (the channel
+    /// fails with `L2CAPError.transportClosed`).
+    func hostEnded() {
+        disconnectedContinuation.finish()
+        updatesContinuation.finish()
     }
 
     public var description: String {

@@ -294,6 +294,7 @@ public actor LEHost {
             scan.continuation.finish(throwing: LEHostError.closed(reason))
             self.scan = nil
         }
+        for connection in connections.values { connection.hostEnded() }
         connections.removeAll()
         logger.debug("LE host ended: \(reason)")
     }
