@@ -1,4 +1,5 @@
 import ATT
+import Foundation
 import Bluetooth
 import GATT
 import HCI
@@ -36,11 +37,23 @@ struct BumbleGATTInteropTests {
         (BluetoothUUID(0xFFE0), [2]),
     ]
 
-    static func open(_ peer: BumblePeer) async throws -> LEHost {
+    static func open(_ peer: BumblePeer, commandSet: LEHost.Configuration.CommandSet = .automatic) async throws
+        -> LEHost
+    {
         var configuration = LEHost.Configuration()
+        configuration.commandSet = commandSet
         // Generous: the full suite runs beside Bumble on 2 shared cores.
         configuration.commandTimeout = .seconds(10)
-        return try await LEHost.start(transport: try await peer.uri.openRawTransport(), configuration: configuration)
+        return try await LEHost.start(
+            transport: try await peer.uri.openRawTransport(), configuration: configuration, logger: logger)
+    }
+
+    /// Warnings and errors to stderr; DEBUG_LEHOST=1 for everything.
+    static let logger = Logger(
+        label: "lehost",
+        minimumLevel: ProcessInfo.processInfo.environment["DEBUG_LEHOST"] == nil ? .warning : .trace
+    ) { level, label, message in
+        FileHandle.standardError.write(Data("[\(level)] \(label): \(message)\n".utf8))
     }
 
     static func connect(_ host: LEHost, _ peer: BumblePeer, _ kind: String) async throws -> LEConnection {
@@ -59,10 +72,10 @@ struct BumbleGATTInteropTests {
         let sensorTag = try #require(peer.devices["sensortag"])
         let bluefruit = try #require(peer.devices["bluefruit"])
 
-        let scan = host.scan(ScanOptions(active: true, procedure: procedure))
+        // The stream lives only in the loop: leaving the loop ends it, which stops the scan.
         let found = try await withInteropTimeout(15) { () -> [BluetoothAddress: DiscoveredDevice] in
             var found: [BluetoothAddress: DiscoveredDevice] = [:]
-            for try await event in scan {
+            for try await event in host.scan(ScanOptions(active: true, procedure: procedure)) {
                 switch event {
                 case .discovered(let device), .updated(let device): found[device.address] = device
                 case .report: Issue.record("a raw report in merged mode")
@@ -87,11 +100,10 @@ struct BumbleGATTInteropTests {
         #expect(uart.serviceUUIDs == [Self.uartService])
 
         // The stream ended, so scanning was disabled: a new scan (all reports) can start.
-        let raw = host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports))
         let kinds = try await withInteropTimeout(15) { () -> Set<ScanReport.Kind> in
             var kinds: Set<ScanReport.Kind> = []
             var reports = 0
-            for try await event in raw {
+            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports)) {
                 guard case .report(let report) = event else { continue }
                 kinds.insert(report.kind)
                 reports += 1
@@ -248,10 +260,25 @@ struct BumbleGATTInteropTests {
         await host.close()
     }
 
-    @Test func connectTimeoutCancelsAndTheControllerStaysUsable() async throws {
+    /// Bumble's controller has the LE Extended Advertising feature but does not claim the
+    /// extended initiating and scanning commands, so `.automatic` picks legacy; forced here.
+    @Test func connectsWithLEExtendedCreateConnection() async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag"])
         defer { peer.stop() }
-        let host = try await Self.open(peer)
+        let host = try await Self.open(peer, commandSet: .extended)
+        #expect(host.usesExtendedCommands)
+        let link = try await Self.connect(host, peer, "sensortag")
+        let client = GATTClient(connection: ATTConnection(channel: link.channel))
+        let name = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+        #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
+        await host.close()
+    }
+
+    @Test(arguments: [LEHost.Configuration.CommandSet.legacy, .extended])
+    func connectTimeoutCancelsAndTheControllerStaysUsable(commandSet: LEHost.Configuration.CommandSet) async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer, commandSet: commandSet)
         let nobody = BluetoothAddress("C0:11:22:33:44:55")!
         await #expect(throws: LEHostError.connectTimeout(address: nobody, timeout: .milliseconds(300))) {
             _ = try await host.connect(to: nobody, type: .random, timeout: .milliseconds(300))

@@ -9,8 +9,9 @@ extension LEHost {
         let extended: Bool
     }
 
-    /// Scans until the returned stream is terminated (the consumer stops iterating, its task is
-    /// cancelled, or it is dropped), which disables scanning. Legacy or extended scanning per
+    /// Scans until the returned stream terminates — the consuming task is cancelled, or the
+    /// stream and its iterator are released (iterate it in place: `for try await e in
+    /// host.scan()`; breaking out then ends it) — which disables scanning. Legacy or extended scanning per
     /// `options.procedure` and the host's command set; reports merged per device by a
     /// `ScanAggregator`. One scan at a time: a second one finishes with `.scanInProgress`.
     /// The stream fails with `LEHostError` when the controller refuses to scan or the host closes.
@@ -24,6 +25,8 @@ extension LEHost {
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
+            // Recorded at once, so a scan started right after this one ended sees it ended.
+            self.terminatedScans.withLock { _ = $0.insert(id) }
             Task { await self.scanTerminated(id) }
         }
         Task { await self.startScan(id, options, continuation) }
@@ -33,20 +36,16 @@ extension LEHost {
     private func startScan(
         _ id: UInt64, _ options: ScanOptions, _ continuation: AsyncThrowingStream<ScanEvent, Error>.Continuation
     ) async {
+        if let current = scan, terminatedScans.withLock({ $0.contains(current.id) }) { scanTerminated(current.id) }
         if let scanStop { await scanStop.value }
-        if cancelledScans.remove(id) != nil { return }
-        if let closedReason {
-            continuation.finish(throwing: LEHostError.closed(closedReason))
-            return
+        if terminatedScans.withLock({ $0.remove(id) }) != nil { return }
+        func fail(_ error: LEHostError) {
+            continuation.finish(throwing: error)
+            terminatedScans.withLock { _ = $0.remove(id) }
         }
-        guard scan == nil else {
-            continuation.finish(throwing: LEHostError.scanInProgress)
-            return
-        }
-        if let why = options.invalidity {
-            continuation.finish(throwing: LEHostError.invalidArgument(why))
-            return
-        }
+        if let closedReason { return fail(.closed(closedReason)) }
+        guard scan == nil else { return fail(.scanInProgress) }
+        if let why = options.invalidity { return fail(.invalidArgument(why)) }
         let extended: Bool
         switch options.procedure {
         case .automatic: extended = usesExtendedCommands
@@ -76,7 +75,7 @@ extension LEHost {
             }
         } catch {
             if scan?.id == id { scan = nil }
-            continuation.finish(throwing: LEHostError.hci(error))
+            fail(.hci(error))
             // Parameters may have been set or scanning enabled before the failure: disable.
             await disableScanning(extended: extended)
             return
@@ -84,16 +83,14 @@ extension LEHost {
         logger.debug(
             "scanning (\(extended ? "extended" : "legacy"), \(options.active ? "active" : "passive"), duplicates \(options.filterDuplicates ? "filtered" : "reported"))"
         )
-        if cancelledScans.remove(id) != nil { scanTerminated(id) }
+        if terminatedScans.withLock({ $0.contains(id) }) { scanTerminated(id) }
     }
 
     /// The scan stream ended: disable scanning (once the enable finished).
     func scanTerminated(_ id: UInt64) {
-        guard let session = scan, session.id == id else {
-            // Not started yet (or already gone): remember so the start undoes itself.
-            if closedReason == nil { cancelledScans.insert(id) }
-            return
-        }
+        // Not running (not started yet: `startScan` sees the mark; or already stopped): nothing to do.
+        guard let session = scan, session.id == id else { return }
+        terminatedScans.withLock { _ = $0.remove(id) }
         scan = nil
         guard closedReason == nil else { return }
         let previous = scanStop
@@ -113,6 +110,7 @@ extension LEHost {
             }
             logger.debug("scanning stopped")
         } catch {
+            if case .transportClosed = error { return }  // closing: scanning ends with the transport
             logger.warning("could not disable scanning: \(error)")
             counters.withLock { $0.failedCommands += 1 }
         }

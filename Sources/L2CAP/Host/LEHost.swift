@@ -89,6 +89,8 @@ public actor LEHost {
     let logger: Logger
     let counters = Mutex(Statistics())
     let scanIDs = Mutex<UInt64>(0)
+    /// Scans whose stream ended and that are not yet stopped (or not yet started).
+    let terminatedScans = Mutex<Set<UInt64>>([])
 
     enum ControlCommand: Sendable {
         case remoteParameterReply(handle: UInt16, LEConnectionParameters)
@@ -112,7 +114,6 @@ public actor LEHost {
 
     // Scanning (LEHost+Scan.swift).
     var scan: ScanSession?
-    var cancelledScans: Set<UInt64> = []
     var scanStop: Task<Void, Never>?
 
     private init(
