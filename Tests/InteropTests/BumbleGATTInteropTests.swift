@@ -151,6 +151,30 @@ struct BumbleGATTInteropTests {
         await host.close()
     }
 
+    /// A 512-octet value at ATT_MTU 517 is 20 ACL fragments of 27 octets against the peer's 8
+    /// buffers: only Number Of Completed Packets lets it through (the peer drops a packet sent
+    /// without a free buffer and says Data Buffer Overflow).
+    @Test func longValuesRespectTheControllersBuffers() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: 517)
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        let link = try await Self.connect(host, peer, "sensortag")
+        let connection = ATTConnection(channel: link.channel)
+        let client = GATTClient(connection: connection)
+        let value = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let readBack = try await withInteropTimeout(20) { () -> [UInt8] in
+            _ = try await connection.exchangeMTU(517)
+            // IO Data: Bumble's server does not enforce lengths (notes), which suits this test.
+            let io = try #require(try await client.findCharacteristics(uuid: Self.ti(0xAA65)).first)
+            for _ in 0..<3 { _ = try await client.write(handle: io.valueHandle, value: value) }
+            return try await client.readLong(handle: io.valueHandle)
+        }
+        #expect(readBack == value)
+        #expect(host.statistics.dataBufferOverflows == 0)
+        #expect(host.l2cap.packetsInFlight(handle: link.handle) <= 8)
+        await host.close()
+    }
+
     @Test func readWriteAndNotification() async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
         defer { peer.stop() }
