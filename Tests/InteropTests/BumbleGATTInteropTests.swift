@@ -1,6 +1,6 @@
 import ATT
-import Foundation
 import Bluetooth
+import Foundation
 import GATT
 import HCI
 import L2CAP
@@ -103,7 +103,8 @@ struct BumbleGATTInteropTests {
         let kinds = try await withInteropTimeout(15) { () -> Set<ScanReport.Kind> in
             var kinds: Set<ScanReport.Kind> = []
             var reports = 0
-            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports)) {
+            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports))
+            {
                 guard case .report(let report) = event else { continue }
                 kinds.insert(report.kind)
                 reports += 1
@@ -270,7 +271,8 @@ struct BumbleGATTInteropTests {
         #expect(reason == .remoteUserTerminatedConnection)
         #expect(first.disconnectionReason == .remoteUserTerminatedConnection)
         // The ATT channel failed at once with the reason.
-        #expect(first.channel.closedError == .disconnected(handle: first.handle, reason: .remoteUserTerminatedConnection))
+        #expect(
+            first.channel.closedError == .disconnected(handle: first.handle, reason: .remoteUserTerminatedConnection))
         await #expect(throws: (any Error).self) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
 
         // A second connect works, and a local disconnect completes.

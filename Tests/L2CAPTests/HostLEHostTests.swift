@@ -15,7 +15,8 @@ struct HostLEHostTests {
         async throws -> LEHost
     {
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(5)
+        // Generous: not under test, and the whole suite runs in parallel beside Bumble on 2 cores.
+        configuration.commandTimeout = .seconds(30)
         configure(&configuration)
         return try await LEHost.start(transport: controller.hostTransport, configuration: configuration)
     }
@@ -185,7 +186,8 @@ struct HostLEHostTests {
         let reply = try await controller.next(.leRemoteConnectionParameterRequestReply)
         #expect(reply == [0x40, 0x00, 24, 0, 40, 0, 0, 0, 0x90, 0x01, 0, 0, 0, 0])
         try await controller.event(
-            HostScriptedController.remoteParameterRequest(handle: 0x0040, min: 3200, max: 3200, latency: 0, timeout: 10))
+            HostScriptedController.remoteParameterRequest(handle: 0x0040, min: 3200, max: 3200, latency: 0, timeout: 10)
+        )
         let refusal = try await controller.next(.leRemoteConnectionParameterRequestNegativeReply)
         #expect(refusal == [0x40, 0x00, 0x3B])  // Unacceptable Connection Parameters
         #expect(host.statistics.acceptedParameterRequests == 1)
@@ -223,7 +225,8 @@ struct HostLEHostTests {
         _ = try await controller.next(.leConnectionUpdate)
         try await controller.event(
             HostScriptedController.connectionUpdateComplete(handle: 0x0040, interval: 12, latency: 0, timeout: 100))
-        #expect(try await updated == LEConnection.Parameters(interval: 12, peripheralLatency: 0, supervisionTimeout: 100))
+        #expect(
+            try await updated == LEConnection.Parameters(interval: 12, peripheralLatency: 0, supervisionTimeout: 100))
 
         // A Disconnection Complete that never comes: bounded.
         await #expect(throws: LEHostError.timeout("Disconnection Complete for handle 0x40")) {
@@ -260,7 +263,9 @@ struct HostLEHostTests {
         let controller = HostScriptedController()
         let host = try await Self.start(controller)
         let scanning = Task { () -> DiscoveredDevice? in
-            for try await event in host.scan(ScanOptions(active: false, filterDuplicates: true, interval: 0x20, window: 0x10)) {
+            for try await event in host.scan(
+                ScanOptions(active: false, filterDuplicates: true, interval: 0x20, window: 0x10))
+            {
                 if case .discovered(let device) = event { return device }
             }
             return nil

@@ -53,7 +53,7 @@ final class HostScriptedController: Sendable {
     func close() { controller.close(reason: "test controller closed") }
 
     /// Waits (bounded) for the next command with `opcode`, skipping others.
-    func next(_ opcode: HCIOpcode, seconds: Double = 5) async throws -> [UInt8] {
+    func next(_ opcode: HCIOpcode, seconds: Double = 30) async throws -> [UInt8] {
         let log = log
         return try await withHostTimeout(seconds) {
             guard let parameters = await log.next(opcode) else {
@@ -106,7 +106,8 @@ final class HostScriptedController: Sendable {
     static func enhancedConnectionCompleteV2(
         status: UInt8 = 0, handle: UInt16, peer: BluetoothAddress, peerType: UInt8, interval: UInt16 = 40
     ) -> [UInt8] {
-        [0x3E, 34, 0x29, status] + le16(handle) + [0x00, peerType] + peer.littleEndianBytes + [UInt8](repeating: 0, count: 12)
+        [0x3E, 34, 0x29, status] + le16(handle) + [0x00, peerType] + peer.littleEndianBytes
+            + [UInt8](repeating: 0, count: 12)
             + le16(interval) + le16(0) + le16(400) + [0x00, 0xFF] + le16(0xFFFF)
     }
 

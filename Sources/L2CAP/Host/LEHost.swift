@@ -253,7 +253,8 @@ public actor LEHost {
                             _ = try await driver.sendAccepted(
                                 LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters))
                         case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
+                            _ = try await driver.sendAccepted(
+                                DisconnectCommand(connectionHandle: handle, reason: reason))
                         }
                     } catch {
                         if case .transportClosed = error {
@@ -281,7 +282,8 @@ public actor LEHost {
                                 LERemoteConnectionParameterRequestNegativeReplyCommand(
                                     connectionHandle: handle, reason: reason))
                         case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
+                            _ = try await driver.sendAccepted(
+                                DisconnectCommand(connectionHandle: handle, reason: reason))
                         }
                     } catch {
                         if case .transportClosed = error {
