@@ -290,13 +290,27 @@ struct BumbleGATTInteropTests {
         await host.close()
     }
 
-    /// Bumble's controller has the LE Extended Advertising feature but does not claim the
-    /// extended initiating and scanning commands, so `.automatic` picks legacy; forced here.
-    @Test func connectsWithLEExtendedCreateConnection() async throws {
-        let peer = try await BumblePeer.start(devices: ["sensortag"])
+    /// Stock Bumble has the LE Extended Advertising feature but does not claim the extended
+    /// scanning and initiating commands (`.automatic` then picks legacy); with
+    /// `--extended-commands` it does, and the host scans and connects the extended way.
+    @Test func automaticallyUsesTheExtendedCommandsTheControllerClaims() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"], extendedCommands: true)
         defer { peer.stop() }
-        let host = try await Self.open(peer, commandSet: .extended)
+        let host = try await Self.open(peer)
         #expect(host.usesExtendedCommands)
+        let bluefruit = try #require(peer.devices["bluefruit"])
+        let seen = try await withInteropTimeout(15) { () -> DiscoveredDevice? in
+            for try await event in host.scan() {
+                switch event {
+                case .discovered(let device), .updated(let device):
+                    if device.address == bluefruit, device.name != nil { return device }
+                case .report: break
+                }
+            }
+            return nil
+        }
+        #expect(seen?.name == "Adafruit Bluefruit LE")
+        #expect(seen?.reports.first?.kind == .advInd)  // legacy PDUs in extended reports
         let link = try await Self.connect(host, peer, "sensortag")
         let client = GATTClient(connection: ATTConnection(channel: link.channel))
         let name = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
