@@ -17,7 +17,8 @@ struct BumbleControllerInteropTests {
         let info = try await driver.initialize()
         #expect(info.address == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
         #expect(info.version.hciVersion == .v5_0)
-        #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 64, shared: false))
+        // bumble_peer.py's exposed controller: 27-octet buffers, 8 of them (--acl-buffers).
+        #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 8, shared: false))
         #expect(info.lmpFeatures.contains(bit: LMPFeatures.leSupportedController))
         #expect(info.supportedCommands != nil)
         #expect(info.leFeatures?.contains(.leEncryption) == true)
@@ -160,7 +161,7 @@ struct BumbleConnectionInteropTests {
         let inbound = driver.inbound
 
         let create = LECreateConnectionCommand(
-            leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: sensorTag,
+            leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .public, peerAddress: sensorTag,
             connectionParameters: Self.parameters)
         _ = try await driver.sendAccepted(create)
         let complete = try await Self.nextEvent(inbound) { event -> LEConnectionCompleteEvent? in
@@ -169,7 +170,7 @@ struct BumbleConnectionInteropTests {
         }
         #expect(complete.status == .success)
         #expect(complete.peerAddress == sensorTag)
-        #expect(complete.peerAddressType == .random)
+        #expect(complete.peerAddressType == .public)
 
         _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: complete.connectionHandle))
         let disconnection = try await Self.nextEvent(inbound) { event -> DisconnectionCompleteEvent? in
