@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
-        .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,108 @@
+import Bluetooth
+import Foundation
+import GATTClientCLI
+import Testing
+
+/// `gattclient` itself against Bumble's controller and peripherals over H4/TCP: what a user
+/// types, checked against what the peer holds.
+@Suite(
+    "gattclient against Bumble over tcp:",
+    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+struct CLIInteropTests {
+    /// Runs the CLI in process on a thread of its own (it blocks while its async work runs), with
+    /// standard output and error captured in temporary files.
+    static func gattclient(_ arguments: [String]) async -> (code: Int32, stdout: String, stderr: String) {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let directory = FileManager.default.temporaryDirectory
+                let outPath = directory.appendingPathComponent("cli-out-\(UUID().uuidString)").path
+                let errPath = directory.appendingPathComponent("cli-err-\(UUID().uuidString)").path
+                let out = open(outPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
+                let err = open(errPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
+                let code = runGATTClient(arguments, standardOutput: out, standardError: err)
+                close(out)
+                close(err)
+                let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+                let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+                try? FileManager.default.removeItem(atPath: outPath)
+                try? FileManager.default.removeItem(atPath: errPath)
+                continuation.resume(returning: (code, stdout, stderr))
+            }
+        }
+    }
+
+    static func objects(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    @Test func scanFindsBothPeripheralsByName() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
+        defer { peer.stop() }
+        let result = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "scan", "--duration", "2"])
+        #expect(result.code == 0, "\(result.stderr)")
+        let names = Set(Self.objects(result.stdout).compactMap { $0["name"] as? String })
+        #expect(names.isSuperset(of: ["CC2650 SensorTag", "Adafruit Bluefruit LE"]))
+        let bluefruit = Self.objects(result.stdout).first { $0["name"] as? String == "Adafruit Bluefruit LE" }
+        #expect(bluefruit?["addressType"] as? String == "random")
+        #expect((bluefruit?["serviceUUIDs"] as? [String])?.contains("6E400001-B5A3-F393-E0A9-E50E24DCCA9E") == true)
+    }
+
+    @Test(arguments: [(517, 28), (23, 54)])
+    func servicesDiscoversTheSensorTagExactlyWithinTheRequestFloor(mtu: Int, floor: Int) async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: mtu)
+        defer { peer.stop() }
+        let address = try #require(peer.devices["sensortag"])
+        let result = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "services", "\(address)"])
+        #expect(result.code == 0, "\(result.stderr)")
+        let document = try #require(Self.objects(result.stdout).first)
+        let services = try #require(document["services"] as? [[String: Any]])
+        let characteristics = services.flatMap { ($0["characteristics"] as? [[String: Any]]) ?? [] }
+        let descriptors = characteristics.flatMap { ($0["descriptors"] as? [[String: Any]]) ?? [] }
+        #expect(services.count == 11)
+        #expect(characteristics.count == 32)
+        #expect(descriptors.count == 26)
+        #expect(document["mtu"] as? Int == mtu)
+        let requests = try #require(document["attRequests"] as? Int)
+        print("services against Bumble at MTU \(mtu): \(requests) ATT requests (floor \(floor), Bumble's own client 64/47)")
+        #expect(requests <= floor, "\(requests) requests at MTU \(mtu)")
+    }
+
+    @Test func readWriteAndRefusal() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let address = try #require(peer.devices["sensortag"])
+        let read = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "read", "\(address)", "2A29"])
+        #expect(read.code == 0, "\(read.stderr)")
+        let values = Self.objects(read.stdout).first?["values"] as? [[String: Any]]
+        #expect(values?.first?["value"] as? String == Hex.encode(Array("Texas Instruments".utf8)))
+        let write = await Self.gattclient(
+            ["--json", "--transport", "\(peer.uri)", "write", "\(address)", "F000AA02-0451-4000-B000-000000000000", "01"])
+        #expect(write.code == 0, "\(write.stderr)")
+        #expect(Self.objects(write.stdout).first?["length"] as? Int == 1)
+    }
+
+    @Test func uartRoundTrip() async throws {
+        let peer = try await BumblePeer.start(devices: ["bluefruit"])
+        defer { peer.stop() }
+        let address = try #require(peer.devices["bluefruit"])
+        let text = "F then L then R then S, a line longer than one ATT_MTU"
+        let result = await Self.gattclient(["--transport", "\(peer.uri)", "uart", "\(address)/random", "--send", text, "--duration", "1.5"])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stdout == text)
+        let button = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "uart", "\(address)/random", "--controller", "button:1"])
+        #expect(Self.objects(button.stdout).first?["text"] as? String == "!B11:")
+    }
+
+    @Test func aConnectionToNobodyFailsWithinTheTimeout() async throws {
+        let peer = try await BumblePeer.start(devices: [])
+        defer { peer.stop() }
+        let started = ContinuousClock.now
+        let result = await Self.gattclient(["--json", "--timeout", "2", "--transport", "\(peer.uri)", "services", "C0:00:00:00:00:01/random"])
+        #expect(result.code == 1)
+        #expect(ContinuousClock.now - started < .seconds(15))
+        let error = Self.objects(result.stdout).last?["error"] as? [String: Any]
+        #expect(error?["kind"] as? String == "connect")
+    }
+}
