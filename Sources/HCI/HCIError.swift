@@ -18,6 +18,14 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     case system(operation: String, errno: Errno)
     /// The transport closed; everything pending fails with this.
     case transportClosed(String)
+    /// A `--transport` URI that does not parse; `reason` says which part is wrong.
+    case invalidTransportURI(uri: String, reason: String)
+    /// A well-formed transport URI that cannot be opened as a raw HCI transport (the kernel's own
+    /// host path `hciN`, the simulator, replay), or a transport unavailable on this system.
+    case unsupportedTransport(uri: String, reason: String)
+    /// A kernel socket operation failed (opening the HCI user channel); the wrapped error says
+    /// what to do and classifies it (unavailable, permission, failure).
+    indirect case kernel(KernelBluetoothError)
     /// A value the caller asked us to encode cannot be expressed on the wire (local failure:
     /// too many entries, data over a length limit, a UUID that does not fit its list's width).
     case invalidArgument(context: String, reason: String)
@@ -59,6 +67,9 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .captureFile(let message): return message
         case .system(let operation, let errno): return "\(operation): \(errno)"
         case .transportClosed(let why): return "transport closed: \(why)"
+        case .invalidTransportURI(let uri, let reason): return "invalid transport '\(uri)': \(reason)"
+        case .unsupportedTransport(let uri, let reason): return "transport '\(uri)': \(reason)"
+        case .kernel(let error): return error.description
         case .invalidArgument(let context, let reason): return "cannot encode \(context): \(reason)"
         }
     }

@@ -1,0 +1,229 @@
+import Bluetooth
+
+/// Runs `HCICommandFlow` over an `HCITransport`: the one place where commands, events and
+/// time meet I/O for a controller.
+///
+/// One reader task drains the transport, feeding events to the flow and passing everything
+/// else (LE Meta and other events, ACL data) to `inbound` in arrival order. Commands wait for
+/// their outcome; a timer task sleeps until the flow's next deadline (one task per deadline
+/// change, never per packet). When the transport closes, every pending command fails with
+/// `HCIError.transportClosed` and `inbound` finishes.
+public actor HCIControllerDriver {
+    /// Controller-to-host packets that are not command flow: events (code, length, parameters)
+    /// and ACL/SCO/ISO data, in arrival order.
+    public nonisolated let inbound: AsyncStream<HCITransportPacket>
+
+    private let transport: any HCITransport
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+    private let inboundContinuation: AsyncStream<HCITransportPacket>.Continuation
+
+    private var flow: HCICommandFlow
+    private var waiters: [HCICommandTicket: CheckedContinuation<HCICommandFlow.Outcome, Never>] = [:]
+    /// Outcomes that arrived before their waiter registered (a submit answered at once).
+    private var early: [HCICommandTicket: HCICommandFlow.Outcome] = [:]
+    /// Commands to write, in order; written by one drain loop at a time.
+    private var outbox: [HCICommandPacket] = []
+    private var draining = false
+    private var readerTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var armedDeadline: Duration?
+    private var closedReason: String?
+
+    public init(transport: any HCITransport, commandTimeout: Duration = .seconds(2), logger: Logger = .disabled) {
+        self.transport = transport
+        self.logger = logger
+        self.flow = HCICommandFlow(commandTimeout: commandTimeout)
+        self.origin = clock.now
+        (inbound, inboundContinuation) = AsyncStream.makeStream(of: HCITransportPacket.self)
+    }
+
+    /// Starts reading from the transport (idempotent; the first command starts it too).
+    /// `inbound` buffers without bound, so its consumer should keep reading.
+    public func start() {
+        guard readerTask == nil else { return }
+        let packets = transport.packets
+        readerTask = Task { [weak self] in
+            do {
+                for try await packet in packets {
+                    guard let self else { return }
+                    await self.received(packet)
+                }
+                await self?.transportEnded("the transport's packet stream ended")
+            } catch {
+                await self?.transportEnded(Self.reason(error))
+            }
+        }
+    }
+
+    /// Closes the transport; pending commands fail with `HCIError.transportClosed`.
+    public func close(reason: String = "closed by the host") {
+        transport.close(reason: reason)
+        transportEnded(reason)
+    }
+
+    // MARK: - Commands
+
+    /// Sends `packet` (subject to flow control) and waits for its outcome; bounded by the
+    /// command timeout once sent.
+    public func execute(_ packet: HCICommandPacket) async -> HCICommandFlow.Outcome {
+        start()
+        let (ticket, actions) = flow.submit(packet, now: now)
+        perform(actions)
+        if let outcome = early.removeValue(forKey: ticket) { return outcome }
+        return await withCheckedContinuation { continuation in
+            waiters[ticket] = continuation
+        }
+    }
+
+    /// Sends a command answered by Command Complete and returns its typed return parameters.
+    /// Throws `.commandFailed` for a failure status, `.commandTimeout`, `.transportClosed`.
+    public func send<C: HCICommand>(_ command: C) async throws(HCIError) -> C.ReturnParameters {
+        let outcome = await execute(try HCICommandPacket(command))
+        return try ControllerInitialization.decode(outcome, C.self)
+    }
+
+    /// Sends a command answered by Command Status (its own event follows on `inbound`).
+    public func sendAccepted<C: HCICommand>(_ command: C) async throws(HCIError) -> CommandStatusEvent {
+        switch await execute(try HCICommandPacket(command)) {
+        case .accepted(let status): return status
+        case .failed(let error): throw error
+        case .complete(let event):
+            // Some controllers refuse a Command-Status command with a Command Complete.
+            if let status = event.status, status != .success {
+                throw .commandFailed(opcode: event.opcode, status: status)
+            }
+            throw .malformed(
+                context: "HCI_Command_Complete for \(C.opcode)",
+                reason: .invalidValue(field: "Command_Opcode", value: Int(event.opcode.rawValue)), offset: 1)
+        }
+    }
+
+    /// Sends an ACL data packet to the controller. Host-to-controller ACL flow control (buffer
+    /// credits, fragmentation) is the caller's: L2CAP's, which knows the buffer sizes from
+    /// `ControllerInfo.aclBuffers` and the Number Of Completed Packets events on `inbound`.
+    public func sendACL(_ packet: ACLDataPacket) async throws(HCIError) {
+        if let closedReason { throw .transportClosed(closedReason) }
+        var writer = ByteWriter(capacity: packet.encodedLength)
+        try packet.write(to: &writer)
+        try await transport.send(.acl, writer.bytes)
+    }
+
+    /// Runs the LE host initialisation sequence (`ControllerInitialization`).
+    public func initialize(_ sequence: ControllerInitialization = ControllerInitialization()) async throws(HCIError)
+        -> ControllerInfo
+    {
+        var sequence = sequence
+        var step = sequence.start()
+        while true {
+            switch step {
+            case .send(let packet):
+                let outcome = await execute(packet)
+                step = sequence.receive(outcome)
+            case .finished(let info):
+                logger.info(
+                    "controller \(info.address), HCI \(info.version.hciVersion), LE ACL buffers \(info.aclBuffers.packetCount) x \(info.aclBuffers.packetLength)"
+                )
+                return info
+            case .failed(let error):
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Internals
+
+    private var now: Duration { origin.duration(to: clock.now) }
+
+    private func received(_ packet: HCITransportPacket) {
+        switch packet.type {
+        case .event:
+            perform(flow.receiveEvent(packet.bytes, now: now))
+        default:
+            inboundContinuation.yield(packet)
+        }
+    }
+
+    private func transportEnded(_ reason: String) {
+        if closedReason == nil { closedReason = reason }
+        perform(flow.close(reason: reason))
+        inboundContinuation.finish()
+        timerTask?.cancel()
+        timerTask = nil
+        armedDeadline = nil
+    }
+
+    private func perform(_ actions: [HCICommandFlow.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let packet):
+                outbox.append(packet)
+            case .finish(let ticket, let outcome):
+                if let waiter = waiters.removeValue(forKey: ticket) {
+                    waiter.resume(returning: outcome)
+                } else {
+                    early[ticket] = outcome
+                }
+            case .deliver(let event):
+                inboundContinuation.yield((.event, event))
+            case .discard(let event, let error):
+                logger.warning("discarded a malformed command-flow event \(Hex.encode(event)): \(error)")
+            }
+        }
+        if !outbox.isEmpty && !draining {
+            draining = true
+            Task { await self.drainOutbox() }
+        }
+        rearmTimer()
+    }
+
+    /// Writes queued commands in order; one drain loop at a time keeps the order across awaits.
+    private func drainOutbox() async {
+        while !outbox.isEmpty {
+            let packet = outbox.removeFirst()
+            var writer = ByteWriter(capacity: packet.encodedLength)
+            packet.write(to: &writer)
+            do {
+                try await transport.send(.command, writer.bytes)
+            } catch {
+                logger.error("writing \(packet.opcode) failed: \(error)")
+                transport.close(reason: "\(error)")
+                outbox.removeAll()
+                transportEnded(Self.reason(error))
+            }
+        }
+        draining = false
+    }
+
+    private func rearmTimer() {
+        let deadline = flow.nextDeadline
+        guard deadline != armedDeadline else { return }
+        timerTask?.cancel()
+        armedDeadline = deadline
+        guard let deadline else {
+            timerTask = nil
+            return
+        }
+        let instant = origin.advanced(by: deadline)
+        timerTask = Task { [weak self, clock] in
+            do {
+                try await clock.sleep(until: instant, tolerance: .milliseconds(5))
+            } catch {
+                return  // cancelled: re-armed or closed
+            }
+            await self?.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        armedDeadline = nil
+        timerTask = nil
+        perform(flow.expire(now: now))
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if case .transportClosed(let reason)? = error as? HCIError { return reason }
+        return "\(error)"
+    }
+}

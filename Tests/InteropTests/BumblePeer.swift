@@ -1,0 +1,156 @@
+import Bluetooth
+import Foundation
+import HCI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `scripts/bumble_peer.py` run as a subprocess: a Bumble virtual controller reachable as H4
+/// over TCP, with Bumble peripherals on its virtual link. Every wait is bounded; `stop()` kills
+/// the process and is safe to call more than once (tests call it in a `defer`).
+final class BumblePeer: @unchecked Sendable {
+    // @unchecked: `process` and the pipes are set once in init; `stop` is idempotent and only
+    // signals/waits on the process, which Foundation's Process allows from any thread.
+
+    /// `tcp:127.0.0.1:PORT` from the READY line.
+    let uri: TransportURI
+    /// The peripherals the peer announced: kind ("sensortag", "bluefruit") → address.
+    let devices: [String: BluetoothAddress]
+
+    private let process: Process
+    private let stdinPipe: Pipe
+
+    /// The package root: two levels above this file's directory.
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let script = packageRoot.appendingPathComponent("scripts/bumble_peer.py").path
+
+    /// Whether `python3 -c 'import bumble'` works here (checked once).
+    static let isAvailable: Bool = {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        probe.arguments = ["python3", "-c", "import bumble"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        probe.standardInput = FileHandle.nullDevice
+        do {
+            try probe.run()
+        } catch {
+            print("InteropTests skipped: cannot run python3 (\(error))")
+            return false
+        }
+        probe.waitUntilExit()
+        let available = probe.terminationStatus == 0 && FileManager.default.fileExists(atPath: script)
+        if !available {
+            print(
+                "InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing"
+            )
+        }
+        return available
+    }()
+
+    struct StartFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
+    init(devices kinds: [String] = [], lifetime: Int = 60, readyTimeout: Double = 20) throws {
+        process = Process()
+        stdinPipe = Pipe()
+        let stdoutPipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            ["python3", Self.script, "--lifetime", String(lifetime)] + kinds.flatMap { ["--device", $0] }
+        process.standardInput = stdinPipe  // the peer exits when this closes
+        process.standardOutput = stdoutPipe
+        process.standardError = FileHandle.standardError
+        try process.run()
+
+        var lines: [String] = []
+        do {
+            lines = try Self.readLines(
+                stdoutPipe.fileHandleForReading.fileDescriptor, count: 1 + kinds.count, timeout: readyTimeout)
+        } catch {
+            Self.terminate(process, stdinPipe)
+            throw error
+        }
+        guard let ready = lines.first, ready.hasPrefix("READY ") else {
+            Self.terminate(process, stdinPipe)
+            throw StartFailure(description: "bumble_peer.py did not print READY (got \(lines))")
+        }
+        do {
+            uri = try TransportURI(parsing: String(ready.dropFirst("READY ".count)))
+        } catch {
+            Self.terminate(process, stdinPipe)
+            throw error
+        }
+        var devices: [String: BluetoothAddress] = [:]
+        for line in lines.dropFirst() {
+            // DEVICE kind AA:BB:CC:DD:EE:FF/random
+            let fields = line.split(separator: " ")
+            if fields.count == 3, fields[0] == "DEVICE", let address = BluetoothAddress(String(fields[2].prefix(17))) {
+                devices[String(fields[1])] = address
+            }
+        }
+        self.devices = devices
+    }
+
+    /// Starts the peer from a thread of its own: waiting for READY must not hold a Swift
+    /// concurrency thread (on Linux the pool is small and shared with Dispatch).
+    static func start(devices kinds: [String] = [], lifetime: Int = 60) async throws -> BumblePeer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    continuation.resume(returning: try BumblePeer(devices: kinds, lifetime: lifetime))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    deinit { stop() }
+
+    /// Kills the peer (SIGKILL after closing its stdin) and reaps it.
+    func stop() { Self.terminate(process, stdinPipe) }
+
+    private static func terminate(_ process: Process, _ stdin: Pipe) {
+        try? stdin.fileHandleForWriting.close()
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Reads `count` newline-terminated lines from `descriptor`, waiting at most `timeout` seconds.
+    private static func readLines(_ descriptor: Int32, count: Int, timeout: Double) throws -> [String] {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        var buffer: [UInt8] = []
+        var lines: [String] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while lines.count < count {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else {
+                throw StartFailure(
+                    description: "bumble_peer.py printed \(lines.count) of \(count) line(s) within \(timeout) s")
+            }
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(
+                &entry, 1,
+                Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            guard n > 0 else {
+                throw StartFailure(description: "bumble_peer.py exited before printing \(count) line(s) (got \(lines))")
+            }
+            buffer += chunk[0..<n]
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                buffer.removeSubrange(...newline)
+            }
+        }
+        return lines
+    }
+}

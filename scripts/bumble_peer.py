@@ -1,0 +1,602 @@
+#!/usr/bin/env python3
+"""A Bumble virtual controller and peripherals, for interoperability tests of our host.
+
+Starts, on 127.0.0.1, a Bumble controller exposed as a raw H4 byte stream over TCP: the program
+that connects is the Bluetooth host (one host at a time; each accepted connection gets a fresh
+H4 parser). On the same virtual link, Bumble `Device`s act as advertising GATT peripherals:
+
+  --device sensortag   a CC2650-SensorTag-like database (11 services, 32 characteristics,
+                       26 descriptors), name only in the scan response
+  --device bluefruit   an Adafruit Bluefruit LE UART: Nordic UART service, RX writes echoed
+                       back as TX notifications
+
+The first line on stdout is `READY tcp:127.0.0.1:PORT`; then `DEVICE <kind> <ADDRESS>/random`
+for each peripheral. The process exits after `--lifetime` seconds (default 120) or when stdin
+closes, so it can never outlive the test that started it.
+
+Deviations from stock Bumble (0.0.236), to behave more like real silicon:
+  * unknown or unimplemented HCI commands are answered with status 0x01 (Unknown HCI Command)
+    instead of silence; malformed command parameters with 0x12;
+  * controller-to-host ACL data is fragmented to the LE ACL buffer size (27 octets);
+  * scanning reports follow the host's commands: legacy LE Advertising Reports after legacy
+    scan commands, extended reports after extended ones, with the advertiser's real event type,
+    and a scan response (carrying the advertiser's scan response data, not a copy of the
+    advertising data) only when scanning actively and the advertiser is scannable;
+  * HCI_Reset resets: scanning and advertising stop, a pending connection is dropped, LE
+    connections are terminated towards the peer (no event to this host, as after a real reset),
+    event masks return to their defaults;
+  * LE Create Connection Cancel cancels (Command Complete, then LE Connection Complete with
+    status 0x02), or answers Command Disallowed (0x0C) when nothing is pending;
+  * Disconnect with an unknown handle answers Command Status 0x02 (Unknown Connection
+    Identifier) instead of "pending" and silence;
+  * the link routes LE ACL data by the sender's address *in that connection*, so a host using
+    its public address is not silently dropped (stock LocalLink uses the random address).
+
+Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit]
+                                      [--lifetime S] [--verbose]
+"""
+import argparse
+import asyncio
+import logging
+import os
+import struct
+import sys
+
+from bumble import core, hci, ll
+from bumble.controller import Controller
+from bumble.core import UUID, AdvertisingData
+from bumble.device import Device, DeviceConfiguration
+from bumble.gatt import (
+    GATT_CHARACTERISTIC_USER_DESCRIPTION_DESCRIPTOR,
+    GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR,
+    Characteristic,
+    CharacteristicValue,
+    Descriptor,
+    Service,
+)
+from bumble.host import Host
+from bumble.link import LocalLink
+
+# The address our host's controller reports for Read BD_ADDR (a locally administered public
+# address; the link fix below lets a host use it).
+HOST_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F5'
+# Random static addresses (two most significant bits set). The SensorTag one keeps TI's OUI
+# bytes after the static-address prefix, as in the recorded fixture.
+SENSORTAG_ADDRESS = 'F4:6C:0E:12:34:56'
+BLUEFRUIT_ADDRESS = 'DE:AD:BE:EF:0B:F1'
+
+TI_BASE = 'F000{:04X}-0451-4000-B000-000000000000'
+NUS_SERVICE = '6E400001-B5A3-F393-E0A9-E50E24DCCA9E'
+NUS_RX = '6E400002-B5A3-F393-E0A9-E50E24DCCA9E'
+NUS_TX = '6E400003-B5A3-F393-E0A9-E50E24DCCA9E'
+
+# H4 packet indicator -> (header length, offset of the length field, length field format)
+H4_HEADERS = {
+    hci.HCI_COMMAND_PACKET: (3, 2, '<B'),
+    hci.HCI_ACL_DATA_PACKET: (4, 2, '<H'),
+    hci.HCI_SYNCHRONOUS_DATA_PACKET: (3, 2, '<B'),
+    hci.HCI_EVENT_PACKET: (2, 1, '<B'),
+    hci.HCI_ISO_DATA_PACKET: (4, 2, '<H'),
+}
+
+log = logging.getLogger('bumble_peer')
+
+
+# -----------------------------------------------------------------------------
+# The link and the controller
+# -----------------------------------------------------------------------------
+class AddressFaithfulLink(LocalLink):
+    """LocalLink that labels LE ACL data with the address the sender uses in that connection."""
+
+    def send_acl_data(self, sender_controller, destination_address, transport, data):
+        if transport != core.PhysicalTransport.LE:
+            return super().send_acl_data(sender_controller, destination_address, transport, data)
+        connection = sender_controller.le_connections.get(destination_address)
+        destination = self.find_le_controller(destination_address)
+        if connection is None or destination is None:
+            log.warning('no LE route to %s', destination_address)
+            return
+        source = connection.self_address
+        asyncio.get_running_loop().call_soon(
+            lambda: destination.on_link_acl_data(source, transport, data)
+        )
+
+
+# Legacy advertising event types (LE Advertising Report) and their extended-report encodings
+# (Core Spec 5.4, Vol 4, Part E, §7.7.65.2 and §7.7.65.13), from the advertising event
+# properties bits: 0 connectable, 1 scannable, 2 directed, 4 legacy.
+ADV_IND, ADV_DIRECT_IND, ADV_SCAN_IND, ADV_NONCONN_IND, SCAN_RSP = 0, 1, 2, 3, 4
+EXTENDED_EVENT_TYPE = {ADV_IND: 0x13, ADV_DIRECT_IND: 0x15, ADV_SCAN_IND: 0x12, ADV_NONCONN_IND: 0x10}
+LEGACY_PROPERTIES = {0: 0x13, 1: 0x1D, 2: 0x12, 3: 0x10, 4: 0x15}  # HCI Advertising_Type -> properties
+
+
+def legacy_event_type(properties: int) -> int:
+    if properties & 0x04:
+        return ADV_DIRECT_IND
+    if properties & 0x01:
+        return ADV_IND
+    if properties & 0x02:
+        return ADV_SCAN_IND
+    return ADV_NONCONN_IND
+
+
+class StrictController(Controller):
+    """A Bumble controller that answers every command, fragments ACL data to its buffer and
+    reports advertising the way the host asked for it."""
+
+    extended_scanning = False
+
+    def on_packet(self, packet: bytes) -> None:
+        if packet and packet[0] == hci.HCI_COMMAND_PACKET and len(packet) >= 4:
+            try:
+                command = hci.HCI_Command.from_bytes(packet)
+            except Exception as error:  # Bumble's parsers raise various exception types.
+                opcode = struct.unpack_from('<H', packet, 1)[0]
+                log.info('malformed command 0x%04X: %s', opcode, error)
+                self._complete_with_status(opcode, hci.HCI_ErrorCode.INVALID_HCI_COMMAND_PARAMETERS_ERROR)
+                return
+            self.on_hci_packet(command)
+            return
+        try:
+            super().on_packet(packet)
+        except Exception as error:
+            log.warning('dropped a malformed packet from the host (%s): %s', packet.hex(), error)
+
+    def on_hci_command_packet(self, command: hci.HCI_Command) -> None:
+        handler = getattr(self, f'on_{command.name.lower()}', None)
+        if handler is None:
+            # Stock Bumble stays silent for unknown opcodes and for asynchronous commands it
+            # does not implement; a host waiting for an answer would hang.
+            code = hci.HCI_ErrorCode.UNKNOWN_HCI_COMMAND_ERROR
+            if isinstance(command, hci.HCI_AsyncCommand):
+                self._send_hci_command_status(code, command.op_code)
+            else:
+                self._complete_with_status(command.op_code, code)
+            return
+        super().on_hci_command_packet(command)
+
+    def _complete_with_status(self, opcode: int, status: int) -> None:
+        # Built by hand: a generic Command Complete whose return parameters are the status alone.
+        parameters = struct.pack('<BHB', 1, opcode, status)
+        self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_COMMAND_COMPLETE_EVENT, len(parameters)]) + parameters)
+
+    def _send_raw(self, packet: bytes) -> None:
+        if self.host:
+            asyncio.get_running_loop().call_soon(self.host.on_packet, packet)
+
+    # -- reset, connection control -----------------------------------------------------------
+
+    def on_hci_reset_command(self, command):
+        self.le_scan_enable = False
+        self.extended_scanning = False
+        self.pending_le_connection = None
+        self.le_legacy_advertiser.stop()
+        for advertising_set in self.advertising_sets.values():
+            advertising_set.stop()
+        self.advertising_sets.clear()
+        for connection in list(self.le_connections.values()):
+            # The peer sees the link drop; this host gets no event, as after a real reset.
+            connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+            del self.le_connections[connection.peer_address]
+        self.event_mask = 0x00001FFFFFFFFFFF
+        self.le_event_mask = 0x1F
+        return super().on_hci_reset_command(command)
+
+    def on_hci_disconnect_command(self, command):
+        handle = command.connection_handle
+        if (self.find_le_connection_by_handle(handle) is None
+                and self.find_classic_connection_by_handle(handle) is None
+                and self.find_classic_sco_link_by_handle(handle) is None):
+            self._send_hci_command_status(hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.op_code)
+            return None
+        return super().on_hci_disconnect_command(command)
+
+    def on_hci_le_create_connection_cancel_command(self, command):
+        pending = self.pending_le_connection
+        if pending is None:
+            return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.COMMAND_DISALLOWED_ERROR)
+        self.pending_le_connection = None
+        status = hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR
+        if isinstance(pending, hci.HCI_LE_Extended_Create_Connection_Command):
+            # LE Enhanced Connection Complete [v1]: status then 29 octets of zeroes.
+            parameters = bytes([hci.HCI_LE_ENHANCED_CONNECTION_COMPLETE_EVENT, status]) + bytes(29)
+        else:
+            # LE Connection Complete: status then 17 octets of zeroes.
+            parameters = bytes([hci.HCI_LE_CONNECTION_COMPLETE_EVENT, status]) + bytes(17)
+        event = bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters
+        # Scheduled now, so it follows the Command Complete Bumble sends when this returns.
+        asyncio.get_running_loop().call_soon(self._send_raw, event)
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+    # -- scanning ---------------------------------------------------------------------------
+
+    def on_hci_le_set_scan_enable_command(self, command):
+        self.extended_scanning = False
+        return super().on_hci_le_set_scan_enable_command(command)
+
+    def on_hci_le_set_extended_scan_enable_command(self, command):
+        self.extended_scanning = True
+        return super().on_hci_le_set_extended_scan_enable_command(command)
+
+    def on_hci_le_set_extended_scan_parameters_command(self, command):
+        # Stock Bumble drops the scan type of extended scanning; keep it (first PHY's).
+        if command.scan_types:
+            self.le_scan_type = command.scan_types[0]
+        return super().on_hci_le_set_extended_scan_parameters_command(command)
+
+    def advertiser_of(self, address):
+        """(advertising event properties, scan response data) of the advertiser using address."""
+        for controller in self.link.controllers:
+            legacy = controller.le_legacy_advertiser
+            if legacy.enabled and legacy.address == address:
+                return LEGACY_PROPERTIES.get(legacy.advertising_type, 0x13), bytes(legacy.scan_response_data)
+            for advertising_set in controller.advertising_sets.values():
+                if advertising_set.enabled and advertising_set.address == address and advertising_set.parameters:
+                    properties = int(advertising_set.parameters.advertising_event_properties)
+                    return properties, bytes(advertising_set.scan_response_data)
+        return 0x13, b''
+
+    def on_advertising_pdu(self, pdu) -> None:
+        if not self.le_scan_enable:
+            return super().on_advertising_pdu(pdu)
+        address = pdu.advertiser_address
+        properties, scan_response = self.advertiser_of(address)
+        event_type = legacy_event_type(properties)
+        self.send_report(address, event_type, bytes(pdu.data), scan_response=False)
+        if self.le_scan_type == 1 and properties & 0x02:
+            self.send_report(address, event_type, scan_response, scan_response=True)
+        # Let Bumble do the rest (connection creation, periodic sync) without its own reports.
+        self.le_scan_enable = False
+        try:
+            super().on_advertising_pdu(pdu)
+        finally:
+            self.le_scan_enable = True
+
+    def send_report(self, address, event_type, data, scan_response) -> None:
+        rssi = (-50) & 0xFF
+        address_bytes = bytes(address)  # little-endian, as on the wire
+        if self.extended_scanning:
+            if scan_response:
+                extended_type = 0x1B if event_type == ADV_IND else 0x1A
+            else:
+                extended_type = EXTENDED_EVENT_TYPE[event_type]
+            report = (struct.pack('<HB', extended_type, address.address_type) + address_bytes
+                      + bytes([0x01, 0x00, 0xFF, 0x7F, rssi]) + struct.pack('<H', 0)
+                      + bytes([0x00]) + bytes(6) + bytes([len(data)]) + data)
+            parameters = bytes([hci.HCI_LE_EXTENDED_ADVERTISING_REPORT_EVENT, 1]) + report
+        else:
+            report = (bytes([SCAN_RSP if scan_response else event_type, address.address_type])
+                      + address_bytes + bytes([len(data)]) + data + bytes([rssi]))
+            parameters = bytes([hci.HCI_LE_ADVERTISING_REPORT_EVENT, 1]) + report
+        self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters)
+
+    # -- ACL ---------------------------------------------------------------------------------
+
+    def on_link_acl_data(self, sender_address, transport, data) -> None:
+        if transport != core.PhysicalTransport.LE:
+            return super().on_link_acl_data(sender_address, transport, data)
+        connection = self.le_connections.get(sender_address)
+        if connection is None:
+            log.warning('no connection for %s', sender_address)
+            return
+        size = self.le_acl_data_packet_length
+        for offset in range(0, len(data), size):
+            fragment = data[offset:offset + size]
+            boundary = 0b10 if offset == 0 else 0b01  # first automatically-flushable / continuing
+            header = struct.pack('<HH', connection.handle | (boundary << 12), len(fragment))
+            self._send_raw(bytes([hci.HCI_ACL_DATA_PACKET]) + header + fragment)
+
+
+# -----------------------------------------------------------------------------
+# H4 over TCP
+# -----------------------------------------------------------------------------
+class H4Parser:
+    """Splits an H4 byte stream into packets (indicator included)."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes):
+        self.buffer.extend(data)
+        packets = []
+        while self.buffer:
+            info = H4_HEADERS.get(self.buffer[0])
+            if info is None:
+                raise ValueError(f'unknown H4 packet indicator 0x{self.buffer[0]:02X}')
+            header_length, length_offset, length_format = info
+            if len(self.buffer) < 1 + header_length:
+                break
+            body_length = struct.unpack_from(length_format, self.buffer, 1 + length_offset)[0]
+            total = 1 + header_length + body_length
+            if len(self.buffer) < total:
+                break
+            packets.append(bytes(self.buffer[:total]))
+            del self.buffer[:total]
+        return packets
+
+
+class StreamSink:
+    """The controller's host: writes every packet to the connected TCP stream."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer = writer
+
+    def on_packet(self, packet: bytes) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(packet)
+
+
+async def serve_host(controller: Controller, reader, writer) -> None:
+    peer = writer.get_extra_info('peername')
+    log.info('host connected from %s', peer)
+    if controller.host is not None:
+        log.warning('a second host connected; the previous one no longer receives packets')
+    sink = StreamSink(writer)
+    controller.host = sink
+    parser = H4Parser()
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            for packet in parser.feed(data):
+                controller.on_packet(packet)
+    except (ValueError, ConnectionError) as error:
+        log.warning('closing the host stream: %s', error)
+    except asyncio.CancelledError:
+        # Shutdown (lifetime over or stdin closed) while a host is still connected: end
+        # quietly; asyncio's stream callback would otherwise log the cancelled task.
+        pass
+    finally:
+        if controller.host is sink:
+            controller.host = None
+        writer.close()
+        log.info('host %s disconnected', peer)
+
+
+# -----------------------------------------------------------------------------
+# Peripherals
+# -----------------------------------------------------------------------------
+READ = Characteristic.Properties.READ
+WRITE = Characteristic.Properties.WRITE
+WRITE_NO_RESPONSE = Characteristic.Properties.WRITE_WITHOUT_RESPONSE
+NOTIFY = Characteristic.Properties.NOTIFY
+INDICATE = Characteristic.Properties.INDICATE
+READABLE = Characteristic.READABLE
+READ_WRITE = Characteristic.READABLE | Characteristic.WRITEABLE
+
+
+def make_device(name: str, address: str, controller: Controller) -> Device:
+    config = DeviceConfiguration()
+    config.name = name
+    # We build GAP and GATT ourselves: Bumble's defaults add the 5.1 caching characteristics a
+    # 4.x device such as the CC2650 does not have.
+    config.gap_service_enabled = False
+    config.gatt_service_enabled = False
+    host = Host(controller_source=controller, controller_sink=controller)
+    return Device(name=name, address=hci.Address(address), config=config, host=host)
+
+
+def uuid16(value: int) -> UUID:
+    return UUID.from_16_bits(value)
+
+
+def user_description(text: str) -> Descriptor:
+    return Descriptor(GATT_CHARACTERISTIC_USER_DESCRIPTION_DESCRIPTOR, READABLE, text.encode())
+
+
+def cccd(device: Device, characteristic: Characteristic) -> Descriptor:
+    # The server's own CCCD value object, so subscriptions work; declared explicitly so that it
+    # comes before the User Description, as in TI's firmware.
+    return Descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, READ_WRITE,
+                      device.gatt_server.make_descriptor_value(characteristic))
+
+
+def gap_service(name: str, appearance: int, connection_parameters: bytes) -> Service:
+    return Service(uuid16(0x1800), [
+        Characteristic(uuid16(0x2A00), READ, READABLE, name.encode()),
+        Characteristic(uuid16(0x2A01), READ, READABLE, struct.pack('<H', appearance)),
+        Characteristic(uuid16(0x2A04), READ, READABLE, connection_parameters),
+    ])
+
+
+def gatt_service(device: Device) -> Service:
+    service_changed = Characteristic(uuid16(0x2A05), INDICATE, READABLE, bytes(4))
+    service_changed.descriptors = [cccd(device, service_changed)]
+    return Service(uuid16(0x1801), [service_changed])
+
+
+def add_sensortag(device: Device) -> dict:
+    ti = lambda short: UUID(TI_BASE.format(short))
+    characteristics = {}
+
+    def data(short, size, description, uuid=None):
+        characteristic = Characteristic(uuid or ti(short), READ | NOTIFY, READABLE, bytes(size))
+        characteristic.descriptors = [cccd(device, characteristic), user_description(description)]
+        characteristics[short] = characteristic
+        return characteristic
+
+    def rw(short, value, description):
+        characteristic = Characteristic(ti(short), READ | WRITE, READ_WRITE, value,
+                                        [user_description(description)])
+        characteristics[short] = characteristic
+        return characteristic
+
+    def sensor(service, data_uuid, size, name, period_uuid, period):
+        return Service(ti(service), [
+            data(data_uuid, size, f'{name} Data'),
+            rw(data_uuid + 1, b'\x00', f'{name} Conf.'),
+            rw(period_uuid, bytes([period]), f'{name} Period'),
+        ])
+
+    battery = Characteristic(uuid16(0x2A19), READ | NOTIFY, READABLE, b'\x5c')
+    battery.descriptors = [cccd(device, battery)]
+    keys = data(0xFFE1, 1, 'Key Press State', uuid=uuid16(0xFFE1))
+
+    device.add_services([
+        # CC2650 preferred parameters: 100-200 ms interval, latency 0, timeout 10 s.
+        gap_service('CC2650 SensorTag', 0x0000, struct.pack('<HHHH', 80, 160, 0, 1000)),
+        gatt_service(device),
+        Service(uuid16(0x180A), [
+            Characteristic(uuid16(0x2A23), READ, READABLE, bytes.fromhex('56341200000e6c54')),
+            Characteristic(uuid16(0x2A24), READ, READABLE, b'CC2650 SensorTag'),
+            Characteristic(uuid16(0x2A25), READ, READABLE, b'N.A.'),
+            Characteristic(uuid16(0x2A26), READ, READABLE, b'1.40 (Jun 21 2017)'),
+            Characteristic(uuid16(0x2A27), READ, READABLE, b'PCB 1.2/1.3'),
+            Characteristic(uuid16(0x2A28), READ, READABLE, b'N.A.'),
+            Characteristic(uuid16(0x2A29), READ, READABLE, b'Texas Instruments'),
+            Characteristic(uuid16(0x2A2A), READ, READABLE, bytes.fromhex('fe006578706572696d656e74616c')),
+            Characteristic(uuid16(0x2A50), READ, READABLE, bytes.fromhex('010d0000001001')),
+        ]),
+        Service(uuid16(0x180F), [battery]),
+        sensor(0xAA00, 0xAA01, 4, 'IR Temp.', 0xAA03, 100),
+        sensor(0xAA20, 0xAA21, 4, 'Hum.', 0xAA23, 100),
+        sensor(0xAA40, 0xAA41, 6, 'Barometer', 0xAA44, 100),
+        sensor(0xAA70, 0xAA71, 2, 'Luxometer', 0xAA73, 80),
+        Service(ti(0xAA80), [
+            data(0xAA81, 18, 'Movement Data'),
+            rw(0xAA82, b'\x00\x00', 'Movement Conf.'),
+            rw(0xAA83, b'\x64', 'Movement Period'),
+        ]),
+        Service(ti(0xAA64), [
+            rw(0xAA65, b'\x00', 'IO Data'),
+            rw(0xAA66, b'\x00', 'IO Config'),
+        ]),
+        Service(uuid16(0xFFE0), [keys]),
+    ])
+    device.advertising_data = bytes(AdvertisingData([
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.TX_POWER_LEVEL, bytes([0x00])),
+        (AdvertisingData.INCOMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS, struct.pack('<H', 0xAA80)),
+    ]))
+    device.scan_response_data = bytes(AdvertisingData([
+        (AdvertisingData.COMPLETE_LOCAL_NAME, b'CC2650 SensorTag'),
+    ]))
+    return characteristics
+
+
+def add_bluefruit(device: Device) -> None:
+    tx = Characteristic(UUID(NUS_TX), NOTIFY, READABLE, b'')
+    tx.descriptors = [cccd(device, tx)]
+
+    def on_rx_write(connection, value):
+        # Echo: split into notifications of at most ATT_MTU - 3 octets, as the nRF51 does.
+        size = max(getattr(connection, 'att_mtu', 23) - 3, 1)
+        chunks = [bytes(value[i:i + size]) for i in range(0, len(value), size)]
+
+        async def echo():
+            for chunk in chunks:
+                await device.notify_subscriber(connection, tx, chunk)
+
+        asyncio.get_running_loop().create_task(echo())
+
+    rx = Characteristic(UUID(NUS_RX), WRITE | WRITE_NO_RESPONSE, Characteristic.WRITEABLE,
+                        CharacteristicValue(write=on_rx_write))
+    device.add_services([
+        gap_service('Adafruit Bluefruit LE', 0x0000, struct.pack('<HHHH', 16, 60, 0, 400)),
+        gatt_service(device),
+        Service(uuid16(0x180A), [
+            Characteristic(uuid16(0x2A29), READ, READABLE, b'Adafruit Industries'),
+            Characteristic(uuid16(0x2A24), READ, READABLE, b'BLEFRIEND32'),
+            Characteristic(uuid16(0x2A26), READ, READABLE, b'0.8.1'),
+            Characteristic(uuid16(0x2A28), READ, READABLE, b'S110 8.0.0, 0.2'),
+        ]),
+        Service(UUID(NUS_SERVICE), [tx, rx]),
+    ])
+    device.advertising_data = bytes(AdvertisingData([
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, UUID(NUS_SERVICE).to_bytes()),
+    ]))
+    device.scan_response_data = bytes(AdvertisingData([
+        (AdvertisingData.COMPLETE_LOCAL_NAME, b'Adafruit Bluefruit LE'),
+    ]))
+
+
+DEVICES = {
+    'sensortag': ('CC2650 SensorTag', SENSORTAG_ADDRESS, add_sensortag),
+    'bluefruit': ('Adafruit Bluefruit LE', BLUEFRUIT_ADDRESS, add_bluefruit),
+}
+
+
+# -----------------------------------------------------------------------------
+# Main
+# -----------------------------------------------------------------------------
+async def stdin_closed() -> None:
+    """Completes when stdin reaches end of file (the parent test went away)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    fd = sys.stdin.fileno()
+
+    def readable():
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b''
+        if not data and not done.done():
+            loop.remove_reader(fd)
+            done.set_result(None)
+
+    try:
+        loop.add_reader(fd, readable)
+    except (OSError, ValueError, NotImplementedError):
+        # stdin is a regular file or /dev/null: nothing to watch, rely on the lifetime.
+        await asyncio.Event().wait()
+    await done
+
+
+async def run(arguments) -> None:
+    link = AddressFaithfulLink()
+    host_controller = StrictController('host', link=link, public_address=HOST_CONTROLLER_ADDRESS)
+
+    devices = []
+    for kind in arguments.device:
+        name, address, build = DEVICES[kind]
+        controller = StrictController(kind, link=link)
+        device = make_device(name, address, controller)
+        build(device)
+        devices.append((kind, device))
+
+    server = await asyncio.start_server(
+        lambda reader, writer: serve_host(host_controller, reader, writer),
+        host='127.0.0.1', port=arguments.port)
+    port = server.sockets[0].getsockname()[1]
+
+    for kind, device in devices:
+        await device.power_on()
+        await device.start_advertising(auto_restart=True)
+
+    print(f'READY tcp:127.0.0.1:{port}', flush=True)
+    for kind, device in devices:
+        print(f'DEVICE {kind} {device.random_address.to_string(with_type_qualifier=False)}/random', flush=True)
+
+    waiters = [asyncio.ensure_future(asyncio.sleep(arguments.lifetime))]
+    if not arguments.ignore_stdin:
+        waiters.append(asyncio.ensure_future(stdin_closed()))
+    done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in pending:
+        waiter.cancel()
+    log.info('exiting: %s', 'lifetime over' if waiters[0] in done else 'stdin closed')
+    server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--port', type=int, default=0, help='TCP port (default: any free port)')
+    parser.add_argument('--device', action='append', choices=sorted(DEVICES), default=[],
+                        help='a peripheral to put on the link (repeatable)')
+    parser.add_argument('--lifetime', type=float, default=120.0,
+                        help='exit after this many seconds (default 120)')
+    parser.add_argument('--ignore-stdin', action='store_true',
+                        help='do not exit when stdin closes (for interactive use)')
+    parser.add_argument('--verbose', action='store_true', help='log to stderr')
+    arguments = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if arguments.verbose else logging.WARNING,
+                        stream=sys.stderr)
+    try:
+        asyncio.run(run(arguments))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == '__main__':
+    main()
