@@ -1,0 +1,115 @@
+import ATT
+import Bluetooth
+
+/// The access permissions of an attribute: whether it may be read and written, and the
+/// security the link must have for each.
+///
+/// `readEncrypted` and `readAuthenticated` imply `read` (likewise for writes): an attribute
+/// with only `readEncrypted` is readable on an encrypted link.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.2.5 (attribute permissions)
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part C, §10.3 (security requirements of attributes)
+public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let read = AttributePermissions(rawValue: 0x01)
+    public static let write = AttributePermissions(rawValue: 0x02)
+    /// Reading needs an encrypted link.
+    public static let readEncrypted = AttributePermissions(rawValue: 0x04)
+    /// Writing needs an encrypted link.
+    public static let writeEncrypted = AttributePermissions(rawValue: 0x08)
+    /// Reading needs an encrypted link with an authenticated (MITM-protected) key.
+    public static let readAuthenticated = AttributePermissions(rawValue: 0x10)
+    /// Writing needs an encrypted link with an authenticated (MITM-protected) key.
+    public static let writeAuthenticated = AttributePermissions(rawValue: 0x20)
+
+    /// Readable and writable without security.
+    public static let readWrite: AttributePermissions = [.read, .write]
+
+    /// Every bit with the name the JSON database description uses.
+    public static let named: [(permission: AttributePermissions, name: String)] = [
+        (.read, "read"), (.write, "write"), (.readEncrypted, "readEncrypted"),
+        (.writeEncrypted, "writeEncrypted"), (.readAuthenticated, "readAuthenticated"),
+        (.writeAuthenticated, "writeAuthenticated"),
+    ]
+
+    /// The set whose names are given; `nil` when a name is unknown.
+    public init?<S: Sequence>(names: S) where S.Element == String {
+        var value: UInt8 = 0
+        for name in names {
+            guard let entry = AttributePermissions.named.first(where: { $0.name == name }) else { return nil }
+            value |= entry.permission.rawValue
+        }
+        self.init(rawValue: value)
+    }
+
+    /// From the BlueZ-style bitmask of the shared vectors (bit 0 read, 1 write, 2 read
+    /// encrypted, 3 write encrypted; higher bits authenticated read/write). 0 means "no
+    /// check": readable and writable without security.
+    public init(bitmask: Int) {
+        guard bitmask != 0 else {
+            self = .readWrite
+            return
+        }
+        self.init(rawValue: UInt8(truncatingIfNeeded: bitmask & 0x3F))
+    }
+
+    public var isReadable: Bool { !intersection([.read, .readEncrypted, .readAuthenticated]).isEmpty }
+    public var isWritable: Bool { !intersection([.write, .writeEncrypted, .writeAuthenticated]).isEmpty }
+
+    public var names: [String] {
+        AttributePermissions.named.compactMap { contains($0.permission) ? $0.name : nil }
+    }
+
+    public var description: String { "[" + names.joined(separator: ", ") + "]" }
+
+    /// The error a read by a client on a link at `security` must get, or `nil` when allowed.
+    /// Read Not Permitted (0x02) for an unreadable attribute; Insufficient Encryption (0x0F)
+    /// when encryption is needed and the link is not encrypted; Insufficient Authentication
+    /// (0x05) when an authenticated key is needed and the link lacks one.
+    public func readError(at security: SecurityLevel) -> ATTErrorCode? {
+        guard isReadable else { return .readNotPermitted }
+        return securityError(encrypted: .readEncrypted, authenticated: .readAuthenticated, at: security)
+    }
+
+    /// The error a write must get (Write Not Permitted 0x03, then as `readError(at:)`), or `nil`.
+    public func writeError(at security: SecurityLevel) -> ATTErrorCode? {
+        guard isWritable else { return .writeNotPermitted }
+        return securityError(encrypted: .writeEncrypted, authenticated: .writeAuthenticated, at: security)
+    }
+
+    private func securityError(
+        encrypted: AttributePermissions, authenticated: AttributePermissions, at security: SecurityLevel
+    ) -> ATTErrorCode? {
+        // An authenticated key is needed and the link lacks one: the client must pair with
+        // MITM protection (Insufficient Authentication), encrypted or not.
+        if contains(authenticated), security < .authenticated { return .insufficientAuthentication }
+        if contains(encrypted), security < .encrypted { return .insufficientEncryption }
+        return nil
+    }
+}
+
+/// The security of the link a client talks over, as the server sees it (the GAP LE security
+/// mode 1 levels).
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part C, §10.2.1
+public enum SecurityLevel: Int, Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Level 1: no encryption.
+    case none = 1
+    /// Level 2: encrypted with an unauthenticated key.
+    case encrypted = 2
+    /// Level 3: encrypted with an authenticated (MITM-protected) key.
+    case authenticated = 3
+    /// Level 4: authenticated LE Secure Connections with a 128-bit key.
+    case secureConnections = 4
+
+    public static func < (lhs: SecurityLevel, rhs: SecurityLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String {
+        switch self {
+        case .none: return "none"
+        case .encrypted: return "encrypted"
+        case .authenticated: return "authenticated"
+        case .secureConnections: return "secure connections"
+        }
+    }
+}
