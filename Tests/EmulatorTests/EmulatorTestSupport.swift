@@ -62,7 +62,8 @@ actor HCIProbe {
     func next(timeout: Duration = .seconds(2)) async throws -> HCITransportPacket {
         if buffer.isEmpty {
             let timer = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
+                // A cancelled timer must not wake a later waiter.
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 await self?.wake()
             }
             await withCheckedContinuation { waiter = $0 }

@@ -37,6 +37,11 @@ extension VirtualController {
         companyID: 0xFFFF, lmpSubversion: 0x0001)
 
     func execute(_ packet: HCICommandPacket) async {
+        // A command this controller does not implement is unknown to it, whatever its parameters.
+        guard packet.opcode == .readLocalSupportedCommands || Self.implementedCommands.contains(packet.opcode) else {
+            await complete(opcode: packet.opcode, returnParameters: [HCIStatus.unknownHCICommand.rawValue])
+            return
+        }
         let command: AnyHCICommand
         do {
             command = try AnyHCICommand(packet)
