@@ -12,6 +12,9 @@ func makeController(devices: [Simulation.Device] = Simulation.Device.allCases) a
     let simulation = try await Simulation.start(devices: devices, clock: clock)
     let probe = HCIProbe(transport: simulation.hostTransport)
     await probe.start()
+    // LE Meta is masked after reset (Vol 4 Part E §7.3.1): unmask what an LE host needs.
+    _ = try await probe.send(SetEventMaskCommand(eventMask: ControllerInitialization.leHostEventMask))
+    _ = try await probe.send(LESetEventMaskCommand(leEventMask: ControllerInitialization.leHostLEEventMask))
     return (simulation, probe, clock)
 }
 
