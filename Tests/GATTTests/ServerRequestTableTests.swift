@@ -32,7 +32,8 @@ struct ServerRequestTableTests {
         // 128-bit format: one entry per response at MTU 23, stops at the next 16-bit type.
         ServerCase(name: "FindInformation 128-bit", request: "04 0a00 0c00", response: "05 02 0a00 \(u2)"),
         ServerCase(
-            name: "FindInformation 128-bit at MTU 40 stops at 16-bit", request: "04 0a00 0c00", response: "05 02 0a00 \(u2)",
+            name: "FindInformation 128-bit at MTU 40 stops at 16-bit", request: "04 0a00 0c00",
+            response: "05 02 0a00 \(u2)",
             mtu: 40),
         ServerCase(name: "FindInformation after the last", request: "04 1400 ffff", response: "01 04 1400 0a"),
         ServerCase(name: "FindInformation start 0", request: "04 0000 ffff", response: "01 04 0000 01"),
@@ -46,14 +47,16 @@ struct ServerRequestTableTests {
         ServerCase(name: "FindByTypeValue none", request: "06 0100 ffff 0028 1218", response: "01 06 0100 0a"),
         ServerCase(name: "FindByTypeValue out of range", request: "06 0200 0f00 0028 0a18", response: "01 06 0200 0a"),
         // A non-grouping attribute: the group end is its own handle.
-        ServerCase(name: "FindByTypeValue non-grouping", request: "06 0100 ffff 0229 0000", response: "07 0700 0700 0b00 0b00"),
+        ServerCase(
+            name: "FindByTypeValue non-grouping", request: "06 0100 ffff 0229 0000", response: "07 0700 0700 0b00 0b00"),
         ServerCase(name: "FindByTypeValue start 0", request: "06 0000 ffff 0028 0018", response: "01 06 0000 01"),
         // Read By Group Type: equal-length entries; the 128-bit service is alone.
         ServerCase(
             name: "ReadByGroupType 16-bit", request: "10 0100 ffff 0028",
             response: "11 06 0100 0300 0018 0400 0700 0118"),
         ServerCase(name: "ReadByGroupType 128-bit", request: "10 0800 ffff 0028", response: "11 14 0800 0c00 \(u1)"),
-        ServerCase(name: "ReadByGroupType after 128-bit", request: "10 0d00 ffff 0028", response: "11 06 1000 1300 0a18"),
+        ServerCase(
+            name: "ReadByGroupType after 128-bit", request: "10 0d00 ffff 0028", response: "11 06 1000 1300 0a18"),
         ServerCase(name: "ReadByGroupType secondary", request: "10 0100 ffff 0128", response: "11 06 0d00 0f00 0f18"),
         // The group type as a 128-bit UUID (0x2800 on the Bluetooth Base UUID) is the same type.
         ServerCase(
@@ -65,7 +68,8 @@ struct ServerRequestTableTests {
         ServerCase(
             name: "ReadByType declarations", request: "08 0100 ffff 0328",
             response: "09 07 0200 020300002a 0500 200600052a"),
-        ServerCase(name: "ReadByType 128-bit declaration", request: "08 0900 ffff 0328", response: "09 15 0900 1a0a00 \(u2)"),
+        ServerCase(
+            name: "ReadByType 128-bit declaration", request: "08 0900 ffff 0328", response: "09 15 0900 1a0a00 \(u2)"),
         ServerCase(
             name: "ReadByType after", request: "08 0a00 ffff 0328", response: "09 07 0e00 120f00192a 1200 021300292a"),
         ServerCase(name: "ReadByType include", request: "08 0100 ffff 0228", response: "09 08 1100 0d000f000f18"),
@@ -76,7 +80,8 @@ struct ServerRequestTableTests {
             name: "ReadByType long value truncated", request: "08 0100 ffff 292a",
             response: "09 15 1300 \(String(long.prefix(38)))"),
         ServerCase(
-            name: "ReadByType long value at MTU 40", request: "08 0100 ffff 292a", response: "09 20 1300 \(long)", mtu: 40),
+            name: "ReadByType long value at MTU 40", request: "08 0100 ffff 292a", response: "09 20 1300 \(long)",
+            mtu: 40),
         // The first match is not readable: its error, with its handle.
         ServerCase(name: "ReadByType not permitted", request: "08 0100 ffff 052a", response: "01 08 0600 02"),
         ServerCase(name: "ReadByType none", request: "08 0100 ffff 372a", response: "01 08 0100 0a"),
@@ -126,7 +131,8 @@ struct ServerRequestTableTests {
         ServerCase(name: "Write declaration", request: "12 0200 00", response: "01 12 0200 03"),
         ServerCase(name: "Write invalid handle", request: "12 9900 00", response: "01 12 9900 01"),
         ServerCase(name: "Write handle 0", request: "12 0000 00", response: "01 12 0000 01"),
-        ServerCase(name: "Write too long", request: "12 0a00 \(String(repeating: "aa", count: 17))", response: "01 12 0a00 0d"),
+        ServerCase(
+            name: "Write too long", request: "12 0a00 \(String(repeating: "aa", count: 17))", response: "01 12 0a00 0d"),
         ServerCase(name: "Write at maximum", request: "12 0a00 \(String(repeating: "aa", count: 16))", response: "13"),
         ServerCase(name: "Write CCCD notify", request: "12 0b00 0100", response: "13"),
         ServerCase(name: "Write CCCD wrong length", request: "12 0b00 010000", response: "01 12 0b00 0d"),
@@ -169,5 +175,69 @@ struct ServerRequestTableTests {
             let bytes = try answer.encode(mtu: mtu)
             #expect(try ATTPDU(decoding: bytes, mtu: mtu) == answer)
         }
+    }
+}
+
+/// MTU packing of list responses over a database of seven 16-bit services.
+@Suite("GATT server: MTU packing")
+struct ServerPackingTests {
+    static func server() throws -> GATTServer {
+        GATTServer(database: try AttributeDatabase(services: (0..<7).map { _ in ServiceDefinition(uuid: 0x180F) }))
+    }
+
+    @Test("Read By Group Type: (ATT_MTU − 2) / 6 entries")
+    func groupType() throws {
+        var server = try Self.server()
+        let client = server.connect()
+        #expect(
+            server.answer("10 0100 ffff 0028", from: client) == "1106" + "010001000f18" + "020002000f18"
+                + "030003000f18")
+        #expect(
+            server.answer("10 0400 ffff 0028", from: client) == "1106" + "040004000f18" + "050005000f18"
+                + "060006000f18")
+        #expect(server.answer("10 0700 ffff 0028", from: client) == "1106" + "070007000f18")
+        #expect(server.answer("10 0800 ffff 0028", from: client) == "011008000a")
+        server.setMTU(44, for: client)
+        #expect(server.answer("10 0100 ffff 0028", from: client)?.count == 2 * (2 + 6 * 7))
+    }
+
+    @Test("Find By Type Value: (ATT_MTU − 1) / 4 entries")
+    func findByTypeValue() throws {
+        var server = try Self.server()
+        let client = server.connect()
+        #expect(
+            server.answer("06 0100 ffff 0028 0f18", from: client)
+                == "07" + "01000100" + "02000200" + "03000300" + "04000400" + "05000500")
+        #expect(server.answer("06 0600 ffff 0028 0f18", from: client) == "07" + "06000600" + "07000700")
+    }
+
+    @Test("Find Information: (ATT_MTU − 2) / 4 entries")
+    func findInformation() throws {
+        var server = try Self.server()
+        let client = server.connect()
+        #expect(server.answer("04 0100 ffff", from: client) == "0501" + (1...5).map { "0\($0)000028" }.joined())
+        #expect(server.answer("04 0600 ffff", from: client) == "0501" + "06000028" + "07000028")
+    }
+
+    @Test("Read By Type: the 253-octet cap on one value at a large ATT_MTU")
+    func readByTypeCap() throws {
+        let long = [UInt8](repeating: 0xAB, count: 300)
+        var server = GATTServer(
+            database: try AttributeDatabase(services: [
+                ServiceDefinition(
+                    uuid: 0x1800,
+                    characteristics: [CharacteristicDefinition(uuid: 0x2A00, properties: [.read], value: long)])
+            ]))
+        let client = server.connect(mtu: 517)
+        let reply = server.respond(to: serverPDU("08 0100 ffff 002a"), from: client)
+        let answer = try #require(reply)
+        #expect(
+            answer
+                == .readByTypeResponse(ReadByTypeResponse(entries: [.init(handle: 3, value: Array(long.prefix(253)))])))
+        #expect(try answer.encode(mtu: 517).count == 2 + 2 + 253)
+        // Read Blob reads the rest.
+        #expect(
+            server.respond(to: serverPDU("0c 0300 fd00"), from: client)
+                == .readBlobResponse(ReadBlobResponse(value: Array(long[253...]))))
     }
 }

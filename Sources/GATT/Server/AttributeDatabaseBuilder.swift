@@ -49,13 +49,15 @@ struct AttributeDatabaseBuilder {
                     handle: start, type: definition.isPrimary ? GATTUUID.primaryService : GATTUUID.secondaryService,
                     value: ServiceDeclaration(uuid: definition.uuid).encoded, permissions: .read,
                     kind: definition.isPrimary ? .primaryService : .secondaryService))
-            var service = Service(uuid: definition.uuid, startHandle: start, endHandle: start, isPrimary: definition.isPrimary)
+            var service = Service(
+                uuid: definition.uuid, startHandle: start, endHandle: start, isPrimary: definition.isPrimary)
 
             for include in definition.includes {
                 let handle = try take(include.handle, "include declaration")
                 pendingIncludes.append((attributes.count, services.count, service.includes.count, include.target))
                 attributes.append(
-                    ServerAttribute(handle: handle, type: GATTUUID.include, value: [], permissions: .read, kind: .include))
+                    ServerAttribute(
+                        handle: handle, type: GATTUUID.include, value: [], permissions: .read, kind: .include))
                 service.includes.append(IncludedService(handle: handle, startHandle: 0, endHandle: 0, uuid: nil))
             }
 
@@ -97,7 +99,8 @@ struct AttributeDatabaseBuilder {
             if let end = definition.endHandle {
                 guard end >= last else {
                     throw GATTError.inconsistentDatabase(
-                        handle: start, reason: "End Group Handle 0x\(hex4(end)) before the last attribute 0x\(hex4(last))")
+                        handle: start,
+                        reason: "End Group Handle 0x\(hex4(end)) before the last attribute 0x\(hex4(last))")
                 }
                 next = Int(end) + 1
                 service.endHandle = end
@@ -107,7 +110,8 @@ struct AttributeDatabaseBuilder {
             attributes[declarationIndex].groupEndHandle = service.endHandle
             // A characteristic's definition runs to the next declaration or the service end.
             for index in service.characteristics.indices {
-                let following = service.characteristics.indices.contains(index + 1)
+                let following =
+                    service.characteristics.indices.contains(index + 1)
                     ? service.characteristics[index + 1].declarationHandle - 1 : service.endHandle
                 service.characteristics[index].endHandle = following
             }
@@ -133,7 +137,8 @@ struct AttributeDatabaseBuilder {
             attributes[pending.attribute].value =
                 IncludeDeclaration(includedServiceHandle: start, endGroupHandle: end, uuid: uuid).encoded
             services[pending.service].includes[pending.include] =
-                IncludedService(handle: attributes[pending.attribute].handle, startHandle: start, endHandle: end, uuid: uuid)
+                IncludedService(
+                    handle: attributes[pending.attribute].handle, startHandle: start, endHandle: end, uuid: uuid)
         }
         model = GATTDatabase(services: services)
         return attributes

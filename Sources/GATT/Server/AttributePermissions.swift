@@ -22,6 +22,10 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     public static let readAuthenticated = AttributePermissions(rawValue: 0x10)
     /// Writing needs an encrypted link with an authenticated (MITM-protected) key.
     public static let writeAuthenticated = AttributePermissions(rawValue: 0x20)
+    /// Reading needs the application's authorization of the client.
+    public static let readAuthorized = AttributePermissions(rawValue: 0x40)
+    /// Writing needs the application's authorization of the client.
+    public static let writeAuthorized = AttributePermissions(rawValue: 0x80)
 
     /// Readable and writable without security.
     public static let readWrite: AttributePermissions = [.read, .write]
@@ -30,7 +34,8 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     public static let named: [(permission: AttributePermissions, name: String)] = [
         (.read, "read"), (.write, "write"), (.readEncrypted, "readEncrypted"),
         (.writeEncrypted, "writeEncrypted"), (.readAuthenticated, "readAuthenticated"),
-        (.writeAuthenticated, "writeAuthenticated"),
+        (.writeAuthenticated, "writeAuthenticated"), (.readAuthorized, "readAuthorized"),
+        (.writeAuthorized, "writeAuthorized"),
     ]
 
     /// The set whose names are given; `nil` when a name is unknown.
@@ -44,18 +49,22 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     }
 
     /// From the BlueZ-style bitmask of the shared vectors (bit 0 read, 1 write, 2 read
-    /// encrypted, 3 write encrypted; higher bits authenticated read/write). 0 means "no
-    /// check": readable and writable without security.
+    /// encrypted, 3 write encrypted; then ours: 4/5 read/write authenticated, 6/7 read/write
+    /// authorized). 0 means "no check": readable and writable without security.
     public init(bitmask: Int) {
         guard bitmask != 0 else {
             self = .readWrite
             return
         }
-        self.init(rawValue: UInt8(truncatingIfNeeded: bitmask & 0x3F))
+        self.init(rawValue: UInt8(truncatingIfNeeded: bitmask & 0xFF))
     }
 
-    public var isReadable: Bool { !intersection([.read, .readEncrypted, .readAuthenticated]).isEmpty }
-    public var isWritable: Bool { !intersection([.write, .writeEncrypted, .writeAuthenticated]).isEmpty }
+    public var isReadable: Bool {
+        !intersection([.read, .readEncrypted, .readAuthenticated, .readAuthorized]).isEmpty
+    }
+    public var isWritable: Bool {
+        !intersection([.write, .writeEncrypted, .writeAuthenticated, .writeAuthorized]).isEmpty
+    }
 
     public var names: [String] {
         AttributePermissions.named.compactMap { contains($0.permission) ? $0.name : nil }
@@ -66,16 +75,24 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     /// The error a read by a client on a link at `security` must get, or `nil` when allowed.
     /// Read Not Permitted (0x02) for an unreadable attribute; Insufficient Encryption (0x0F)
     /// when encryption is needed and the link is not encrypted; Insufficient Authentication
-    /// (0x05) when an authenticated key is needed and the link lacks one.
-    public func readError(at security: SecurityLevel) -> ATTErrorCode? {
+    /// (0x05) when an authenticated key is needed and the link lacks one; then Insufficient
+    /// Authorization (0x08) when authorization is needed and the client is not `authorized`.
+    public func readError(at security: SecurityLevel, authorized: Bool = false) -> ATTErrorCode? {
         guard isReadable else { return .readNotPermitted }
-        return securityError(encrypted: .readEncrypted, authenticated: .readAuthenticated, at: security)
+        if let code = securityError(encrypted: .readEncrypted, authenticated: .readAuthenticated, at: security) {
+            return code
+        }
+        return contains(.readAuthorized) && !authorized ? .insufficientAuthorization : nil
     }
 
-    /// The error a write must get (Write Not Permitted 0x03, then as `readError(at:)`), or `nil`.
-    public func writeError(at security: SecurityLevel) -> ATTErrorCode? {
+    /// The error a write must get (Write Not Permitted 0x03, then as `readError(at:authorized:)`),
+    /// or `nil`.
+    public func writeError(at security: SecurityLevel, authorized: Bool = false) -> ATTErrorCode? {
         guard isWritable else { return .writeNotPermitted }
-        return securityError(encrypted: .writeEncrypted, authenticated: .writeAuthenticated, at: security)
+        if let code = securityError(encrypted: .writeEncrypted, authenticated: .writeAuthenticated, at: security) {
+            return code
+        }
+        return contains(.writeAuthorized) && !authorized ? .insufficientAuthorization : nil
     }
 
     private func securityError(

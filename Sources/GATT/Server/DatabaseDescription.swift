@@ -9,8 +9,8 @@ import Bluetooth
 /// Handles are kept as given, gaps included; a missing handle is assigned in order. UUIDs are
 /// text (`"2a00"` or 128-bit); values hex in wire order; `properties` a number or a list of
 /// names (`"read"`, `"notify"`, ...); `permissions` the bitmask (bit 0 read, 1 write, 2 read
-/// encrypted, 3 write encrypted, 4 read authenticated, 5 write authenticated; 0 = no
-/// restriction) or a list of names (`"read"`, `"writeEncrypted"`, ...).
+/// encrypted, 3 write encrypted; ours: 4/5 read/write authenticated, 6/7 read/write
+/// authorized; 0 = no restriction) or a list of names (`"read"`, `"writeEncrypted"`, ...).
 public enum DatabaseDescription {
     /// The service definitions of one database entry: an object with `services`, or the
     /// `services` array itself.
@@ -75,7 +75,8 @@ public enum DatabaseDescription {
         return out
     }
 
-    private static func service(_ entry: JSONValue, path: String) throws(DatabaseDescriptionError) -> ServiceDefinition {
+    private static func service(_ entry: JSONValue, path: String) throws(DatabaseDescriptionError) -> ServiceDefinition
+    {
         var definition = ServiceDefinition(
             uuid: try uuid(entry["uuid"], path + ".uuid"), isPrimary: entry["primary"]?.bool ?? true,
             handle: try handle(entry["handle"], path + ".handle"),
@@ -91,7 +92,8 @@ public enum DatabaseDescription {
                     handle: try handle(include["handle"], at + ".handle")))
         }
         for (index, characteristic) in (entry["characteristics"]?.array ?? []).enumerated() {
-            definition.characteristics.append(try self.characteristic(characteristic, path: path + ".characteristics[\(index)]"))
+            definition.characteristics.append(
+                try self.characteristic(characteristic, path: path + ".characteristics[\(index)]"))
         }
         return definition
     }
@@ -109,9 +111,14 @@ public enum DatabaseDescription {
         for (index, descriptor) in (entry["descriptors"]?.array ?? []).enumerated() {
             let at = path + ".descriptors[\(index)]"
             let type = try uuid(descriptor["uuid"], at + ".uuid")
+            // Without permissions: a Client Characteristic Configuration is readable and
+            // writable (a client must be able to subscribe), any other descriptor read-only.
+            let fallback: AttributePermissions =
+                type == GATTUUID.clientCharacteristicConfiguration ? .readWrite : .read
             var item = DescriptorDefinition(
-                uuid: type, permissions: try permissions(descriptor["permissions"], at + ".permissions") ?? .read,
-                value: try hex(descriptor["value"], at + ".value"), handle: try handle(descriptor["handle"], at + ".handle"))
+                uuid: type, permissions: try permissions(descriptor["permissions"], at + ".permissions") ?? fallback,
+                value: try hex(descriptor["value"], at + ".value"),
+                handle: try handle(descriptor["handle"], at + ".handle"))
             if type == GATTUUID.clientCharacteristicConfiguration || type == GATTUUID.characteristicExtendedProperties {
                 item.maximumLength = 2
                 item.isFixedLength = true
@@ -150,7 +157,9 @@ public enum DatabaseDescription {
     private static func properties(_ value: JSONValue?, _ path: String) throws(DatabaseDescriptionError)
         -> CharacteristicProperties
     {
-        if let number = value?.int, (0...0xFF).contains(number) { return CharacteristicProperties(rawValue: UInt8(number)) }
+        if let number = value?.int, (0...0xFF).contains(number) {
+            return CharacteristicProperties(rawValue: UInt8(number))
+        }
         if let names = value?.array?.compactMap(\.string), names.count == value?.array?.count,
             let properties = CharacteristicProperties(names: names)
         {
@@ -164,7 +173,7 @@ public enum DatabaseDescription {
         -> AttributePermissions?
     {
         guard let value, value != .null else { return nil }
-        if let number = value.int, (0...0x3F).contains(number) { return AttributePermissions(bitmask: number) }
+        if let number = value.int, (0...0xFF).contains(number) { return AttributePermissions(bitmask: number) }
         if let names = value.array?.compactMap(\.string), names.count == value.array?.count,
             let permissions = AttributePermissions(names: names)
         {

@@ -44,7 +44,7 @@ extension GATTServer {
         for attribute in database.attributes(in: request.startingHandle...request.endingHandle)
         where attribute.type == type {
             guard entries.count < capacity else { break }
-            guard attribute.permissions.readError(at: client.security) == nil,
+            guard attribute.permissions.readError(at: client.security, authorized: client.authorized) == nil,
                 currentValue(attribute, client) == request.attributeValue
             else { continue }
             entries.append(
@@ -67,7 +67,7 @@ extension GATTServer {
         var used = 2
         for attribute in database.attributes(in: request.startingHandle...request.endingHandle)
         where attribute.type == request.attributeType {
-            if let code = attribute.permissions.readError(at: client.security) {
+            if let code = attribute.permissions.readError(at: client.security, authorized: client.authorized) {
                 if entries.isEmpty { return error(ReadByTypeRequest.opcode, attribute.handle, code) }
                 break
             }
@@ -97,7 +97,7 @@ extension GATTServer {
         var used = 2
         for attribute in database.attributes(in: request.startingHandle...request.endingHandle)
         where attribute.type == type {
-            if let code = attribute.permissions.readError(at: client.security) {
+            if let code = attribute.permissions.readError(at: client.security, authorized: client.authorized) {
                 if entries.isEmpty { return error(ReadByGroupTypeRequest.opcode, attribute.handle, code) }
                 break
             }

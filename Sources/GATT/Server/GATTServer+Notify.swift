@@ -26,11 +26,14 @@ extension GATTServer {
             let fitted = Array(value.prefix(state(client).mtu - 3))
             if configuration.contains(.indications), properties.contains(.indicate) {
                 out.append(
-                    Outbound(client: client, pdu: .handleValueIndication(HandleValueIndication(handle: handle, value: fitted))))
+                    Outbound(
+                        client: client,
+                        pdu: .handleValueIndication(HandleValueIndication(handle: handle, value: fitted))))
             } else if configuration.contains(.notifications), properties.contains(.notify) {
                 out.append(
                     Outbound(
-                        client: client, pdu: .handleValueNotification(HandleValueNotification(handle: handle, value: fitted))))
+                        client: client,
+                        pdu: .handleValueNotification(HandleValueNotification(handle: handle, value: fitted))))
             }
         }
         return out

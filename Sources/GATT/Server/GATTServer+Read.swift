@@ -9,7 +9,9 @@ extension GATTServer {
     /// The attribute at `handle` and the value the client may read, or the error code.
     private func readable(_ handle: UInt16, _ client: ClientState) -> ReadAccess {
         guard let attribute = database.attribute(at: handle) else { return .failure(.invalidHandle) }
-        if let code = attribute.permissions.readError(at: client.security) { return .failure(code) }
+        if let code = attribute.permissions.readError(at: client.security, authorized: client.authorized) {
+            return .failure(code)
+        }
         return .success(currentValue(attribute, client))
     }
 

@@ -11,14 +11,15 @@ extension GATTServer {
     func writeError(
         _ attribute: ServerAttribute, _ value: [UInt8], _ client: ClientState, security: SecurityLevel
     ) -> ATTErrorCode? {
-        if let code = attribute.permissions.writeError(at: security) { return code }
+        if let code = attribute.permissions.writeError(at: security, authorized: client.authorized) { return code }
         return valueError(attribute, value, client)
     }
 
     /// The error a new `value` breaks: too long or of the wrong length (Invalid Attribute
     /// Value Length 0x0D); a Client Characteristic Configuration with reserved bits or asking
     /// for what the characteristic cannot do (0xFD, Vol 3 Part G §3.3.3.3 and the Core
-    /// Specification Supplement's Common Profile errors); Client Supported Features clearing
+    /// Specification Supplement's Common Profile errors; BlueZ's gatt-database answers these
+    /// writes the same way); Client Supported Features clearing
     /// a bit the client set (Value Not Allowed 0x13, Vol 3 Part G §7.2).
     func valueError(_ attribute: ServerAttribute, _ value: [UInt8], _ client: ClientState) -> ATTErrorCode? {
         guard value.count <= attribute.maximumLength else { return .invalidAttributeValueLength }
@@ -51,7 +52,7 @@ extension GATTServer {
         if attribute.isClientConfiguration {
             let raw = UInt16(value[0]) | UInt16(value[1]) << 8
             clients[client, default: ClientState()].clientConfigurations[attribute.handle] = raw
-            events.append(
+            record(
                 .clientConfigurationChanged(
                     client, valueHandle: attribute.characteristicValueHandle ?? attribute.handle,
                     ClientCharacteristicConfiguration(rawValue: raw)))
@@ -62,12 +63,12 @@ extension GATTServer {
             // Reserved bits of the first octet are not kept (Vol 3 Part G §7.2).
             if !stored.isEmpty { stored[0] &= ClientSupportedFeatures.defined.rawValue }
             clients[client, default: ClientState()].supportedFeatures = stored
-            events.append(.valueWritten(client, handle: attribute.handle, value: stored))
+            record(.valueWritten(client, handle: attribute.handle, value: stored))
             return
         }
         do {
             try database.setValue(value, handle: attribute.handle)
-            events.append(.valueWritten(client, handle: attribute.handle, value: value))
+            record(.valueWritten(client, handle: attribute.handle, value: value))
         } catch {
             // Unreachable: `valueError` checked the length and the handle exists.
         }
@@ -106,7 +107,7 @@ extension GATTServer {
     mutating func signedWrite(_ command: SignedWriteCommand, _ client: ClientID) {
         let state = state(client)
         func reject(_ reason: String) {
-            events.append(.signedWriteRejected(client, handle: command.handle, reason: reason))
+            record(.signedWriteRejected(client, handle: command.handle, reason: reason))
         }
         guard let key = state.signingKey else { return reject("no CSRK for this client") }
         if let last = state.lastSignCounter, command.signCounter <= last {
@@ -141,7 +142,7 @@ extension GATTServer {
         guard let attribute = database.attribute(at: request.handle) else {
             return error(PrepareWriteRequest.opcode, request.handle, .invalidHandle)
         }
-        if let code = attribute.permissions.writeError(at: state.security) {
+        if let code = attribute.permissions.writeError(at: state.security, authorized: state.authorized) {
             return error(PrepareWriteRequest.opcode, request.handle, code)
         }
         let queuedOctets = state.prepareQueue.reduce(0) { $0 + ($1.handle == request.handle ? $1.value.count : 0) }

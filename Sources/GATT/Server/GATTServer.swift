@@ -33,11 +33,17 @@ public struct GATTServer: Sendable {
         /// Our Rx MTU, for an Exchange MTU Request answered by the server itself (when no
         /// bearer takes it first).
         public var rxMTU: Int
+        /// Events kept for ``takeEvents()``; beyond, the oldest are dropped.
+        public var eventLimit: Int
 
-        public init(preparedWriteLimit: Int = 64, preparedOctetsPerAttribute: Int = 512, rxMTU: Int = 517) {
+        public init(
+            preparedWriteLimit: Int = 64, preparedOctetsPerAttribute: Int = 512, rxMTU: Int = 517,
+            eventLimit: Int = 1024
+        ) {
             self.preparedWriteLimit = preparedWriteLimit
             self.preparedOctetsPerAttribute = preparedOctetsPerAttribute
             self.rxMTU = rxMTU
+            self.eventLimit = eventLimit
         }
     }
 
@@ -65,6 +71,7 @@ public struct GATTServer: Sendable {
     struct ClientState: Sendable {
         var mtu = ATTPDU.defaultLEMTU
         var security = SecurityLevel.none
+        var authorized = false
         /// Client Characteristic Configuration values by descriptor handle (absent: the
         /// descriptor's initial value).
         var clientConfigurations: [UInt16: UInt16] = [:]
@@ -121,6 +128,12 @@ public struct GATTServer: Sendable {
         clients[client, default: ClientState()].security = security
     }
 
+    /// Whether the application authorizes `client` for attributes that need authorization
+    /// (`readAuthorized`, `writeAuthorized`); without it they answer Insufficient Authorization.
+    public mutating func setAuthorized(_ authorized: Bool, for client: ClientID) {
+        clients[client, default: ClientState()].authorized = authorized
+    }
+
     /// The client's CSRK for Signed Write Commands (`authenticated`: distributed by an
     /// authenticated pairing), and the last SignCounter accepted (`nil`: none yet). Without a
     /// key every Signed Write Command is dropped.
@@ -145,13 +158,22 @@ public struct GATTServer: Sendable {
             let attribute = database.attribute(at: handle)
         else { return [] }
         let value = currentValue(attribute, clients[client] ?? ClientState())
-        return ClientCharacteristicConfiguration(rawValue: UInt16(value.first ?? 0) | UInt16(value.dropFirst().first ?? 0) << 8)
+        return ClientCharacteristicConfiguration(
+            rawValue: UInt16(value.first ?? 0) | UInt16(value.dropFirst().first ?? 0) << 8)
     }
 
-    /// The events since the last call, in order.
+    /// The events since the last call, in order (at most `configuration.eventLimit`: the
+    /// newest).
     public mutating func takeEvents() -> [Event] {
         defer { events = [] }
         return events
+    }
+
+    mutating func record(_ event: Event) {
+        if events.count >= max(1, configuration.eventLimit) {
+            events.removeFirst(events.count - max(1, configuration.eventLimit) + 1)
+        }
+        events.append(event)
     }
 
     // MARK: Requests
@@ -187,9 +209,8 @@ public struct GATTServer: Sendable {
             return nil
         case .prepareWriteRequest(let request): return prepareWrite(request, client)
         case .executeWriteRequest(let request): return executeWrite(request, client)
-        case .unknown(let opcode, _):
-            // validate() answers unknown requests; an unknown command is ignored (§3.4.9).
-            _ = opcode
+        case .unknown:
+            // validate() answered an unknown request; an unknown command is ignored (§3.4.9).
             return nil
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse, .readByGroupTypeResponse,

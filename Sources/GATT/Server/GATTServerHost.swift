@@ -8,6 +8,10 @@ import Bluetooth
 /// one outstanding and this task awaits each confirmation) and one that notices the bearer
 /// closing; never a task per PDU. Server events (writes, subscriptions) arrive on ``events``.
 public actor GATTServerHost {
+    /// Indications waiting for the one outstanding per client; beyond, the oldest waiting one
+    /// is dropped (and logged): a client that never confirms is closed by the 30 s timeout.
+    public static let pendingIndicationLimit = 64
+
     private struct Link {
         let connection: ATTConnection
         let indications: AsyncStream<HandleValueIndication>.Continuation
@@ -19,13 +23,15 @@ public actor GATTServerHost {
     private let eventContinuation: AsyncStream<GATTServer.Event>.Continuation
 
     /// What clients did (writes, configuration changes, rejected signed writes), in order.
-    /// One consumer; unbounded buffer.
+    /// One consumer. At most `eventBufferLimit` events wait for it; beyond, the oldest are
+    /// dropped (a server nobody listens to must not grow without bound).
     public nonisolated let events: AsyncStream<GATTServer.Event>
 
-    public init(server: GATTServer, logger: Logger = .disabled) {
+    public init(server: GATTServer, eventBufferLimit: Int = 1024, logger: Logger = .disabled) {
         self.server = server
         self.logger = logger
-        (events, eventContinuation) = AsyncStream<GATTServer.Event>.makeStream(bufferingPolicy: .unbounded)
+        (events, eventContinuation) = AsyncStream<GATTServer.Event>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, eventBufferLimit)))
     }
 
     /// The current database.
@@ -34,16 +40,39 @@ public actor GATTServerHost {
     /// A snapshot of the server state (for inspection).
     public var state: GATTServer { server }
 
-    /// Serves `connection` as a new client at `security`; returns its identifier. The client
-    /// is forgotten when the bearer closes.
+    /// Opens an ``ATTConnection`` over `channel` that serves this server from its first PDU
+    /// (no request can arrive before the handler is in place), as a new client at `security`.
+    /// The client is forgotten when the bearer closes.
+    public func serve(
+        _ channel: any ATTChannel, configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
+        clock: any ATTClock = ATTSystemClock(), security: SecurityLevel = .none
+    ) -> (connection: ATTConnection, client: GATTServer.ClientID) {
+        let id = server.connect(security: security)
+        let connection = ATTConnection(
+            channel: channel, configuration: configuration, clock: clock, logger: logger,
+            serverHandler: { [weak self] pdu in await self?.handle(pdu, from: id) })
+        register(connection, id)
+        return (connection, id)
+    }
+
+    /// Serves an existing `connection` as a new client at `security`; returns its identifier.
+    /// Requests that arrive before this call are answered by whatever handler the connection
+    /// had. The client is forgotten when the bearer closes.
     @discardableResult
     public func attach(_ connection: ATTConnection, security: SecurityLevel = .none) async -> GATTServer.ClientID {
         let id = server.connect(mtu: await connection.mtu, security: security)
-        let (stream, continuation) = AsyncStream<HandleValueIndication>.makeStream(bufferingPolicy: .unbounded)
-        links[id] = Link(connection: connection, indications: continuation)
+        register(connection, id)
         await connection.setServerHandler { [weak self] pdu in
             await self?.handle(pdu, from: id)
         }
+        return id
+    }
+
+    /// Records the link and starts its indication sender and close watcher.
+    private func register(_ connection: ATTConnection, _ id: GATTServer.ClientID) {
+        let (stream, continuation) = AsyncStream<HandleValueIndication>.makeStream(
+            bufferingPolicy: .bufferingNewest(Self.pendingIndicationLimit))
+        links[id] = Link(connection: connection, indications: continuation)
         Task { [weak self] in
             for await indication in stream {
                 do throws(ATTError) {
@@ -58,7 +87,6 @@ public actor GATTServerHost {
             _ = await connection.waitUntilClosed()
             await self?.detach(id)
         }
-        return id
     }
 
     /// Stops serving `client` (its connection keeps running without a server role).
@@ -119,7 +147,9 @@ public actor GATTServerHost {
             guard let link = links[item.client] else { continue }
             switch item.pdu {
             case .handleValueIndication(let indication):
-                link.indications.yield(indication)
+                if case .dropped(let old) = link.indications.yield(indication) {
+                    logger.warning("\(item.client): indication queue full, dropped the one for 0x\(hex4(old.handle))")
+                }
             default:
                 do throws(ATTError) {
                     try await link.connection.send(item.pdu)

@@ -172,7 +172,9 @@ enum JSONValue: Hashable, Sendable {
             if peek == UInt8(ascii: "-") { index += 1 }
             func digits(_ parser: inout Parser) -> Int {
                 let from = parser.index
-                while let byte = parser.peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) { parser.index += 1 }
+                while let byte = parser.peek, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                    parser.index += 1
+                }
                 return parser.index - from
             }
             let leading = index

@@ -60,7 +60,9 @@ public struct ClientSupportedFeatures: OptionSet, Hashable, Sendable {
     public static let multipleHandleValueNotifications = ClientSupportedFeatures(rawValue: 0x04)
 
     /// The bits defined by Core 5.4: others are reserved and must not be set by a client.
-    public static let defined: ClientSupportedFeatures = [.robustCaching, .enhancedATTBearer, .multipleHandleValueNotifications]
+    public static let defined: ClientSupportedFeatures = [
+        .robustCaching, .enhancedATTBearer, .multipleHandleValueNotifications,
+    ]
 
     /// The characteristic value is variable length; we accept this many octets.
     public static let maximumLength = 8
