@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
-        .testTarget(name: "L2CAPTests", dependencies: ["Bluetooth", "L2CAP"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),

@@ -17,7 +17,9 @@ closes, so it can never outlive the test that started it.
 Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * unknown or unimplemented HCI commands are answered with status 0x01 (Unknown HCI Command)
     instead of silence; malformed command parameters with 0x12;
-  * controller-to-host ACL data is fragmented to the LE ACL buffer size (27 octets);
+  * controller-to-host ACL data is fragmented to the LE ACL buffer size (27 octets), and
+    host-to-controller ACL packets longer than that buffer are refused (dropped, with a Data
+    Buffer Overflow event), so a host that ignores LE Read Buffer Size fails visibly;
   * scanning reports follow the host's commands: legacy LE Advertising Reports after legacy
     scan commands, extended reports after extended ones, with the advertiser's real event type,
     and a scan response (carrying the advertiser's scan response data, not a copy of the
@@ -271,6 +273,15 @@ class StrictController(Controller):
         self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters)
 
     # -- ACL ---------------------------------------------------------------------------------
+
+    def on_hci_acl_data_packet(self, packet) -> None:
+        if len(packet.data) > self.le_acl_data_packet_length:
+            log.error('host sent %d ACL octets, over the %d-octet buffer: dropped',
+                      len(packet.data), self.le_acl_data_packet_length)
+            # HCI_Data_Buffer_Overflow, Link_Type 0x01 (ACL).
+            self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_DATA_BUFFER_OVERFLOW_EVENT, 1, 0x01]))
+            return
+        super().on_hci_acl_data_packet(packet)
 
     def on_link_acl_data(self, sender_address, transport, data) -> None:
         if transport != core.PhysicalTransport.LE:

@@ -1,18 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bluetooth
 import HCI
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
 /// `main` only passes `CommandLine.arguments` here.
-public func runGATTClient(_ arguments: [String]) -> Int32 {
+/// `standardOutput`/`standardError` let an in-process caller (a test) collect the output.
+public func runGATTClient(
+    _ arguments: [String], standardOutput: Int32 = STDOUT_FILENO, standardError: Int32 = STDERR_FILENO
+) -> Int32 {
     let invocation: Invocation
     do {
         invocation = try parse(arguments)
     } catch {
-        printError("gattclient: \(error.message)")
-        printError("Run 'gattclient --help' for usage.")
+        printError("gattclient: \(error.message)", to: standardError)
+        printError("Run 'gattclient --help' for usage.", to: standardError)
         return ExitCode.usage.rawValue
     }
-    var output = BufferedOutput()
+    var output = BufferedOutput(fileDescriptor: standardOutput)
+    let errors = standardError
     defer { output.flush() }
     switch invocation.command {
     case .help:
@@ -22,18 +29,18 @@ public func runGATTClient(_ arguments: [String]) -> Int32 {
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
     case .monitor(let options):
-        return runMonitor(options, invocation: invocation, output: &output)
+        return runMonitor(options, invocation: invocation, output: &output, errors: errors)
     case .dump(let options):
         let command = DumpCommand(options: options, json: invocation.options.json)
         do {
             if let damage = try command.run(output: &output) {
-                return fail(CLIFailure(message: "\(options.path): decoding stopped: \(damage)", kind: "capture"), json: invocation.options.json, output: &output)
+                return fail(CLIFailure(message: "\(options.path): decoding stopped: \(damage)", kind: "capture"), json: invocation.options.json, output: &output, errors: errors)
             }
             return ExitCode.success.rawValue
         } catch {
             var code = ExitCode.failure
             if case HCIError.system(_, let errno) = error, errno == .permissionDenied || errno == .accessDenied { code = .permission }
-            return fail(CLIFailure(message: "\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output)
+            return fail(CLIFailure(message: "\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
         }
     }
 }
@@ -48,7 +55,7 @@ struct CLIFailure {
     var exitCode: ExitCode = .failure
 }
 
-func fail(_ failure: CLIFailure, json: Bool, output: inout BufferedOutput) -> Int32 {
+func fail(_ failure: CLIFailure, json: Bool, output: inout BufferedOutput, errors: Int32 = STDERR_FILENO) -> Int32 {
     if json {
         var writer = JSONWriter()
         writer.beginObject()
@@ -60,12 +67,12 @@ func fail(_ failure: CLIFailure, json: Bool, output: inout BufferedOutput) -> In
         output.writeLine(bytes: writer.bytes)
     }
     output.flush()
-    printError("gattclient: " + failure.message)
+    printError("gattclient: " + failure.message, to: errors)
     return failure.exitCode.rawValue
 }
 
 /// Opens the kernel monitor channel and decodes until Ctrl-C or `--duration`.
-func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout BufferedOutput) -> Int32 {
+func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout BufferedOutput, errors: Int32) -> Int32 {
     let socket: HCISocket
     do {
         socket = try HCISocket.openMonitor()
@@ -76,13 +83,14 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
         case .permissionDenied: code = .permission
         case .failure: code = .failure
         }
-        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output)
+        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
     }
     defer { socket.close() }
     let interrupted = InterruptFlag.install()
     let clock = ContinuousClock()
     let deadline = options.duration.map { clock.now.advanced(by: .milliseconds(Int64($0 * 1000))) }
-    let command = MonitorCommand(options: options, json: invocation.options.json, record: invocation.options.record)
+    var command = MonitorCommand(options: options, json: invocation.options.json, record: invocation.options.record)
+    command.errorDescriptor = errors
     do {
         _ = try command.run(
             output: &output,
@@ -95,6 +103,6 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
             shouldStop: { interrupted.isSet || deadline.map { clock.now >= $0 } ?? false })
         return ExitCode.success.rawValue
     } catch {
-        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output)
+        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output, errors: errors)
     }
 }

@@ -217,55 +217,9 @@ struct DumpOracleSharedCaptureTests {
     }
 }
 
-/// Runs the CLI with standard output and error sent to /dev/null.
+/// Runs the CLI in process with its standard output and error sent to /dev/null.
 func runGATTClientQuietly(_ arguments: [String]) -> Int32 {
     let null = open("/dev/null", O_WRONLY)
-    let savedOut = dup(STDOUT_FILENO), savedErr = dup(STDERR_FILENO)
-    dup2(null, STDOUT_FILENO)
-    dup2(null, STDERR_FILENO)
-    defer {
-        dup2(savedOut, STDOUT_FILENO)
-        dup2(savedErr, STDERR_FILENO)
-        close(savedOut)
-        close(savedErr)
-        close(null)
-    }
-    return runGATTClient(arguments)
-}
-
-@Suite struct DumpGATTContextTests {
-    @Test func handlesAreNamedFromTheDiscoveryInTheCapture() throws {
-        let records = try jsonObjects(try dump(Paths.fixture("bumble-sensortag-session.btsnoop")).lines)
-        func gatt(_ frame: Int) -> [String: Any]? {
-            records.first { $0["frame"] as? Int == frame }?["gatt"] as? [String: Any]
-        }
-        let notification = try #require(gatt(100))
-        #expect(notification["service"] as? String == "SensorTag IR Temperature")
-        #expect(notification["characteristicUUID"] as? String == "F000AA01-0451-4000-B000-000000000000")
-        #expect(notification["decoded"] as? String == "object 22.81 °C, ambient 24.5 °C")
-        #expect(gatt(97)?["descriptor"] as? String == "Client Characteristic Configuration")
-        #expect(gatt(97)?["decoded"] as? String == "notifications on")
-        #expect(gatt(91)?["decoded"] as? String == "ir on")
-        #expect(gatt(87)?["decoded"] as? String == "92 %", "battery level read by UUID")
-        #expect(gatt(40) == nil, "nothing known before discovery")
-    }
-
-    @Test func aServicesFileNamesHandlesOfACaptureWithoutDiscovery() throws {
-        let services = """
-            {"address":"54:6C:0E:12:34:56","mtu":23,"attRequests":9,"services":[
-              {"uuid":"F000AA00-0451-4000-B000-000000000000","name":"SensorTag IR Temperature","start":16,"end":22,"primary":true,
-               "includes":[],"characteristics":[
-                {"uuid":"F000AA01-0451-4000-B000-000000000000","declarationHandle":17,"valueHandle":18,
-                 "properties":["read","notify"],"descriptors":[{"uuid":"2902","name":"Client Characteristic Configuration","handle":19}]}]}]}
-            """
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("services-\(getpid()).json").path
-        try services.write(toFile: path, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let (lines, _) = try dump(Paths.fixture("synthetic-att-adv.btsnoop"), json: false) {
-            $0.services = path
-            $0.attributeHandle = 0x0012
-        }
-        #expect(lines.contains { $0.contains("Handle Value Notification") && $0.contains("[SensorTag IR Temperature / SensorTag IR Temperature Data: object 22.81 °C, ambient 24.5 °C]") })
-        #expect(throws: (any Error).self) { try dump(Paths.fixture("synthetic-att-adv.btsnoop")) { $0.services = "/nonexistent.json" } }
-    }
+    defer { close(null) }
+    return runGATTClient(arguments, standardOutput: null, standardError: null)
 }

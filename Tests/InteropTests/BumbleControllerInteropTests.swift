@@ -11,7 +11,7 @@ struct BumbleControllerInteropTests {
     @Test func initialisationSequenceCompletes() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         await driver.start()
 
         let info = try await driver.initialize()
@@ -27,7 +27,7 @@ struct BumbleControllerInteropTests {
     @Test func unknownCommandFailsFastInsteadOfTimingOut() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         await driver.start()
         let vendor = try HCICommandPacket(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0042), parameters: [0x01, 0x02])
         let outcome = await driver.execute(vendor)
@@ -57,7 +57,7 @@ struct BumbleControllerInteropTests {
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
         let bluefruit = try #require(peer.devices["bluefruit"])
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         await driver.start()
         _ = try await driver.initialize()
         if extended {
@@ -155,7 +155,7 @@ struct BumbleConnectionInteropTests {
         let peer = try await BumblePeer.start(devices: ["sensortag"])
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         _ = try await driver.initialize()
         let inbound = driver.inbound
 
@@ -184,7 +184,7 @@ struct BumbleConnectionInteropTests {
     @Test func cancellingAPendingConnection() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         _ = try await driver.initialize()
         let inbound = driver.inbound
 
@@ -212,7 +212,7 @@ struct BumbleConnectionInteropTests {
     @Test func disconnectingAnUnknownHandleIsRefused() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
         _ = try await driver.initialize()
         await #expect(
             throws: HCIError.commandFailed(opcode: DisconnectCommand.opcode, status: .unknownConnectionIdentifier)

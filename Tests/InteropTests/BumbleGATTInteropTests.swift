@@ -95,7 +95,7 @@ actor UserSpaceHost {
     }
 
     static func start(_ uri: TransportURI) async throws -> UserSpaceHost {
-        let driver = HCIControllerDriver(transport: try await uri.openRawTransport())
+        let driver = HCIControllerDriver(transport: try await uri.openRawTransport(), commandTimeout: .seconds(10))
         let info = try await driver.initialize()
         let buffers = try ACLBufferSize(
             packetLength: Int(info.aclBuffers.packetLength), packetCount: Int(info.aclBuffers.packetCount),

@@ -9,6 +9,8 @@ public struct MonitorCommand {
     public var options: MonitorOptions
     public var json: Bool
     public var record: String?
+    /// Where skipped-datagram warnings go (standard error by default).
+    public var errorDescriptor: Int32 = 2
 
     public init(options: MonitorOptions, json: Bool, record: String?) {
         self.options = options
@@ -38,7 +40,7 @@ public struct MonitorCommand {
             do {
                 record = try CaptureRecord(monitorDatagram: datagram, number: count + 1, timestamp: clock())
             } catch {
-                printError("gattclient: monitor: skipped a datagram: \(error)")
+                printError("gattclient: monitor: skipped a datagram: \(error)", to: errorDescriptor)
                 continue
             }
             if let index = options.controllerIndex, record.controllerIndex != index { continue }

@@ -74,13 +74,13 @@ public struct BufferedOutput {
     }
 }
 
-/// Writes one line to standard error at once.
-public func printError(_ text: String) {
+/// Writes one line to standard error (or `descriptor`) at once.
+public func printError(_ text: String, to descriptor: Int32 = STDERR_FILENO) {
     let line = Array((text + "\n").utf8)
     line.withUnsafeBytes { raw in
         var offset = 0
         while offset < raw.count {
-            let written = Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+            let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
                 return
