@@ -20,6 +20,9 @@ public protocol VirtualPeripheral: AnyObject, Sendable {
     var scanResponseData: [UInt8] { get }
     /// Connectable undirected (ADV_IND) when true; ADV_SCAN_IND / ADV_NONCONN_IND otherwise.
     var isConnectable: Bool { get }
+    /// Whether it answers scan requests (by default: when connectable or when it has scan
+    /// response data).
+    var isScannable: Bool { get }
     /// The RSSI a scanner reports for it.
     var rssi: Int8 { get }
 
@@ -33,6 +36,7 @@ public protocol VirtualPeripheral: AnyObject, Sendable {
 
 extension VirtualPeripheral {
     public var rssi: Int8 { -55 }
+    public var isScannable: Bool { isConnectable || !scanResponseData.isEmpty }
 }
 
 /// The shared medium: the peripherals a virtual controller can see. Devices may be added or

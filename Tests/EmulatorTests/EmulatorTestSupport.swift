@@ -154,7 +154,11 @@ actor SimulatedHost {
     }
 
     static func start(_ simulation: Simulation) async throws -> SimulatedHost {
-        let driver = HCIControllerDriver(transport: simulation.hostTransport)
+        try await start(simulation.hostTransport)
+    }
+
+    static func start(_ transport: any HCITransport) async throws -> SimulatedHost {
+        let driver = HCIControllerDriver(transport: transport)
         let info = try await driver.initialize()
         let buffers = try ACLBufferSize(
             packetLength: Int(info.aclBuffers.packetLength), packetCount: Int(info.aclBuffers.packetCount),
@@ -246,6 +250,15 @@ actor SimulatedHost {
             throw HCIError.commandFailed(opcode: LECreateConnectionCommand.opcode, status: complete.status)
         }
         let channel = try l2cap.connectionOpened(handle: complete.connectionHandle, role: .central)
+        return (complete.connectionHandle, channel)
+    }
+
+    /// Waits for a central at `address` to connect to our advertising and opens the ATT
+    /// channel in the peripheral role.
+    func accept(from address: BluetoothAddress) async throws -> (handle: UInt16, channel: UserSpaceATTChannel) {
+        let complete = try await withEmulatorTimeout(5) { await self.waitForConnection(address) }
+        #expect(complete.role == .peripheral)
+        let channel = try l2cap.connectionOpened(handle: complete.connectionHandle, role: .peripheral)
         return (complete.connectionHandle, channel)
     }
 

@@ -24,8 +24,10 @@ extension VirtualController {
     func advertisingEvent(generation expected: Int) async {
         guard expected == generation else { return }
         tick = nil
-        let connected = Set(connections.values.map { ObjectIdentifier($0.peripheral) })
-        for peripheral in link.peripherals where !connected.contains(ObjectIdentifier(peripheral)) {
+        let connected = Set(connections.values.compactMap { $0.peripheral.map(ObjectIdentifier.init) })
+        let own = advertiser.map(ObjectIdentifier.init)
+        for peripheral in link.peripherals
+        where !connected.contains(ObjectIdentifier(peripheral)) && ObjectIdentifier(peripheral) != own {
             if let request = initiating, peripheral.isConnectable, matches(request, peripheral) {
                 await connect(peripheral, request)
                 continue
@@ -46,7 +48,7 @@ extension VirtualController {
     /// The advertising report(s) a scanner makes of one advertising event: the advertising PDU,
     /// then, when scanning actively and the PDU is scannable, the scan response.
     func report(_ peripheral: any VirtualPeripheral) async {
-        let scannable = peripheral.isConnectable || !peripheral.scanResponseData.isEmpty
+        let scannable = peripheral.isConnectable || peripheral.isScannable
         let eventType: LEAdvertisingEventType =
             peripheral.isConnectable ? .advInd : (scannable ? .advScanInd : .advNonconnInd)
         await deliver(peripheral, eventType, peripheral.advertisingData)
@@ -93,7 +95,7 @@ extension VirtualController {
             await status(LECreateConnectionCommand.opcode, .invalidHCICommandParameters)
             return
         }
-        if connections.values.contains(where: { matches(command, $0.peripheral) }) {
+        if connections.values.contains(where: { $0.peripheral.map { matches(command, $0) } ?? false }) {
             await status(LECreateConnectionCommand.opcode, .connectionAlreadyExists)
             return
         }
@@ -123,7 +125,7 @@ extension VirtualController {
         let parameters = VirtualLinkConnection.Parameters(
             interval: requested.connectionIntervalMin, latency: requested.maxLatency,
             supervisionTimeout: requested.supervisionTimeout)
-        connections[handle] = Connection(peripheral: peripheral, parameters: parameters)
+        connections[handle] = Connection(remote: .peripheral(peripheral), parameters: parameters)
         await emitConnectionComplete(status: .success, handle: handle, request: request, parameters: parameters)
         let ownType: AddressType = request.ownAddressType == .random ? .random : .public
         let ownAddress = ownType == .random ? (randomAddress ?? configuration.address) : configuration.address
@@ -185,7 +187,7 @@ extension VirtualController {
                 DisconnectionCompleteEvent(
                     status: .success, connectionHandle: command.connectionHandle,
                     reason: .connectionTerminatedByLocalHost)))
-        await connection.peripheral.disconnected(reason: command.reason)
+        await connection.remoteDisconnected(command.reason)
         scheduleAdvertisingEvents()
     }
 

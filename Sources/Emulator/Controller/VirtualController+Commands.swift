@@ -10,7 +10,8 @@ extension VirtualController {
         .disconnect, .setEventMask, .reset, .readLocalVersionInformation, .readLocalSupportedFeatures,
         .readBufferSize, .readBDADDR, .readRSSI, .leSetEventMask, .leReadBufferSizeV1, .leReadLocalSupportedFeatures,
         .leSetRandomAddress, .leSetScanParameters, .leSetScanEnable, .leCreateConnection, .leCreateConnectionCancel,
-        .leConnectionUpdate, .leRand, .writeLEHostSupport,
+        .leConnectionUpdate, .leRand, .writeLEHostSupport, .leSetAdvertisingParameters, .leSetAdvertisingData,
+        .leSetScanResponseData, .leSetAdvertisingEnable,
     ]
 
     /// Supported-commands bitmap with exactly the implemented commands set.
@@ -76,7 +77,7 @@ extension VirtualController {
                     ReadRSSICommand.self, .init(status: .unknownConnectionIdentifier, handle: command.handle, rssi: 0))
                 return
             }
-            await complete(ReadRSSICommand.self, .init(handle: command.handle, rssi: connection.peripheral.rssi))
+            await complete(ReadRSSICommand.self, .init(handle: command.handle, rssi: connection.rssi))
         case .setEventMask(let command):
             eventMask = command.eventMask
             await complete(SetEventMaskCommand.self, StatusReturnParameters())
@@ -133,6 +134,18 @@ extension VirtualController {
         case .leRand:
             var random = SystemRandomNumberGenerator()
             await complete(LERandCommand.self, .init(randomNumber: random.next()))
+        case .leSetAdvertisingParameters(let command):
+            await setAdvertisingParameters(command)
+        case .leSetAdvertisingData(let command):
+            advertisingData = command.advertisingData
+            advertiser?.update(advertisingData: advertisingData)
+            await complete(LESetAdvertisingDataCommand.self, StatusReturnParameters())
+        case .leSetScanResponseData(let command):
+            scanResponseData = command.scanResponseData
+            advertiser?.update(scanResponseData: scanResponseData)
+            await complete(LESetScanResponseDataCommand.self, StatusReturnParameters())
+        case .leSetAdvertisingEnable(let command):
+            await setAdvertisingEnable(command.advertisingEnable)
         case .writeLEHostSupport:
             await complete(WriteLEHostSupportCommand.self, StatusReturnParameters())
         default:
@@ -181,10 +194,15 @@ extension VirtualController {
         eventMask = SetEventMaskCommand.defaultMask
         leEventMask = Self.defaultLEEventMask
         reassembler = L2CAPReassembler()
+        stopAdvertising()
+        advertisingParameters = LESetAdvertisingParametersCommand(
+            advertisingIntervalMin: 0x0800, advertisingIntervalMax: 0x0800)
+        advertisingData = []
+        scanResponseData = []
         let dropped = connections
         connections = [:]
         for (_, connection) in dropped {
-            await connection.peripheral.disconnected(reason: .connectionTimeout)
+            await connection.remoteDisconnected(.remoteDeviceTerminatedConnectionDueToPowerOff)
         }
     }
 }

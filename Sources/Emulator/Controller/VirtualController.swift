@@ -40,9 +40,43 @@ public actor VirtualController {
         }
     }
 
+    /// The other end of a connection.
+    enum Remote {
+        /// We are central: the peripheral we connected to.
+        case peripheral(any VirtualPeripheral)
+        /// We are peripheral (our host advertised): the central's side of the link.
+        case central(VirtualLinkConnection)
+    }
+
     struct Connection {
-        var peripheral: any VirtualPeripheral
+        var remote: Remote
         var parameters: VirtualLinkConnection.Parameters
+
+        var peripheral: (any VirtualPeripheral)? {
+            if case .peripheral(let peripheral) = remote { return peripheral }
+            return nil
+        }
+
+        var rssi: Int8 {
+            if case .peripheral(let peripheral) = remote { return peripheral.rssi }
+            return -55
+        }
+
+        /// Hands a frame from our host to the remote side.
+        func deliver(_ frame: L2CAPBasicFrame) async {
+            switch remote {
+            case .peripheral(let peripheral): await peripheral.received(frame)
+            case .central(let link): await link.send(channelID: frame.channelID, payload: Array(frame.payload))
+            }
+        }
+
+        /// Tells the remote side the link is gone; `reason` as it sees it.
+        func remoteDisconnected(_ reason: HCIStatus) async {
+            switch remote {
+            case .peripheral(let peripheral): await peripheral.disconnected(reason: reason)
+            case .central(let link): await link.disconnect(reason: reason)
+            }
+        }
     }
 
     struct ReportKey: Hashable {
@@ -71,6 +105,14 @@ public actor VirtualController {
     var connections: [UInt16: Connection] = [:]
     var nextHandle: UInt16 = 0x0040
     var reassembler = L2CAPReassembler()
+
+    // Advertising (peripheral role).
+    var advertisingParameters = LESetAdvertisingParametersCommand(
+        advertisingIntervalMin: 0x0800, advertisingIntervalMax: 0x0800)
+    var advertisingData: [UInt8] = []
+    var scanResponseData: [UInt8] = []
+    /// On the link while our host advertises.
+    var advertiser: HostAdvertiser?
 
     // Advertising-event timer.
     var tick: ATTScheduledTimer?
@@ -108,16 +150,17 @@ public actor VirtualController {
     public func start() {
         guard runTask == nil else { return }
         let packets = transport.packets
-        runTask = Task { [weak self] in
+        // The task keeps the controller alive while its transport is open, as a controller
+        // chip runs while plugged in; closing the transport (or `stop()`) ends it.
+        runTask = Task {
             do {
                 for try await packet in packets {
-                    guard let self else { return }
                     await self.receive(type: packet.type, bytes: packet.bytes)
                 }
             } catch {
                 // The transport closed: the host went away.
             }
-            await self?.transportClosed()
+            await self.transportClosed()
         }
     }
 
@@ -182,7 +225,7 @@ public actor VirtualController {
             logger.warning("virtual controller: L2CAP frame dropped on \(drop.handle): \(drop.reason)")
         }
         if let frame = output.frame {
-            await connection.peripheral.received(frame)
+            await connection.deliver(frame)
         }
     }
 
@@ -249,7 +292,7 @@ public actor VirtualController {
         reassembler.reset(handle: handle)
         await emit(
             .disconnectionComplete(DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: reason)))
-        await connection.peripheral.disconnected(reason: .connectionTerminatedByLocalHost)
+        await connection.remoteDisconnected(.connectionTerminatedByLocalHost)
     }
 
     func parameters(of handle: UInt16) -> VirtualLinkConnection.Parameters? {
@@ -262,10 +305,11 @@ public actor VirtualController {
         tick = nil
         scanning = false
         initiating = nil
+        stopAdvertising()
         let dropped = connections
         connections = [:]
         for (_, connection) in dropped {
-            await connection.peripheral.disconnected(reason: .connectionTimeout)
+            await connection.remoteDisconnected(.connectionTimeout)
         }
     }
 }
