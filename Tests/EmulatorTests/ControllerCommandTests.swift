@@ -46,6 +46,13 @@ struct EmulatorControllerCommandTests {
             ("LE Rand", packet(LERandCommand()), true),
             ("Write LE Host Support", packet(WriteLEHostSupportCommand(leSupportedHost: true)), true),
             (
+                "LE Set Advertising Parameters",
+                packet(LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0)), true
+            ),
+            ("LE Set Advertising Data", packet(LESetAdvertisingDataCommand(advertisingData: [0x02, 0x01, 0x06])), true),
+            ("LE Set Scan Response Data", packet(LESetScanResponseDataCommand(scanResponseData: [])), true),
+            ("LE Set Advertising Enable", packet(LESetAdvertisingEnableCommand(advertisingEnable: false)), true),
+            (
                 "LE Create Connection",
                 packet(
                     LECreateConnectionCommand(
@@ -110,7 +117,7 @@ struct EmulatorControllerCommandTests {
             #expect(supported.supports(opcode) == true, "\(opcode)")
         }
         #expect(supported.supports(.leSetExtendedScanEnable) == false)
-        #expect(supported.supports(.leSetAdvertisingEnable) == false)
+        #expect(supported.supports(.leSetExtendedAdvertisingEnable) == false)
 
         guard case .commandComplete(let buffers) = try await probe.send(LEReadBufferSizeV1Command()).answer
         else { throw EmulatorTimeout(seconds: 0) }

@@ -108,6 +108,10 @@ struct EmulatorControllerLinkTests {
         #expect(complete.supervisionTimeout == 400)
         #expect(await simulation.controller.connectionHandles == [complete.connectionHandle])
 
+        guard case .commandComplete(let rssi) = try await probe.send(ReadRSSICommand(handle: complete.connectionHandle)).answer
+        else { return }
+        #expect(try rssi.decodeReturn(for: ReadRSSICommand.self).rssi == -55)
+
         // A second create to the same device: the connection already exists.
         guard case .commandStatus(let again) = try await probe.send(Self.createSensorTag).answer else { return }
         #expect(again.status == .connectionAlreadyExists)
