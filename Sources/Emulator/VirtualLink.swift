@@ -32,11 +32,14 @@ public protocol VirtualPeripheral: AnyObject, Sendable {
     func received(_ frame: L2CAPBasicFrame) async
     /// The connection ended; `reason` as the peripheral sees it.
     func disconnected(reason: HCIStatus) async
+    /// The central changed the connection parameters (LE Connection Update).
+    func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async
 }
 
 extension VirtualPeripheral {
     public var rssi: Int8 { -55 }
     public var isScannable: Bool { isConnectable || !scanResponseData.isEmpty }
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {}
 }
 
 /// The shared medium: the peripherals a virtual controller can see. Devices may be added or

@@ -161,6 +161,19 @@ struct EmulatorDeviceBehaviourTests {
         await tag.close()
     }
 
+    @Test func sensorTagAsksForItsPreferredParametersOneSecondAfterConnecting() async throws {
+        let tag = try await ConnectedDevice.connect(.sensortag)
+        let parameters = try tag.database.characteristic(uuid: SensorTag.uuid(0xCCC1))
+        // Connected at 30 ms (24 × 1.25 ms): outside the tag's 100–200 ms.
+        #expect(try await tag.client.read(handle: parameters.valueHandle) == [24, 0, 0, 0, 0x90, 0x01])
+        try await tag.client.configure(parameters, .notifications)
+        await tag.clock.advance(by: .seconds(1))
+        // Our host accepts the L2CAP request and updates the connection; CCC1 follows.
+        let updated = try await nextNotification(tag.connection, handle: parameters.valueHandle)
+        #expect(updated == [0x50, 0x00, 0x00, 0x00, 0xE8, 0x03])
+        await tag.close()
+    }
+
     @Test func bluefruitEchoesWhatIsWrittenToRX() async throws {
         let board = try await ConnectedDevice.connect(.bluefruit)
         let tx = try board.database.characteristic(uuid: NordicUART.tx)

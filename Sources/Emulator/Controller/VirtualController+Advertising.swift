@@ -114,6 +114,19 @@ extension VirtualController {
         await sendFrame(handle: handle, channelID: frame.channelID, payload: Array(frame.payload))
     }
 
+    /// The central updated the connection parameters: our host hears LE Connection Update Complete.
+    func centralUpdatedParameters(handle: UInt16, _ parameters: VirtualLinkConnection.Parameters) async {
+        guard var connection = connections[handle], case .central = connection.remote else { return }
+        connection.parameters = parameters
+        connections[handle] = connection
+        await emit(
+            .leMeta(
+                .connectionUpdateComplete(
+                    LEConnectionUpdateCompleteEvent(
+                        status: .success, connectionHandle: handle, connectionInterval: parameters.interval,
+                        peripheralLatency: parameters.latency, supervisionTimeout: parameters.supervisionTimeout))))
+    }
+
     /// The central ended the connection.
     func centralDisconnected(handle: UInt16, reason: HCIStatus) async {
         guard let connection = connections[handle], case .central = connection.remote else { return }
@@ -182,5 +195,10 @@ final class HostAdvertiser: VirtualPeripheral {
     func disconnected(reason: HCIStatus) async {
         guard let handle = state.withLock({ $0.handle }) else { return }
         await box.controller?.centralDisconnected(handle: handle, reason: reason)
+    }
+
+    func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        guard let handle = state.withLock({ $0.handle }) else { return }
+        await box.controller?.centralUpdatedParameters(handle: handle, parameters)
     }
 }

@@ -210,6 +210,9 @@ extension VirtualController {
             supervisionTimeout: requested.supervisionTimeout)
         connections[command.connectionHandle] = connection
         await status(LEConnectionUpdateCommand.opcode, .success)
+        if let peripheral = connection.peripheral {
+            await peripheral.connectionParametersChanged(connection.parameters)
+        }
         await emit(
             .leMeta(
                 .connectionUpdateComplete(

@@ -87,6 +87,9 @@ public final class EmulatedBluefruit: VirtualPeripheral {
     public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
     public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
     public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        await peripheral.connectionParametersChanged(parameters)
+    }
 
     /// Sends text from the board's side (what its microcontroller prints to the UART) as TX
     /// notifications of at most ATT_MTU − 3 octets.

@@ -15,7 +15,10 @@ import L2CAP
 /// error 0x80; a disconnect switches every sensor off and restores the default periods.
 /// Keys are pressed from code (``press(user:power:reed:)``), notified on FFE1. A write of 1 to
 /// Connection Control CCC3 disconnects; a write to CCC2 sends an L2CAP Connection Parameter
-/// Update Request.
+/// Update Request; CCC1 holds (and notifies) the current parameters. As TI's firmware does,
+/// one second after connecting it asks for its preferred parameters (100–200 ms, latency 0,
+/// 10 s) with an L2CAP Connection Parameter Update Request when the central chose others
+/// (`requestsPreferredParameters: false` turns that off).
 public final class EmulatedSensorTag: VirtualPeripheral {
     public let address: BluetoothAddress
     public let addressType = AddressType.public
@@ -31,7 +34,7 @@ public final class EmulatedSensorTag: VirtualPeripheral {
 
     public init(
         address: BluetoothAddress = EmulatedSensorTag.defaultAddress, clock: any ATTClock = ATTSystemClock(),
-        logger: Logger = .disabled
+        requestsPreferredParameters: Bool = true, logger: Logger = .disabled
     ) throws(GATTError) {
         self.address = address
         // Flags (LE General Discoverable, BR/EDR not supported), incomplete 16-bit list: AA80.
@@ -41,7 +44,8 @@ public final class EmulatedSensorTag: VirtualPeripheral {
         scanResponseData =
             [UInt8(name.count + 1), 0x09] + name + [0x02, 0x0A, 0x00] + [0x05, 0x12, 0x50, 0x00, 0xA0, 0x00]
         let database = try SensorTagDatabase.database(address: address)
-        firmware = SensorTagFirmware(database: database, clock: clock)
+        firmware = SensorTagFirmware(
+            database: database, clock: clock, requestsPreferredParameters: requestsPreferredParameters)
         peripheral = GATTPeripheral(
             database: database, rxMTU: ATTPDU.defaultLEMTU, firmware: firmware, clock: clock, logger: logger)
     }
@@ -49,6 +53,9 @@ public final class EmulatedSensorTag: VirtualPeripheral {
     public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
     public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
     public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        await peripheral.connectionParametersChanged(parameters)
+    }
 
     /// Sets the Simple Keys state (FFE1: bit 0 user, bit 1 power, bit 2 reed relay) and
     /// notifies it when the client subscribed. Press, then release with all false.
@@ -97,12 +104,20 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
     /// TI's "invalid range" application error for a period below the minimum.
     static let periodOutOfRange = ATTErrorCode(rawValue: 0x80)
 
+    /// TI's preferred connection parameters (GAP 2A04): 100–200 ms, latency 0, 10 s.
+    static let preferred = ConnectionParameterUpdateRequest(
+        intervalMin: 0x0050, intervalMax: 0x00A0, peripheralLatency: 0, timeoutMultiplier: 0x03E8)
+
     nonisolated let handles: Handles
     private let clock: any ATTClock
+    private let requestsPreferredParameters: Bool
+    private var connectionGeneration = 0
+    private var parameterTimer: ATTScheduledTimer?
     private var sensors: [SensorTag.Sensor: SensorState] = [:]
     private weak var peripheral: GATTPeripheral?
 
-    init(database: AttributeDatabase, clock: any ATTClock) {
+    init(database: AttributeDatabase, clock: any ATTClock, requestsPreferredParameters: Bool) {
+        self.requestsPreferredParameters = requestsPreferredParameters
         func handle(_ uuid: BluetoothUUID) -> UInt16 { database.valueHandle(of: uuid) ?? 0 }
         var sensorHandles: [SensorTag.Sensor: SensorHandles] = [:]
         for sensor in SensorTagDatabase.periodicSensors {
@@ -134,19 +149,40 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
         self.peripheral = peripheral
         switch event {
         case .connected(let parameters):
-            let p = parameters
-            let value: [UInt8] = [
-                UInt8(p.interval & 0xFF), UInt8(p.interval >> 8), UInt8(p.latency & 0xFF), UInt8(p.latency >> 8),
-                UInt8(p.supervisionTimeout & 0xFF), UInt8(p.supervisionTimeout >> 8),
-            ]
-            try? await peripheral.setValue(value, handle: handles.connectionParameters)
+            try? await peripheral.setValue(Self.encode(parameters), handle: handles.connectionParameters)
+            connectionGeneration += 1
+            let generation = connectionGeneration
+            let preferred = Self.preferred
+            if requestsPreferredParameters,
+                !(preferred.intervalMin...preferred.intervalMax).contains(parameters.interval)
+            {
+                parameterTimer = clock.schedule(after: .seconds(1)) { [weak self, weak peripheral] in
+                    guard let peripheral, await self?.isConnection(generation) == true else { return }
+                    await peripheral.requestConnectionParameters(preferred)
+                }
+            }
+        case .parametersChanged(let parameters):
+            try? await peripheral.updateValue(Self.encode(parameters), handle: handles.connectionParameters)
         case .valueWritten(let handle, let value):
             await written(handle, value, peripheral)
         case .subscriptionChanged:
             break
         case .disconnected:
+            connectionGeneration += 1
+            parameterTimer?.cancel()
+            parameterTimer = nil
             await resetAll(peripheral)
         }
+    }
+
+    private func isConnection(_ generation: Int) -> Bool { generation == connectionGeneration }
+
+    /// CCC1's value: interval, latency, supervision timeout, little-endian.
+    static func encode(_ p: VirtualLinkConnection.Parameters) -> [UInt8] {
+        [
+            UInt8(p.interval & 0xFF), UInt8(p.interval >> 8), UInt8(p.latency & 0xFF), UInt8(p.latency >> 8),
+            UInt8(p.supervisionTimeout & 0xFF), UInt8(p.supervisionTimeout >> 8),
+        ]
     }
 
     private func written(_ handle: UInt16, _ value: [UInt8], _ peripheral: GATTPeripheral) async {

@@ -12,6 +12,8 @@ public enum GATTPeripheralEvent: Hashable, Sendable {
     case valueWritten(handle: UInt16, value: [UInt8])
     /// A client changed its Client Characteristic Configuration of the value at `valueHandle`.
     case subscriptionChanged(valueHandle: UInt16, ClientCharacteristicConfiguration)
+    /// The central changed the connection parameters.
+    case parametersChanged(VirtualLinkConnection.Parameters)
     /// The connection ended.
     case disconnected(HCIStatus)
 }
@@ -183,6 +185,11 @@ public actor GATTPeripheral {
 
     public func disconnected(reason: HCIStatus) async {
         await dropSession(reason: reason, notify: true)
+    }
+
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        guard session != nil else { return }
+        await firmware.handle(.parametersChanged(parameters), peripheral: self)
     }
 
     private func dropSession(reason: HCIStatus, notify: Bool) async {
