@@ -10,9 +10,14 @@ H4 parser). On the same virtual link, Bumble `Device`s act as advertising GATT p
   --device bluefruit   an Adafruit Bluefruit LE UART: Nordic UART service, RX writes echoed
                        back as TX notifications
 
-The first line on stdout is `READY tcp:127.0.0.1:PORT`; then `DEVICE <kind> <ADDRESS>/random`
-for each peripheral. The process exits after `--lifetime` seconds (default 120) or when stdin
-closes, so it can never outlive the test that started it.
+The first line on stdout is `READY tcp:127.0.0.1:PORT`; then `DEVICE <kind> <ADDRESS>/<type>`
+for each peripheral (the SensorTag advertises with a public address, the Bluefruit with a random
+static one). Commands may be written to stdin, one a line, each answered in order by one
+`RESULT ok ...` or `RESULT error ...` line on stdout (see `run_command`): `update KIND MIN MAX
+LATENCY TIMEOUT` (L2CAP Connection Parameter Update Request from the peripheral), `ll-update
+...` (the link-layer Connection Parameters Request procedure), `disconnect KIND [REASON]`.
+The process exits after `--lifetime` seconds (default 120) or when stdin closes, so it can
+never outlive the test that started it. `--mtu N` limits the peripherals' ATT_MTU.
 
 Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * unknown or unimplemented HCI commands are answered with status 0x01 (Unknown HCI Command)
@@ -32,10 +37,15 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * Disconnect with an unknown handle answers Command Status 0x02 (Unknown Connection
     Identifier) instead of "pending" and silence;
   * the link routes LE ACL data by the sender's address *in that connection*, so a host using
-    its public address is not silently dropped (stock LocalLink uses the random address).
+    its public address is not silently dropped (stock LocalLink uses the random address);
+  * Number Of Completed Packets is enforced on the exposed controller (`--acl-buffers`, default
+    8): completions come a few milliseconds later, and a packet sent without a free buffer is
+    dropped with Data Buffer Overflow;
+  * a peripheral's LE Connection Update runs the Connection Parameters Request procedure: our
+    host gets LE Remote Connection Parameter Request and its Reply / Negative Reply decides.
 
 Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit]
-                                      [--lifetime S] [--verbose]
+                                      [--mtu N] [--acl-buffers N] [--lifetime S] [--verbose]
 """
 import argparse
 import asyncio
@@ -62,9 +72,9 @@ from bumble.link import LocalLink
 # The address our host's controller reports for Read BD_ADDR (a locally administered public
 # address; the link fix below lets a host use it).
 HOST_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F5'
-# Random static addresses (two most significant bits set). The SensorTag one keeps TI's OUI
-# bytes after the static-address prefix, as in the recorded fixture.
-SENSORTAG_ADDRESS = 'F4:6C:0E:12:34:56'
+# The SensorTag advertises with a public address in TI's OUI (54:6C:0E), as a CC2650 does;
+# the Bluefruit with a random static address (two most significant bits set), as the nRF51 does.
+SENSORTAG_ADDRESS = '54:6C:0E:12:34:56'
 BLUEFRUIT_ADDRESS = 'DE:AD:BE:EF:0B:F1'
 
 TI_BASE = 'F000{:04X}-0451-4000-B000-000000000000'
@@ -272,16 +282,130 @@ class StrictController(Controller):
             parameters = bytes([hci.HCI_LE_ADVERTISING_REPORT_EVENT, 1]) + report
         self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters)
 
+    # -- connection parameters ---------------------------------------------------------------
+
+    # Stock Bumble applies a peripheral's LE Connection Update at once. A real link layer runs
+    # the Connection Parameters Request procedure (Core Spec 5.4, Vol 6, Part B, §5.1.7): the
+    # central's controller asks its host with LE Remote Connection Parameter Request and
+    # applies the host's Reply, or rejects on a Negative Reply. Emulated here between the two
+    # controllers of the link.
+    remote_parameter_requests = None  # handle -> (requesting controller, its connection)
+
+    def on_hci_le_connection_update_command(self, command):
+        connection = self.find_le_connection_by_handle(command.connection_handle)
+        if connection is None or connection.role != hci.Role.PERIPHERAL:
+            return super().on_hci_le_connection_update_command(command)
+        central = self.link.find_le_controller(connection.peer_address)
+        central_connection = central.le_connections.get(connection.self_address) if central else None
+        if central_connection is None:
+            self._send_hci_command_status(hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.op_code)
+            return None
+        self._send_hci_command_status(hci.HCI_COMMAND_STATUS_PENDING, command.op_code)
+        central.remote_parameter_request(central_connection, self, connection, command)
+        return None
+
+    def remote_parameter_request(self, connection, requester, requester_connection, command) -> None:
+        if self.remote_parameter_requests is None:
+            self.remote_parameter_requests = {}
+        self.remote_parameter_requests[connection.handle] = (requester, requester_connection)
+        parameters = struct.pack('<BHHHHH', hci.HCI_LE_REMOTE_CONNECTION_PARAMETER_REQUEST_EVENT, connection.handle,
+                                 command.connection_interval_min, command.connection_interval_max,
+                                 command.max_latency, command.supervision_timeout)
+        asyncio.get_running_loop().call_soon(
+            self._send_raw, bytes([hci.HCI_EVENT_PACKET, hci.HCI_LE_META_EVENT, len(parameters)]) + parameters)
+
+    def _take_parameter_request(self, handle):
+        return (self.remote_parameter_requests or {}).pop(handle, None)
+
+    def on_hci_le_remote_connection_parameter_request_reply_command(self, command):
+        pending = self._take_parameter_request(command.connection_handle)
+        connection = self.find_le_connection_by_handle(command.connection_handle)
+        if pending is None or connection is None:
+            return hci.HCI_StatusAndConnectionHandleReturnParameters(
+                hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.connection_handle)
+        log.info('host accepted the peer parameters on 0x%04X', command.connection_handle)
+
+        def apply():
+            self.send_hci_packet(hci.HCI_LE_Connection_Update_Complete_Event(
+                status=hci.HCI_ErrorCode.SUCCESS, connection_handle=connection.handle,
+                connection_interval=command.interval_max, peripheral_latency=command.max_latency,
+                supervision_timeout=command.timeout))
+            connection.send_ll_control_pdu(ll.ConnectionUpdateInd(
+                interval=command.interval_max, latency=command.max_latency, timeout=command.timeout))
+
+        asyncio.get_running_loop().call_soon(apply)
+        return hci.HCI_StatusAndConnectionHandleReturnParameters(hci.HCI_ErrorCode.SUCCESS, command.connection_handle)
+
+    def on_hci_le_remote_connection_parameter_request_negative_reply_command(self, command):
+        pending = self._take_parameter_request(command.connection_handle)
+        if pending is None:
+            return hci.HCI_StatusAndConnectionHandleReturnParameters(
+                hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.connection_handle)
+        requester, requester_connection = pending
+        log.info('host refused the peer parameters on 0x%04X: 0x%02X', command.connection_handle, command.reason)
+
+        def reject():
+            requester.send_hci_packet(hci.HCI_LE_Connection_Update_Complete_Event(
+                status=command.reason, connection_handle=requester_connection.handle,
+                connection_interval=0, peripheral_latency=0, supervision_timeout=0))
+
+        asyncio.get_running_loop().call_soon(reject)
+        return hci.HCI_StatusAndConnectionHandleReturnParameters(hci.HCI_ErrorCode.SUCCESS, command.connection_handle)
+
     # -- ACL ---------------------------------------------------------------------------------
+
+    # Host-to-controller flow control (Core Spec 5.4, Vol 4, Part E, §4.1.1), enforced on the
+    # controller our host drives: a packet is held until its Number Of Completed Packets goes
+    # out (a few milliseconds later, batched, as a controller does per connection event); a
+    # packet sent with every buffer held is dropped with Data Buffer Overflow.
+    enforce_flow_control = False
+    completion_delay = 0.003
+    acl_in_flight = 0
+    pending_completions = None  # handle -> packets
+    completions_scheduled = False
+
+    def _buffer_overflow(self) -> None:
+        # HCI_Data_Buffer_Overflow, Link_Type 0x01 (ACL).
+        self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_DATA_BUFFER_OVERFLOW_EVENT, 1, 0x01]))
 
     def on_hci_acl_data_packet(self, packet) -> None:
         if len(packet.data) > self.le_acl_data_packet_length:
             log.error('host sent %d ACL octets, over the %d-octet buffer: dropped',
                       len(packet.data), self.le_acl_data_packet_length)
-            # HCI_Data_Buffer_Overflow, Link_Type 0x01 (ACL).
-            self._send_raw(bytes([hci.HCI_EVENT_PACKET, hci.HCI_DATA_BUFFER_OVERFLOW_EVENT, 1, 0x01]))
+            self._buffer_overflow()
             return
-        super().on_hci_acl_data_packet(packet)
+        if not self.enforce_flow_control:
+            return super().on_hci_acl_data_packet(packet)
+        connection = self.find_connection_by_handle(packet.connection_handle)
+        if connection is None:
+            log.warning('ACL data for unknown handle 0x%04X', packet.connection_handle)
+            return
+        if self.acl_in_flight >= self.total_num_le_acl_data_packets:
+            log.error('host sent an ACL packet with all %d buffers in use: dropped', self.acl_in_flight)
+            self._buffer_overflow()
+            return
+        self.acl_in_flight += 1
+        if self.pending_completions is None:
+            self.pending_completions = {}
+        self.pending_completions[packet.connection_handle] = self.pending_completions.get(packet.connection_handle, 0) + 1
+        connection.assembler.feed_packet(packet)
+        if not self.completions_scheduled:
+            self.completions_scheduled = True
+            asyncio.get_running_loop().call_later(self.completion_delay, self._complete_packets)
+
+    def _complete_packets(self) -> None:
+        self.completions_scheduled = False
+        pending, self.pending_completions = self.pending_completions or {}, {}
+        handles, counts = [], []
+        for handle, count in pending.items():
+            self.acl_in_flight -= count
+            # Packets of a link that went down were flushed: no completion for them.
+            if self.find_connection_by_handle(handle) is not None:
+                handles.append(handle)
+                counts.append(count)
+        if handles:
+            self.send_hci_packet(hci.HCI_Number_Of_Completed_Packets_Event(
+                connection_handles=handles, num_completed_packets=counts))
 
     def on_link_acl_data(self, sender_address, transport, data) -> None:
         if transport != core.PhysicalTransport.LE:
@@ -378,6 +502,8 @@ READ_WRITE = Characteristic.READABLE | Characteristic.WRITEABLE
 
 
 def make_device(name: str, address: str, controller: Controller) -> Device:
+    # A public-address device is given Bumble's default random address; it advertises with the
+    # public one (its controller's BD_ADDR).
     config = DeviceConfiguration()
     config.name = name
     # We build GAP and GATT ourselves: Bumble's defaults add the 5.1 caching characteristics a
@@ -523,28 +649,84 @@ def add_bluefruit(device: Device) -> None:
     ]))
 
 
+# kind -> (name, address, address type, builder)
 DEVICES = {
-    'sensortag': ('CC2650 SensorTag', SENSORTAG_ADDRESS, add_sensortag),
-    'bluefruit': ('Adafruit Bluefruit LE', BLUEFRUIT_ADDRESS, add_bluefruit),
+    'sensortag': ('CC2650 SensorTag', SENSORTAG_ADDRESS, 'public', add_sensortag),
+    'bluefruit': ('Adafruit Bluefruit LE', BLUEFRUIT_ADDRESS, 'random', add_bluefruit),
 }
 
 
 # -----------------------------------------------------------------------------
 # Main
 # -----------------------------------------------------------------------------
-async def stdin_closed() -> None:
-    """Completes when stdin reaches end of file (the parent test went away)."""
+def peer_connection(device: Device):
+    for connection in device.connections.values():
+        return connection
+    return None
+
+
+async def run_command(line: str, devices: dict) -> str:
+    """One stdin command; returns the RESULT line.
+
+    update KIND MIN MAX LATENCY TIMEOUT     the peripheral sends an L2CAP Connection Parameter
+                                            Update Request (intervals in 1.25 ms, timeout in 10 ms)
+    ll-update KIND MIN MAX LATENCY TIMEOUT  the peripheral asks its controller (HCI LE Connection
+                                            Update), i.e. the link-layer Connection Parameters
+                                            Request procedure towards our host
+    disconnect KIND [REASON]                the peripheral disconnects (default 0x13)
+    """
+    words = line.split()
+    if len(words) < 2 or words[1] not in devices:
+        return f'RESULT error unknown command or device: {line}'
+    verb, device = words[0], devices[words[1]]
+    connection = peer_connection(device)
+    if connection is None:
+        return f'RESULT error {words[1]} has no connection'
+    try:
+        if verb in ('update', 'll-update') and len(words) == 6:
+            low, high, latency, timeout = (int(word, 0) for word in words[2:])
+            await asyncio.wait_for(connection.update_parameters(
+                low * 1.25, high * 1.25, latency, timeout * 10, use_l2cap=(verb == 'update')), 5)
+            return f'RESULT ok {verb}'
+        if verb == 'disconnect':
+            reason = int(words[2], 0) if len(words) > 2 else hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR
+            await asyncio.wait_for(connection.disconnect(reason), 5)
+            return 'RESULT ok disconnect'
+    except Exception as error:  # Bumble raises protocol-specific exception types.
+        return f'RESULT error {verb}: {type(error).__name__} {error}'
+    return f'RESULT error bad arguments: {line}'
+
+
+async def stdin_closed(devices: dict) -> None:
+    """Runs commands read from stdin (one a line, each answered by one RESULT line on stdout,
+    in order); completes when stdin reaches end of file (the parent test went away)."""
     loop = asyncio.get_running_loop()
     done = loop.create_future()
     fd = sys.stdin.fileno()
+    buffer = bytearray()
+    commands: asyncio.Queue = asyncio.Queue()
+
+    async def serve():
+        while True:
+            line = await commands.get()
+            print(await run_command(line, devices), flush=True)
+
+    server = loop.create_task(serve())
 
     def readable():
         try:
             data = os.read(fd, 4096)
         except OSError:
             data = b''
+        buffer.extend(data)
+        while b'\n' in buffer:
+            line, _, rest = bytes(buffer).partition(b'\n')
+            buffer[:] = rest
+            if line.strip():
+                commands.put_nowait(line.decode(errors='replace').strip())
         if not data and not done.done():
             loop.remove_reader(fd)
+            server.cancel()
             done.set_result(None)
 
     try:
@@ -558,31 +740,41 @@ async def stdin_closed() -> None:
 async def run(arguments) -> None:
     link = AddressFaithfulLink()
     host_controller = StrictController('host', link=link, public_address=HOST_CONTROLLER_ADDRESS)
+    host_controller.enforce_flow_control = True
+    host_controller.total_num_le_acl_data_packets = arguments.acl_buffers
 
     devices = []
     for kind in arguments.device:
-        name, address, build = DEVICES[kind]
-        controller = StrictController(kind, link=link)
-        device = make_device(name, address, controller)
+        name, address, address_type, build = DEVICES[kind]
+        if address_type == 'public':
+            controller = StrictController(kind, link=link, public_address=address)
+            device = make_device(name, 'C0:00:00:00:00:01' if kind == 'sensortag' else 'C0:00:00:00:00:02',
+                                 controller)
+        else:
+            controller = StrictController(kind, link=link)
+            device = make_device(name, address, controller)
         build(device)
-        devices.append((kind, device))
+        device.gatt_server.max_mtu = arguments.mtu
+        devices.append((kind, address_type, device))
 
     server = await asyncio.start_server(
         lambda reader, writer: serve_host(host_controller, reader, writer),
         host='127.0.0.1', port=arguments.port)
     port = server.sockets[0].getsockname()[1]
 
-    for kind, device in devices:
+    for kind, address_type, device in devices:
         await device.power_on()
-        await device.start_advertising(auto_restart=True)
+        own = hci.OwnAddressType.PUBLIC if address_type == 'public' else hci.OwnAddressType.RANDOM
+        await device.start_advertising(own_address_type=own, auto_restart=True)
 
     print(f'READY tcp:127.0.0.1:{port}', flush=True)
-    for kind, device in devices:
-        print(f'DEVICE {kind} {device.random_address.to_string(with_type_qualifier=False)}/random', flush=True)
+    for kind, address_type, device in devices:
+        address = device.public_address if address_type == 'public' else device.random_address
+        print(f'DEVICE {kind} {address.to_string(with_type_qualifier=False)}/{address_type}', flush=True)
 
     waiters = [asyncio.ensure_future(asyncio.sleep(arguments.lifetime))]
     if not arguments.ignore_stdin:
-        waiters.append(asyncio.ensure_future(stdin_closed()))
+        waiters.append(asyncio.ensure_future(stdin_closed({kind: device for kind, _, device in devices})))
     done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for waiter in pending:
         waiter.cancel()
@@ -599,8 +791,16 @@ def main() -> None:
                         help='exit after this many seconds (default 120)')
     parser.add_argument('--ignore-stdin', action='store_true',
                         help='do not exit when stdin closes (for interactive use)')
+    parser.add_argument('--mtu', type=int, default=517,
+                        help='the peripherals\' ATT_MTU limit in Exchange MTU (23...517, default 517)')
+    parser.add_argument('--acl-buffers', type=int, default=8,
+                        help='LE ACL buffers of the exposed controller (flow control enforced, default 8)')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
+    if not 23 <= arguments.mtu <= 517:
+        parser.error('--mtu must be within 23...517')
+    if arguments.acl_buffers < 1:
+        parser.error('--acl-buffers must be at least 1')
     logging.basicConfig(level=logging.DEBUG if arguments.verbose else logging.WARNING,
                         stream=sys.stderr)
     try:

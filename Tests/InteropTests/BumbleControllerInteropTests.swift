@@ -160,7 +160,7 @@ struct BumbleConnectionInteropTests {
         let inbound = driver.inbound
 
         let create = LECreateConnectionCommand(
-            leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: sensorTag,
+            leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .public, peerAddress: sensorTag,
             connectionParameters: Self.parameters)
         _ = try await driver.sendAccepted(create)
         let complete = try await Self.nextEvent(inbound) { event -> LEConnectionCompleteEvent? in
@@ -169,7 +169,7 @@ struct BumbleConnectionInteropTests {
         }
         #expect(complete.status == .success)
         #expect(complete.peerAddress == sensorTag)
-        #expect(complete.peerAddressType == .random)
+        #expect(complete.peerAddressType == .public)
 
         _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: complete.connectionHandle))
         let disconnection = try await Self.nextEvent(inbound) { event -> DisconnectionCompleteEvent? in

@@ -1,68 +1,184 @@
 import ATT
+import Foundation
 import Bluetooth
 import GATT
 import HCI
 import L2CAP
 import Testing
 
-/// Our whole user-space host — TCP transport, controller driver, user-space L2CAP, ATT bearer,
-/// GATT client — against Bumble's controller and GATT servers.
+/// Our whole user-space host — TCP transport, `LEHost` (controller driver + user-space L2CAP),
+/// ATT bearer, GATT client — against Bumble's controller and GATT servers
+/// (scripts/bumble_peer.py: SensorTag with a public address, Bluefruit with a random one).
 @Suite(
-    "Interop: GATT over our user-space stack against Bumble",
+    "Interop: LEHost and GATT against Bumble",
     .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
 struct BumbleGATTInteropTests {
-    @Test func discoversTheSensorTagDatabase() async throws {
-        let peer = try await BumblePeer.start(devices: ["sensortag"])
+    static let uartService = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let uartTX = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let uartRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static func ti(_ short: UInt16) -> BluetoothUUID {
+        BluetoothUUID("F000\(String(short, radix: 16, uppercase: true))-0451-4000-B000-000000000000")!
+    }
+
+    /// The CC2650-like database of scripts/bumble_peer.py: each service and, per
+    /// characteristic, its descriptor count (../shared/notes/devices.md without Register,
+    /// Connection Control and OAD).
+    static let sensorTagLayout: [(BluetoothUUID, [Int])] = [
+        (BluetoothUUID(0x1800), [0, 0, 0]),
+        (BluetoothUUID(0x1801), [1]),
+        (BluetoothUUID(0x180A), Array(repeating: 0, count: 9)),
+        (BluetoothUUID(0x180F), [1]),
+        (ti(0xAA00), [2, 1, 1]),
+        (ti(0xAA20), [2, 1, 1]),
+        (ti(0xAA40), [2, 1, 1]),
+        (ti(0xAA70), [2, 1, 1]),
+        (ti(0xAA80), [2, 1, 1]),
+        (ti(0xAA64), [1, 1]),
+        (BluetoothUUID(0xFFE0), [2]),
+    ]
+
+    static func open(_ peer: BumblePeer, commandSet: LEHost.Configuration.CommandSet = .automatic) async throws
+        -> LEHost
+    {
+        var configuration = LEHost.Configuration()
+        configuration.commandSet = commandSet
+        // Generous: the full suite runs beside Bumble on 2 shared cores.
+        configuration.commandTimeout = .seconds(10)
+        return try await LEHost.start(
+            transport: try await peer.uri.openRawTransport(), configuration: configuration, logger: logger)
+    }
+
+    /// Warnings and errors to stderr; DEBUG_LEHOST=1 for everything.
+    static let logger = Logger(
+        label: "lehost",
+        minimumLevel: ProcessInfo.processInfo.environment["DEBUG_LEHOST"] == nil ? .warning : .trace
+    ) { level, label, message in
+        FileHandle.standardError.write(Data("[\(level)] \(label): \(message)\n".utf8))
+    }
+
+    static func connect(_ host: LEHost, _ peer: BumblePeer, _ kind: String) async throws -> LEConnection {
+        let address = try #require(peer.devices[kind])
+        let type = try #require(peer.addressTypes[kind])
+        return try await host.connect(to: address, type: type, timeout: .seconds(10))
+    }
+
+    // MARK: - Scanning
+
+    @Test(arguments: [ScanOptions.Procedure.legacy, .extended])
+    func activeScanFindsBothByName(procedure: ScanOptions.Procedure) async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
         defer { peer.stop() }
-        let host = try await UserSpaceHost.start(peer.uri)
-        let channel = try await host.connect(try #require(peer.devices["sensortag"]))
-        let connection = ATTConnection(channel: channel)
+        let host = try await Self.open(peer)
+        let sensorTag = try #require(peer.devices["sensortag"])
+        let bluefruit = try #require(peer.devices["bluefruit"])
+
+        // The stream lives only in the loop: leaving the loop ends it, which stops the scan.
+        let found = try await withInteropTimeout(15) { () -> [BluetoothAddress: DiscoveredDevice] in
+            var found: [BluetoothAddress: DiscoveredDevice] = [:]
+            for try await event in host.scan(ScanOptions(active: true, procedure: procedure)) {
+                switch event {
+                case .discovered(let device), .updated(let device): found[device.address] = device
+                case .report: Issue.record("a raw report in merged mode")
+                }
+                if found[sensorTag]?.name != nil && found[bluefruit]?.name != nil { break }
+            }
+            return found
+        }
+        let tag = try #require(found[sensorTag])
+        #expect(tag.name == "CC2650 SensorTag")
+        #expect(tag.addressType == .public)
+        #expect(tag.isConnectable)
+        #expect(tag.txPower == 0)
+        #expect(tag.serviceUUIDs == [BluetoothUUID(0xAA80)])
+        // The name came from the scan response, merged with the advertising data.
+        #expect(tag.scanResponseData != nil)
+        #expect(tag.reports.contains { $0.isScanResponse })
+        #expect(tag.reports.contains { !$0.isScanResponse })
+        let uart = try #require(found[bluefruit])
+        #expect(uart.name == "Adafruit Bluefruit LE")
+        #expect(uart.addressType == .random)
+        #expect(uart.serviceUUIDs == [Self.uartService])
+
+        // The stream ended, so scanning was disabled: a new scan (all reports) can start.
+        let kinds = try await withInteropTimeout(15) { () -> Set<ScanReport.Kind> in
+            var kinds: Set<ScanReport.Kind> = []
+            var reports = 0
+            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports)) {
+                guard case .report(let report) = event else { continue }
+                kinds.insert(report.kind)
+                reports += 1
+                if reports >= 6 { break }
+            }
+            return kinds
+        }
+        // Passive: no scan responses.
+        #expect(kinds == [.advInd])
+        print("scan (\(procedure)) over LEHost: \(tag), \(uart); passive report kinds \(kinds.map(\.rawValue))")
+        #expect(host.statistics.malformedEvents == 0)
+        await host.close()
+    }
+
+    // MARK: - GATT
+
+    @Test(arguments: [23, 517])
+    func discoversTheSensorTagDatabaseExactly(mtu: Int) async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: mtu)
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        let link = try await Self.connect(host, peer, "sensortag")
+        #expect(link.peerAddressType == .public)
+        #expect(link.role == .central)
+        let connection = ATTConnection(channel: link.channel)
         let client = GATTClient(connection: connection)
 
-        let database = try await withInteropTimeout(20) { try await client.discoverDatabase() }
-        // The CC2650-like database of scripts/bumble_peer.py (devices.md).
+        let database = try await withInteropTimeout(30) { () -> GATTDatabase in
+            if mtu > 23 { _ = try await connection.exchangeMTU(517) }
+            return try await client.discoverDatabase()
+        }
+        #expect(await connection.mtu == mtu)
+        #expect(database.services.map(\.uuid) == Self.sensorTagLayout.map(\.0))
+        for (service, (uuid, descriptors)) in zip(database.services, Self.sensorTagLayout) {
+            #expect(service.characteristics.map(\.descriptors.count) == descriptors, "service \(uuid)")
+        }
         #expect(database.services.count == 11)
         #expect(database.characteristics.count == 32)
         #expect(database.characteristics.reduce(0) { $0 + $1.descriptors.count } == 26)
-        #expect(!database.services(uuid: BluetoothUUID("F000AA80-0451-4000-B000-000000000000")!).isEmpty)
-        // Bumble's own client needs 64 requests for this database at ATT_MTU 23 (notes).
         let requests = await connection.requestsSent
-        #expect(requests <= 64)
-        print(
-            "GATT discovery of the SensorTag database over our stack: \(requests) ATT requests at MTU \(await connection.mtu)"
-        )
+        // Bumble's own client needs 64 (MTU 23) and 47 (MTU 517) for this database.
+        #expect(requests <= (mtu == 23 ? 64 : 47))
+        print("LEHost + GATTClient: SensorTag database 11/32/26 in \(requests) ATT requests at ATT_MTU \(mtu)")
         await connection.close()
-        // On failure paths the peer's exit (defer) closes the transport, which ends the pumps.
         await host.close()
     }
-}
 
-extension BumbleGATTInteropTests {
-    static let uartTX = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
-    static let uartRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
-
-    @Test func bluefruitUARTEchoesThroughNotifications() async throws {
+    @Test func readWriteAndNotification() async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
         defer { peer.stop() }
-        let host = try await UserSpaceHost.start(peer.uri)
-        let channel = try await host.connect(try #require(peer.devices["bluefruit"]))
-        let connection = ATTConnection(channel: channel)
-        let client = GATTClient(connection: connection)
+        let host = try await Self.open(peer)
 
-        let database = try await withInteropTimeout(20) { try await client.discoverDatabase() }
+        // SensorTag (public address): read the device name, write the IR sensor's configuration.
+        let tagLink = try await Self.connect(host, peer, "sensortag")
+        let tag = ATTConnection(channel: tagLink.channel)
+        let tagClient = GATTClient(connection: tag)
+        try await withInteropTimeout(20) {
+            let name = try await tagClient.read(uuid: BluetoothUUID(0x2A00))
+            #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
+            let configuration = try #require(try await tagClient.findCharacteristics(uuid: Self.ti(0xAA02)).first)
+            #expect(try await tagClient.write(handle: configuration.valueHandle, value: [0x01]) == 1)
+            #expect(try await tagClient.read(handle: configuration.valueHandle) == [0x01])
+        }
+
+        // Bluefruit (random address): UART echo through notifications.
+        let uartLink = try await Self.connect(host, peer, "bluefruit")
+        let uart = ATTConnection(channel: uartLink.channel)
+        let uartClient = GATTClient(connection: uart)
+        let database = try await withInteropTimeout(20) { try await uartClient.discoverDatabase() }
         let tx = try #require(database.characteristics(uuid: Self.uartTX).first)
         let rx = try #require(database.characteristics(uuid: Self.uartRX).first)
-        try await client.configure(tx, .notifications)
-
-        // Longer than ATT_MTU - 3: sent as several writes, as Bluefruit LE Connect does (a
-        // longer single write is refused locally, never truncated), echoed as notifications.
-        let text = Array("hello from our own host stack, in user space".utf8)
-        let chunk = await connection.mtu - 3
-        for start in stride(from: 0, to: text.count, by: chunk) {
-            _ = try await client.write(
-                handle: rx.valueHandle, value: Array(text[start..<min(start + chunk, text.count)]))
-        }
-        let inbound = connection.inbound
+        try await uartClient.configure(tx, .notifications)
+        let text = Array("hello from LEHost".utf8)
+        _ = try await uartClient.write(handle: rx.valueHandle, value: text)
+        let inbound = uart.inbound
         let echoed = try await withInteropTimeout(5) { () -> [UInt8] in
             var echoed: [UInt8] = []
             for await pdu in inbound {
@@ -74,115 +190,165 @@ extension BumbleGATTInteropTests {
             return echoed
         }
         #expect(echoed == text)
-        await connection.close()
-        // On failure paths the peer's exit (defer) closes the transport, which ends the pumps.
+        #expect(host.statistics == LEHost.Statistics())
+        await tag.close()
+        await uart.close()
         await host.close()
     }
-}
 
-/// Test glue between the layers (what the CLI's user-space path does): `inbound` of the driver
-/// feeds L2CAP and reports LE connections; L2CAP's outputs go to the driver.
-actor UserSpaceHost {
-    let driver: HCIControllerDriver
-    let l2cap: UserSpaceL2CAP
-    private var pumps: [Task<Void, Never>] = []
-    private var connectionWaiters: [BluetoothAddress: CheckedContinuation<LEConnectionCompleteEvent, Never>] = [:]
-    private var completed: [BluetoothAddress: LEConnectionCompleteEvent] = [:]
+    // MARK: - Connection events
 
-    private init(driver: HCIControllerDriver, l2cap: UserSpaceL2CAP) {
-        self.driver = driver
-        self.l2cap = l2cap
-    }
+    @Test func peerParameterUpdatesAreAnswered() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        let link = try await Self.connect(host, peer, "sensortag")
 
-    static func start(_ uri: TransportURI) async throws -> UserSpaceHost {
-        let driver = HCIControllerDriver(transport: try await uri.openRawTransport(), commandTimeout: .seconds(10))
-        let info = try await driver.initialize()
-        let buffers = try ACLBufferSize(
-            packetLength: Int(info.aclBuffers.packetLength), packetCount: Int(info.aclBuffers.packetCount),
-            isShared: info.aclBuffers.shared)
-        let host = UserSpaceHost(driver: driver, l2cap: UserSpaceL2CAP(bufferSize: buffers))
-        await host.startPumps()
-        return host
-    }
-
-    private func startPumps() {
-        let inbound = driver.inbound
-        let l2cap = l2cap
-        let driver = driver
-        pumps.append(
-            Task { [weak self] in
-                for await packet in inbound {
-                    switch packet.type {
-                    case .acl:
-                        var reader = ByteReader(packet.bytes)
-                        guard let acl = try? ACLDataPacket(parsing: &reader) else { continue }
-                        l2cap.receive(acl)
-                    case .event:
-                        guard let event = try? HCIEvent(bytes: packet.bytes) else { continue }
-                        l2cap.receive(event)
-                        if case .leMeta(.connectionComplete(let complete)) = event {
-                            await self?.connectionCompleted(complete)
-                        }
-                    default:
-                        continue
-                    }
-                }
-                l2cap.shutDown("the controller's inbound stream ended")
-            })
-        pumps.append(
-            Task {
-                for await output in l2cap.outputs {
-                    do {
-                        switch output {
-                        case .acl(let packet):
-                            try await driver.sendACL(packet)
-                        case .updateConnectionParameters(let handle, let request):
-                            let parameters = LEConnectionParameters(
-                                connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
-                                maxLatency: request.peripheralLatency, supervisionTimeout: request.timeoutMultiplier)
-                            _ = try await driver.sendAccepted(
-                                LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters))
-                        case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(
-                                DisconnectCommand(connectionHandle: handle, reason: reason))
-                        }
-                    } catch {
-                        continue
-                    }
-                }
-            })
-    }
-
-    private func connectionCompleted(_ complete: LEConnectionCompleteEvent) {
-        if let waiter = connectionWaiters.removeValue(forKey: complete.peerAddress) {
-            waiter.resume(returning: complete)
-        } else {
-            completed[complete.peerAddress] = complete
+        // L2CAP Connection Parameter Update Request: accepted, applied with LE Connection Update.
+        #expect(try await peer.command("update sensortag 40 56 0 500") == "ok update")
+        let viaL2CAP = try await withInteropTimeout(5) { [link] in
+            var updates = link.parameterUpdates.makeAsyncIterator()
+            return await updates.next()
         }
-    }
+        #expect(viaL2CAP == LEConnection.Parameters(interval: 56, peripheralLatency: 0, supervisionTimeout: 500))
+        // Out of range (timeout not over twice the interval): L2CAP rejects it.
+        #expect(try await peer.command("update sensortag 3200 3200 0 10").hasPrefix("error"))
 
-    private func waitForConnection(_ address: BluetoothAddress) async -> LEConnectionCompleteEvent {
-        if let complete = completed.removeValue(forKey: address) { return complete }
-        return await withCheckedContinuation { connectionWaiters[address] = $0 }
-    }
-
-    /// Connects to a random-address peripheral and opens its ATT channel (bounded).
-    func connect(_ address: BluetoothAddress) async throws -> UserSpaceATTChannel {
-        _ = try await driver.sendAccepted(
-            LECreateConnectionCommand(
-                leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: address,
-                connectionParameters: LEConnectionParameters(
-                    connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)))
-        let complete = try await withInteropTimeout(5) { await self.waitForConnection(address) }
-        guard complete.status == .success else {
-            throw HCIError.commandFailed(opcode: LECreateConnectionCommand.opcode, status: complete.status)
+        // Link-layer Connection Parameters Request: LE Remote Connection Parameter Request → Reply.
+        #expect(try await peer.command("ll-update sensortag 24 32 1 400") == "ok ll-update")
+        let viaLL = try await withInteropTimeout(5) { [link] in
+            var updates = link.parameterUpdates.makeAsyncIterator()
+            return await updates.next()
         }
-        return try l2cap.connectionOpened(handle: complete.connectionHandle, role: .central)
+        #expect(viaLL == LEConnection.Parameters(interval: 32, peripheralLatency: 1, supervisionTimeout: 400))
+        // … and a Negative Reply for parameters out of range.
+        #expect(try await peer.command("ll-update sensortag 3200 3200 0 10").hasPrefix("error"))
+        #expect(host.statistics.acceptedParameterRequests == 1)
+        #expect(host.statistics.refusedParameterRequests == 1)
+        #expect(link.parameters == LEConnection.Parameters(interval: 32, peripheralLatency: 1, supervisionTimeout: 400))
+        await host.close()
     }
 
-    func close() async {
-        await driver.close()
-        l2cap.shutDown("host closed")
-        for pump in pumps { pump.cancel() }
+    @Test func peerDisconnectIsReportedAndASecondConnectWorks() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        let first = try await Self.connect(host, peer, "sensortag")
+        let connection = ATTConnection(channel: first.channel)
+        let client = GATTClient(connection: connection)
+        _ = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+
+        #expect(try await peer.command("disconnect sensortag") == "ok disconnect")
+        let reason = try await withInteropTimeout(5) { [first] in
+            var reasons = first.disconnected.makeAsyncIterator()
+            return await reasons.next()
+        }
+        #expect(reason == .remoteUserTerminatedConnection)
+        #expect(first.disconnectionReason == .remoteUserTerminatedConnection)
+        // The ATT channel failed at once with the reason.
+        #expect(first.channel.closedError == .disconnected(handle: first.handle, reason: .remoteUserTerminatedConnection))
+        await #expect(throws: (any Error).self) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+
+        // A second connect works, and a local disconnect completes.
+        let second = try await Self.connect(host, peer, "sensortag")
+        let again = GATTClient(connection: ATTConnection(channel: second.channel))
+        let name = try await withInteropTimeout(10) { try await again.read(uuid: BluetoothUUID(0x2A00)) }
+        #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
+        let localReason = try await host.disconnect(second)
+        #expect(second.disconnectionReason == localReason)
+        #expect(await host.activeConnections.isEmpty)
+        await host.close()
+    }
+
+    /// Bumble's controller has the LE Extended Advertising feature but does not claim the
+    /// extended initiating and scanning commands, so `.automatic` picks legacy; forced here.
+    @Test func connectsWithLEExtendedCreateConnection() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer, commandSet: .extended)
+        #expect(host.usesExtendedCommands)
+        let link = try await Self.connect(host, peer, "sensortag")
+        let client = GATTClient(connection: ATTConnection(channel: link.channel))
+        let name = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+        #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
+        await host.close()
+    }
+
+    @Test(arguments: [LEHost.Configuration.CommandSet.legacy, .extended])
+    func connectTimeoutCancelsAndTheControllerStaysUsable(commandSet: LEHost.Configuration.CommandSet) async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer, commandSet: commandSet)
+        let nobody = BluetoothAddress("C0:11:22:33:44:55")!
+        await #expect(throws: LEHostError.connectTimeout(address: nobody, timeout: .milliseconds(300))) {
+            _ = try await host.connect(to: nobody, type: .random, timeout: .milliseconds(300))
+        }
+        let link = try await Self.connect(host, peer, "sensortag")
+        #expect(link.isConnected)
+        await host.close()
+    }
+
+    @Test func twoSimultaneousConnectionsWithoutCrossTalk() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        // Issued together: the second LE Create Connection waits for the first to complete.
+        async let tagLink = Self.connect(host, peer, "sensortag")
+        async let uartLink = Self.connect(host, peer, "bluefruit")
+        let (tagConnection, uartConnection) = try await (tagLink, uartLink)
+        #expect(tagConnection.handle != uartConnection.handle)
+        #expect(await host.activeConnections.count == 2)
+
+        let tag = ATTConnection(channel: tagConnection.channel)
+        let uart = ATTConnection(channel: uartConnection.channel)
+        let tagClient = GATTClient(connection: tag)
+        let uartClient = GATTClient(connection: uart)
+        // Both discoveries at once, interleaved on the controller.
+        async let tagDatabase = withInteropTimeout(30) { try await tagClient.discoverDatabase() }
+        async let uartDatabase = withInteropTimeout(30) { try await uartClient.discoverDatabase() }
+        let (tagServices, uartServices) = try await (tagDatabase, uartDatabase)
+        #expect(tagServices.services.count == 11)
+        #expect(tagServices.characteristics.count == 32)
+        #expect(uartServices.services.map(\.uuid).last == Self.uartService)
+        #expect(uartServices.services.allSatisfy { $0.uuid != Self.ti(0xAA80) })
+
+        // Notifications of the UART while the SensorTag is read: each on its own bearer only.
+        let tx = try #require(uartServices.characteristics(uuid: Self.uartTX).first)
+        let rx = try #require(uartServices.characteristics(uuid: Self.uartRX).first)
+        try await uartClient.configure(tx, .notifications)
+        let text = Array("no cross talk".utf8)
+        async let reads = withInteropTimeout(10) { () -> Int in
+            var count = 0
+            for _ in 0..<10 {
+                _ = try await tagClient.read(uuid: BluetoothUUID(0x2A24))
+                count += 1
+            }
+            return count
+        }
+        _ = try await uartClient.write(handle: rx.valueHandle, value: text)
+        let uartInbound = uart.inbound
+        let echoed = try await withInteropTimeout(5) { () -> [UInt8] in
+            var echoed: [UInt8] = []
+            for await pdu in uartInbound {
+                if case .handleValueNotification(let notification) = pdu { echoed += notification.value }
+                if echoed.count >= text.count { break }
+            }
+            return echoed
+        }
+        #expect(echoed == text)
+        #expect(try await reads == 10)
+        await tag.close()
+        // The SensorTag bearer saw no notification (its inbound ends with the close).
+        let tagInbound = tag.inbound
+        let strays = try await withInteropTimeout(5) { () -> Int in
+            var strays = 0
+            for await pdu in tagInbound {
+                if case .handleValueNotification = pdu { strays += 1 }
+            }
+            return strays
+        }
+        #expect(strays == 0)
+        await uart.close()
+        await host.close()
     }
 }

@@ -10,16 +10,23 @@ import HCI
 /// over TCP, with Bumble peripherals on its virtual link. Every wait is bounded; `stop()` kills
 /// the process and is safe to call more than once (tests call it in a `defer`).
 final class BumblePeer: @unchecked Sendable {
-    // @unchecked: `process` and the pipes are set once in init; `stop` is idempotent and only
+    // @unchecked: `process` and the pipes are set once in init; `pending` (stdout bytes after
+    // the announcement) is only touched under `commandLock`; `stop` is idempotent and only
     // signals/waits on the process, which Foundation's Process allows from any thread.
 
     /// `tcp:127.0.0.1:PORT` from the READY line.
     let uri: TransportURI
     /// The peripherals the peer announced: kind ("sensortag", "bluefruit") → address.
     let devices: [String: BluetoothAddress]
+    /// Their address types (the SensorTag public, the Bluefruit random).
+    let addressTypes: [String: AddressType]
 
     private let process: Process
     private let stdinPipe: Pipe
+    private let stdoutDescriptor: Int32
+    /// Bytes read from stdout after the announcement lines, not yet a whole line.
+    private var pending: [UInt8]
+    private let commandLock = NSLock()
 
     /// The package root: two levels above this file's directory.
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -55,22 +62,24 @@ final class BumblePeer: @unchecked Sendable {
     }
 
     /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
-    init(devices kinds: [String] = [], lifetime: Int = 60, readyTimeout: Double = 20) throws {
+    init(devices kinds: [String] = [], mtu: Int = 517, lifetime: Int = 60, readyTimeout: Double = 20) throws {
         process = Process()
         stdinPipe = Pipe()
         let stdoutPipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["python3", Self.script, "--lifetime", String(lifetime)] + kinds.flatMap { ["--device", $0] }
+            ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
+            + kinds.flatMap { ["--device", $0] }
         process.standardInput = stdinPipe  // the peer exits when this closes
         process.standardOutput = stdoutPipe
         process.standardError = FileHandle.standardError
         try process.run()
 
         var lines: [String] = []
+        var rest: [UInt8] = []
+        stdoutDescriptor = stdoutPipe.fileHandleForReading.fileDescriptor
         do {
-            lines = try Self.readLines(
-                stdoutPipe.fileHandleForReading.fileDescriptor, count: 1 + kinds.count, timeout: readyTimeout)
+            lines = try Self.readLines(stdoutDescriptor, count: 1 + kinds.count, timeout: readyTimeout, buffer: &rest)
         } catch {
             Self.terminate(process, stdinPipe)
             throw error
@@ -86,23 +95,51 @@ final class BumblePeer: @unchecked Sendable {
             throw error
         }
         var devices: [String: BluetoothAddress] = [:]
+        var types: [String: AddressType] = [:]
         for line in lines.dropFirst() {
             // DEVICE kind AA:BB:CC:DD:EE:FF/random
             let fields = line.split(separator: " ")
             if fields.count == 3, fields[0] == "DEVICE", let address = BluetoothAddress(String(fields[2].prefix(17))) {
                 devices[String(fields[1])] = address
+                types[String(fields[1])] = fields[2].hasSuffix("/public") ? .public : .random
             }
         }
         self.devices = devices
+        self.addressTypes = types
+        pending = rest
+    }
+
+    /// Sends one command line to the peer (see scripts/bumble_peer.py `run_command`) and returns
+    /// its RESULT line, waiting at most `timeout` seconds, from a thread of its own.
+    func command(_ line: String, timeout: Double = 10) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    continuation.resume(returning: try self.commandBlocking(line, timeout: timeout))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    private func commandBlocking(_ line: String, timeout: Double) throws -> String {
+        commandLock.lock()
+        defer { commandLock.unlock() }
+        stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
+        while true {
+            let next = try Self.readLines(stdoutDescriptor, count: 1, timeout: timeout, buffer: &pending)
+            if let result = next.first, result.hasPrefix("RESULT ") { return String(result.dropFirst(7)) }
+        }
     }
 
     /// Starts the peer from a thread of its own: waiting for READY must not hold a Swift
     /// concurrency thread (on Linux the pool is small and shared with Dispatch).
-    static func start(devices kinds: [String] = [], lifetime: Int = 60) async throws -> BumblePeer {
+    static func start(devices kinds: [String] = [], mtu: Int = 517, lifetime: Int = 60) async throws -> BumblePeer {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
-                    continuation.resume(returning: try BumblePeer(devices: kinds, lifetime: lifetime))
+                    continuation.resume(returning: try BumblePeer(devices: kinds, mtu: mtu, lifetime: lifetime))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -124,10 +161,18 @@ final class BumblePeer: @unchecked Sendable {
     }
 
     /// Reads `count` newline-terminated lines from `descriptor`, waiting at most `timeout` seconds.
-    private static func readLines(_ descriptor: Int32, count: Int, timeout: Double) throws -> [String] {
+    private static func readLines(_ descriptor: Int32, count: Int, timeout: Double, buffer: inout [UInt8]) throws
+        -> [String]
+    {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        var buffer: [UInt8] = []
         var lines: [String] = []
+        func takeLines() {
+            while lines.count < count, let newline = buffer.firstIndex(of: 0x0A) {
+                lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                buffer.removeSubrange(...newline)
+            }
+        }
+        takeLines()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while lines.count < count {
             let left = ContinuousClock.now.duration(to: deadline)
@@ -146,10 +191,7 @@ final class BumblePeer: @unchecked Sendable {
                 throw StartFailure(description: "bumble_peer.py exited before printing \(count) line(s) (got \(lines))")
             }
             buffer += chunk[0..<n]
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
-                buffer.removeSubrange(...newline)
-            }
+            takeLines()
         }
         return lines
     }

@@ -1,0 +1,37 @@
+import HCI
+
+/// Whether a peer's requested connection parameters are acceptable to the host: the ranges of
+/// the HCI and L2CAP parameter fields and the link-layer rule that the supervision timeout
+/// exceed twice the effective connection interval.
+/// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.65.6 and §7.8.31; Vol 6, Part B, §4.5.2
+public enum ConnectionParameterPolicy {
+    public static let intervalRange: ClosedRange<UInt16> = 0x0006...0x0C80
+    public static let latencyRange: ClosedRange<UInt16> = 0x0000...0x01F3
+    public static let timeoutRange: ClosedRange<UInt16> = 0x000A...0x0C80
+
+    /// Why the request is refused, or nil when it is acceptable.
+    public static func invalidity(
+        intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16
+    ) -> String? {
+        guard intervalRange.contains(intervalMin), intervalRange.contains(intervalMax) else {
+            return "interval \(intervalMin)…\(intervalMax) outside 6…3200"
+        }
+        guard intervalMin <= intervalMax else { return "interval min \(intervalMin) over max \(intervalMax)" }
+        guard latencyRange.contains(latency) else { return "latency \(latency) over 499" }
+        guard timeoutRange.contains(timeout) else { return "timeout \(timeout) outside 10…3200" }
+        // Timeout (10 ms units) > (1 + latency) × interval max (1.25 ms units) × 2, in 0.25 ms units.
+        let timeoutQuarterMs = Int(timeout) * 40
+        let needed = (1 + Int(latency)) * Int(intervalMax) * 5 * 2
+        guard timeoutQuarterMs > needed else {
+            return "timeout \(Int(timeout) * 10) ms not over twice the effective interval"
+        }
+        return nil
+    }
+
+    /// The LE Remote Connection Parameter Request event's parameters checked.
+    public static func invalidity(_ request: LERemoteConnectionParameterRequestEvent) -> String? {
+        invalidity(
+            intervalMin: request.intervalMin, intervalMax: request.intervalMax, latency: request.maxLatency,
+            timeout: request.timeout)
+    }
+}

@@ -1,0 +1,116 @@
+import ATT
+import Bluetooth
+import HCI
+import Synchronization
+
+/// An LE connection made by `LEHost`: its handle, peer, role, current parameters, its ATT
+/// channel (fixed CID 0x0004 over user-space L2CAP) and, once it ends, the disconnection reason.
+///
+/// When the link drops, `channel` fails at once with `L2CAPError.disconnected` carrying the
+/// reason, `disconnectionReason` is set and `disconnected` yields the reason and finishes.
+public final class LEConnection: Sendable, CustomStringConvertible {
+    /// Connection_Interval (1.25 ms units), Peripheral_Latency, Supervision_Timeout (10 ms units).
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.65.1, §7.7.65.3
+    public struct Parameters: Hashable, Sendable, CustomStringConvertible {
+        public var interval: UInt16
+        public var peripheralLatency: UInt16
+        public var supervisionTimeout: UInt16
+
+        public init(interval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16) {
+            self.interval = interval
+            self.peripheralLatency = peripheralLatency
+            self.supervisionTimeout = supervisionTimeout
+        }
+
+        public var description: String {
+            "interval \(Double(interval) * 1.25) ms, latency \(peripheralLatency), "
+                + "timeout \(Int(supervisionTimeout) * 10) ms"
+        }
+    }
+
+    public let handle: UInt16
+    public let peerAddress: BluetoothAddress
+    /// Peer_Address_Type from the connection complete event.
+    public let peerAddressType: LEAddressType
+    public let role: LERole
+    /// The ATT bearer's channel on this connection.
+    public let channel: UserSpaceATTChannel
+    /// Yields the disconnection reason once, then finishes (one consumer).
+    public let disconnected: AsyncStream<HCIStatus>
+    /// Yields the parameters after each successful LE Connection Update Complete (whoever asked
+    /// for it: this host, or the peer through L2CAP or the link layer); keeps the newest 8 for a
+    /// slow consumer; finishes when the link ends (one consumer).
+    public let parameterUpdates: AsyncStream<Parameters>
+
+    private struct State {
+        var parameters: Parameters
+        var disconnectionReason: HCIStatus?
+        var parameterUpdates = 0
+    }
+
+    private let state: Mutex<State>
+    private let disconnectedContinuation: AsyncStream<HCIStatus>.Continuation
+    private let updatesContinuation: AsyncStream<Parameters>.Continuation
+
+    init(
+        handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: LEAddressType, role: LERole,
+        parameters: Parameters, channel: UserSpaceATTChannel
+    ) {
+        self.handle = handle
+        self.peerAddress = peerAddress
+        self.peerAddressType = peerAddressType
+        self.role = role
+        self.channel = channel
+        state = Mutex(State(parameters: parameters))
+        (disconnected, disconnectedContinuation) = AsyncStream.makeStream(
+            of: HCIStatus.self, bufferingPolicy: .bufferingNewest(1))
+        (parameterUpdates, updatesContinuation) = AsyncStream.makeStream(
+            of: Parameters.self, bufferingPolicy: .bufferingNewest(8))
+    }
+
+    /// The parameters in force (updated by LE Connection Update Complete).
+    public var parameters: Parameters { state.withLock { $0.parameters } }
+
+    /// How many LE Connection Update Complete events changed the parameters.
+    public var parameterUpdateCount: Int { state.withLock { $0.parameterUpdates } }
+
+    /// The reason the link ended (Disconnection Complete), `nil` while it is up.
+    public var disconnectionReason: HCIStatus? { state.withLock { $0.disconnectionReason } }
+
+    public var isConnected: Bool { disconnectionReason == nil }
+
+    func updated(_ parameters: Parameters) {
+        state.withLock {
+            $0.parameters = parameters
+            $0.parameterUpdates += 1
+        }
+        updatesContinuation.yield(parameters)
+    }
+
+    /// Records the end of the link; returns false when it was already recorded.
+    @discardableResult
+    func ended(_ reason: HCIStatus) -> Bool {
+        let first = state.withLock { state -> Bool in
+            guard state.disconnectionReason == nil else { return false }
+            state.disconnectionReason = reason
+            return true
+        }
+        if first {
+            disconnectedContinuation.yield(reason)
+            disconnectedContinuation.finish()
+            updatesContinuation.finish()
+        }
+        return first
+    }
+
+    /// The host closed or its transport went: the streams finish without a reason (the channel
+    /// fails with `L2CAPError.transportClosed`).
+    func hostEnded() {
+        disconnectedContinuation.finish()
+        updatesContinuation.finish()
+    }
+
+    public var description: String {
+        "LE connection 0x\(String(handle, radix: 16, uppercase: true)) to \(peerAddress) (\(peerAddressType)) as \(role)"
+    }
+}
