@@ -113,10 +113,10 @@ struct EmulatorControllerCommandTests {
         guard case .commandComplete(let commands) = try await probe.send(ReadLocalSupportedCommandsCommand()).answer
         else { throw EmulatorTimeout(seconds: 0) }
         let supported = try commands.decodeReturn(for: ReadLocalSupportedCommandsCommand.self).supportedCommands
-        for opcode in VirtualController.implementedCommands {
+        for opcode in simulation.controller.implementedCommands {
             #expect(supported.supports(opcode) == true, "\(opcode)")
         }
-        #expect(supported.supports(.leSetExtendedScanEnable) == false)
+        #expect(supported.supports(.leSetExtendedScanEnable) == true)
         #expect(supported.supports(.leSetExtendedAdvertisingEnable) == false)
 
         guard case .commandComplete(let buffers) = try await probe.send(LEReadBufferSizeV1Command()).answer
@@ -143,8 +143,8 @@ struct EmulatorControllerCommandTests {
         let info = try await withEmulatorTimeout { try await driver.initialize() }
         #expect(info.address == VirtualController.Configuration().address)
         #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 4, shared: false))
-        #expect(info.supportedCommands == VirtualController.supportedCommands)
-        #expect(info.leFeatures == VirtualController.leFeatures)
+        #expect(info.supportedCommands == simulation.controller.supportedCommands)
+        #expect(info.leFeatures == .leExtendedAdvertising)
         await driver.close()
         await simulation.stop()
     }

@@ -10,10 +10,13 @@ import Testing
 /// in real time (advertising every 10 ms).
 @Suite("Emulator: LEHost over the simulation")
 struct EmulatorLEHostSimulationTests {
-    @Test func scansConnectsDiscoversAndEchoes() async throws {
-        let simulation = try await Simulation.start(configuration: .init(advertisingInterval: .milliseconds(10)))
+    /// With the extended commands offered (LEHost uses them) and without (legacy).
+    @Test(arguments: [true, false])
+    func scansConnectsDiscoversAndEchoes(extended: Bool) async throws {
+        let simulation = try await Simulation.start(
+            configuration: .init(advertisingInterval: .milliseconds(10), extendedScanning: extended))
         let host = try await LEHost.start(transport: simulation.hostTransport)
-        #expect(host.usesExtendedCommands == false)
+        #expect(host.usesExtendedCommands == extended)
 
         // Scan until both devices are seen with their names (from the scan responses).
         let names = try await withEmulatorTimeout { () -> [BluetoothAddress: String] in

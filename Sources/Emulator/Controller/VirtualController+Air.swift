@@ -66,19 +66,26 @@ extension VirtualController {
             eventType: eventType, addressType: peripheral.addressType == .public ? .public : .random,
             address: peripheral.address, data: Array(data.prefix(LEAdvertisingReport.maxDataLength)),
             rssi: peripheral.rssi)
-        await emit(.leMeta(.advertisingReport(LEAdvertisingReportEvent(reports: [report]))))
+        if extendedReports {
+            let extended = extendedReport(report, connectable: peripheral.isConnectable)
+            await emit(.leMeta(.extendedAdvertisingReport(LEExtendedAdvertisingReportEvent(reports: [extended]))))
+        } else {
+            await emit(.leMeta(.advertisingReport(LEAdvertisingReportEvent(reports: [report]))))
+        }
     }
 
     // MARK: Initiating
 
-    func createConnection(_ command: LECreateConnectionCommand) async {
+    /// LE Create Connection, or LE Extended Create Connection (`extended`) translated to it.
+    func createConnection(_ command: LECreateConnectionCommand, extended: Bool) async {
+        let opcode = extended ? LEExtendedCreateConnectionV1Command.opcode : LECreateConnectionCommand.opcode
         guard initiating == nil else {
-            await status(LECreateConnectionCommand.opcode, .commandDisallowed)
+            await status(opcode, .commandDisallowed)
             return
         }
         guard command.initiatorFilterPolicy == .peerAddress else {
             // No Filter Accept List in this controller.
-            await status(LECreateConnectionCommand.opcode, .unsupportedFeatureOrParameterValue)
+            await status(opcode, .unsupportedFeatureOrParameterValue)
             return
         }
         let parameters = command.connectionParameters
@@ -88,19 +95,20 @@ extension VirtualController {
             (0x000A...0x0C80).contains(parameters.supervisionTimeout),
             parameters.maxLatency <= 0x01F3
         else {
-            await status(LECreateConnectionCommand.opcode, .invalidHCICommandParameters)
+            await status(opcode, .invalidHCICommandParameters)
             return
         }
         if command.ownAddressType == .random, randomAddress == nil {
-            await status(LECreateConnectionCommand.opcode, .invalidHCICommandParameters)
+            await status(opcode, .invalidHCICommandParameters)
             return
         }
         if connections.values.contains(where: { $0.peripheral.map { matches(command, $0) } ?? false }) {
-            await status(LECreateConnectionCommand.opcode, .connectionAlreadyExists)
+            await status(opcode, .connectionAlreadyExists)
             return
         }
         initiating = command
-        await status(LECreateConnectionCommand.opcode, .success)
+        initiatingExtended = extended
+        await status(opcode, .success)
         scheduleAdvertisingEvents()
     }
 
@@ -133,8 +141,9 @@ extension VirtualController {
             VirtualLinkConnection(controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
     }
 
-    /// LE Connection Complete, or LE Enhanced Connection Complete when only that one is
-    /// unmasked (Vol 4 Part E §7.7.65.10).
+    /// LE Enhanced Connection Complete for a connection LE Extended Create Connection made,
+    /// LE Connection Complete for LE Create Connection (as Bumble's controller does); the
+    /// other one when the host masked the first (Vol 4 Part E §7.7.65.1, §7.7.65.10).
     func emitConnectionComplete(
         status: HCIStatus, handle: UInt16, request: LECreateConnectionCommand,
         parameters: VirtualLinkConnection.Parameters
@@ -148,7 +157,7 @@ extension VirtualController {
             }
         let legacyUnmasked = leEventMask.rawValue & 1 == 1
         let enhancedUnmasked = leEventMask.rawValue >> 9 & 1 == 1
-        if !legacyUnmasked, enhancedUnmasked {
+        if enhancedUnmasked, initiatingExtended || !legacyUnmasked {
             await emit(
                 .leMeta(
                     .enhancedConnectionComplete(

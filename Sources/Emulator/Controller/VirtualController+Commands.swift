@@ -5,8 +5,8 @@ import L2CAP
 /// HCI command handling of the virtual controller.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.1 (link control), §7.3, §7.4, §7.5, §7.8 (LE)
 extension VirtualController {
-    /// The commands this controller implements, as Read Local Supported Commands reports them.
-    public static let implementedCommands: [HCIOpcode] = [
+    /// The legacy commands this controller implements.
+    public static let legacyCommands: [HCIOpcode] = [
         .disconnect, .setEventMask, .reset, .readLocalVersionInformation, .readLocalSupportedFeatures,
         .readBufferSize, .readBDADDR, .readRSSI, .leSetEventMask, .leReadBufferSizeV1, .leReadLocalSupportedFeatures,
         .leSetRandomAddress, .leSetScanParameters, .leSetScanEnable, .leCreateConnection, .leCreateConnectionCancel,
@@ -14,8 +14,18 @@ extension VirtualController {
         .leSetScanResponseData, .leSetAdvertisingEnable,
     ]
 
+    /// The extended scanning and initiating commands (with `Configuration.extendedScanning`).
+    public static let extendedCommands: [HCIOpcode] = [
+        .leSetExtendedScanParameters, .leSetExtendedScanEnable, .leExtendedCreateConnectionV1,
+    ]
+
+    /// The commands this controller implements.
+    public nonisolated var implementedCommands: [HCIOpcode] {
+        configuration.extendedScanning ? Self.legacyCommands + Self.extendedCommands : Self.legacyCommands
+    }
+
     /// Supported-commands bitmap with exactly the implemented commands set.
-    public static var supportedCommands: HCISupportedCommands {
+    public nonisolated var supportedCommands: HCISupportedCommands {
         var octets = [UInt8](repeating: 0, count: HCISupportedCommands.octetCount)
         for opcode in implementedCommands {
             guard let position = HCISupportedCommands.positions[opcode] else { continue }
@@ -28,9 +38,12 @@ extension VirtualController {
     public static let lmpFeatures = LMPFeatures(
         rawValue: 1 << UInt64(LMPFeatures.brEDRNotSupported) | 1 << UInt64(LMPFeatures.leSupportedController))
 
-    /// LE features: none of the optional link-layer features (legacy advertising and scanning
-    /// only, no encryption): what the implemented commands need.
-    public static let leFeatures: LEFeatures = []
+    /// LE features: LE Extended Advertising (bit 12) with `Configuration.extendedScanning`,
+    /// otherwise none of the optional link-layer features (no encryption, no LL parameter
+    /// request procedure).
+    public nonisolated var leFeatures: LEFeatures {
+        configuration.extendedScanning ? .leExtendedAdvertising : []
+    }
 
     /// The version reported: HCI/LMP 5.0, company 0xFFFF (for testing).
     public static let version = ReadLocalVersionInformationCommand.ReturnParameters(
@@ -39,7 +52,7 @@ extension VirtualController {
 
     func execute(_ packet: HCICommandPacket) async {
         // A command this controller does not implement is unknown to it, whatever its parameters.
-        guard packet.opcode == .readLocalSupportedCommands || Self.implementedCommands.contains(packet.opcode) else {
+        guard packet.opcode == .readLocalSupportedCommands || implementedCommands.contains(packet.opcode) else {
             await complete(opcode: packet.opcode, returnParameters: [HCIStatus.unknownHCICommand.rawValue])
             return
         }
@@ -59,7 +72,7 @@ extension VirtualController {
             await complete(ReadLocalVersionInformationCommand.self, Self.version)
         case .readLocalSupportedCommands:
             await complete(
-                ReadLocalSupportedCommandsCommand.self, .init(supportedCommands: Self.supportedCommands))
+                ReadLocalSupportedCommandsCommand.self, .init(supportedCommands: supportedCommands))
         case .readLocalSupportedFeatures:
             await complete(ReadLocalSupportedFeaturesCommand.self, .init(lmpFeatures: Self.lmpFeatures))
         case .readBufferSize:
@@ -91,7 +104,7 @@ extension VirtualController {
                     leACLDataPacketLength: configuration.aclBufferLength,
                     totalNumLEACLDataPackets: configuration.aclBufferCount))
         case .leReadLocalSupportedFeatures:
-            await complete(LEReadLocalSupportedFeaturesCommand.self, .init(leFeatures: Self.leFeatures))
+            await complete(LEReadLocalSupportedFeaturesCommand.self, .init(leFeatures: leFeatures))
         case .leSetRandomAddress(let command):
             guard !scanning, initiating == nil else {
                 await complete(LESetRandomAddressCommand.self, StatusReturnParameters(status: .commandDisallowed))
@@ -99,7 +112,17 @@ extension VirtualController {
             }
             randomAddress = command.randomAddress
             await complete(LESetRandomAddressCommand.self, StatusReturnParameters())
+        case .leSetExtendedScanParameters(let command):
+            await setExtendedScanParameters(command)
+        case .leSetExtendedScanEnable(let command):
+            await setExtendedScanEnable(command)
+        case .leExtendedCreateConnectionV1(let command):
+            await extendedCreateConnection(command)
         case .leSetScanParameters(let command):
+            guard claim(extended: false) else {
+                await complete(LESetScanParametersCommand.self, StatusReturnParameters(status: .commandDisallowed))
+                return
+            }
             guard !scanning else {
                 await complete(LESetScanParametersCommand.self, StatusReturnParameters(status: .commandDisallowed))
                 return
@@ -114,17 +137,26 @@ extension VirtualController {
             scanParameters = command
             await complete(LESetScanParametersCommand.self, StatusReturnParameters())
         case .leSetScanEnable(let command):
+            guard claim(extended: false) else {
+                await complete(LESetScanEnableCommand.self, StatusReturnParameters(status: .commandDisallowed))
+                return
+            }
             if command.leScanEnable, scanParameters.ownAddressType == LEOwnAddressType.random, randomAddress == nil {
                 await complete(LESetScanEnableCommand.self, StatusReturnParameters(status: .invalidHCICommandParameters))
                 return
             }
             if command.leScanEnable && !scanning { reported = [] }
             scanning = command.leScanEnable
+            extendedReports = false
             filterDuplicates = command.filterDuplicates
             await complete(LESetScanEnableCommand.self, StatusReturnParameters())
             scheduleAdvertisingEvents()
         case .leCreateConnection(let command):
-            await createConnection(command)
+            guard claim(extended: false) else {
+                await status(LECreateConnectionCommand.opcode, .commandDisallowed)
+                return
+            }
+            await createConnection(command, extended: false)
         case .leCreateConnectionCancel:
             await cancelCreateConnection()
         case .disconnect(let command):
@@ -194,6 +226,11 @@ extension VirtualController {
         eventMask = SetEventMaskCommand.defaultMask
         leEventMask = Self.defaultLEEventMask
         reassembler = L2CAPReassembler()
+        commandKind = nil
+        extendedReports = false
+        initiatingExtended = false
+        scanTimeout?.cancel()
+        scanTimeout = nil
         stopAdvertising()
         advertisingParameters = LESetAdvertisingParametersCommand(
             advertisingIntervalMin: 0x0800, advertisingIntervalMax: 0x0800)

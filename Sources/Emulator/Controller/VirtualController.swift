@@ -27,12 +27,16 @@ public actor VirtualController {
         public var aclBufferCount: UInt8
         /// Time between two advertising events of every peripheral.
         public var advertisingInterval: Duration
+        /// Whether the extended scanning and initiating commands (and the LE Extended
+        /// Advertising feature bit) are offered.
+        public var extendedScanning: Bool
         /// Connection parameters a new connection gets when the host's are out of range.
         public init(
             address: BluetoothAddress = BluetoothAddress("00:1B:DC:E0:5A:01")!,
             aclBufferLength: UInt16 = 27, aclBufferCount: UInt8 = 4,
-            advertisingInterval: Duration = .milliseconds(100)
+            advertisingInterval: Duration = .milliseconds(100), extendedScanning: Bool = true
         ) {
+            self.extendedScanning = extendedScanning
             self.address = address
             self.aclBufferLength = aclBufferLength
             self.aclBufferCount = aclBufferCount
@@ -101,6 +105,14 @@ public actor VirtualController {
     var scanning = false
     var filterDuplicates = false
     var reported: Set<ReportKey> = []
+    /// Reports as LE Extended Advertising Reports (scanning started by the extended commands).
+    var extendedReports = false
+    var scanTimeout: ATTScheduledTimer?
+    /// Whether the legacy or the extended advertising/scanning commands are in use since reset
+    /// (a host may not mix them: Vol 4 Part E §3.1.1).
+    var commandKind: Bool?
+    /// The pending connection came from LE Extended Create Connection.
+    var initiatingExtended = false
     var initiating: LECreateConnectionCommand?
     var connections: [UInt16: Connection] = [:]
     var nextHandle: UInt16 = 0x0040
