@@ -84,7 +84,7 @@ struct EmulatorControllerCommandTests {
 
     @Test func unknownCommandIsAnsweredUnknownHCICommand() async throws {
         let (simulation, probe, _) = try await makeController()
-        for opcode: UInt16 in [0xFC01, 0x0C13, 0x2036] {
+        for opcode: UInt16 in [0xFC01, 0x0C13, 0x2032] {
             let packet = try HCICommandPacket(opcode: HCIOpcode(rawValue: opcode), parameters: [0x01, 0x02])
             let (answer, _) = try await probe.sendPacket(packet)
             guard case .commandComplete(let complete) = answer else {
@@ -117,7 +117,8 @@ struct EmulatorControllerCommandTests {
             #expect(supported.supports(opcode) == true, "\(opcode)")
         }
         #expect(supported.supports(.leSetExtendedScanEnable) == true)
-        #expect(supported.supports(.leSetExtendedAdvertisingEnable) == false)
+        #expect(supported.supports(.leSetExtendedAdvertisingEnable) == true)
+        #expect(supported.supports(.leSetPHY) == false)
 
         guard case .commandComplete(let buffers) = try await probe.send(LEReadBufferSizeV1Command()).answer
         else { throw EmulatorTimeout(seconds: 0) }

@@ -88,3 +88,95 @@ struct EmulatorControllerExtendedTests {
         await simulation.stop()
     }
 }
+
+@Suite("Emulator: virtual controller extended advertising")
+struct EmulatorControllerExtendedAdvertisingTests {
+    static let setAddress = BluetoothAddress("D5:44:33:22:11:00")!
+    /// Every LE subevent the host mask has, plus Scan Timeout (bit 16) and Advertising Set
+    /// Terminated (bit 17).
+    static let mask = HCIEventMask(rawValue: ControllerInitialization.leHostLEEventMask.rawValue | 1 << 16 | 1 << 17)
+
+    static func advertiseExtended(_ probe: HCIProbe, duration: UInt16 = 0) async throws {
+        _ = try await probe.send(LESetEventMaskCommand(leEventMask: mask))
+        let commands: [HCICommandPacket] = [
+            try HCICommandPacket(
+                LESetExtendedAdvertisingParametersV1Command(
+                    advertisingHandle: 0, advertisingEventProperties: [.useLegacyPDUs, .connectable, .scannable],
+                    primaryAdvertisingIntervalMin: 0xA0, primaryAdvertisingIntervalMax: 0xA0, ownAddressType: .random)),
+            try HCICommandPacket(LESetAdvertisingSetRandomAddressCommand(advertisingHandle: 0, randomAddress: setAddress)),
+            try HCICommandPacket(
+                LESetExtendedAdvertisingDataCommand(
+                    advertisingHandle: 0, operation: .firstFragment, advertisingData: [0x02, 0x01])),
+            try HCICommandPacket(
+                LESetExtendedAdvertisingDataCommand(advertisingHandle: 0, operation: .lastFragment, advertisingData: [0x06])),
+            try HCICommandPacket(
+                LESetExtendedScanResponseDataCommand(advertisingHandle: 0, scanResponseData: [0x04, 0x09, 0x45, 0x78, 0x74])),
+            try HCICommandPacket(
+                LESetExtendedAdvertisingEnableCommand(
+                    enable: true, sets: [LEExtendedAdvertisingSetEnable(advertisingHandle: 0, duration: duration)])),
+        ]
+        for command in commands {
+            guard case .commandComplete(let complete) = try await probe.sendPacket(command).answer else {
+                Issue.record("\(command.opcode) not completed")
+                continue
+            }
+            #expect(complete.status == .success, "\(command.opcode)")
+        }
+    }
+
+    @Test func anExtendedAdvertisingSetIsScannedAndConnected() async throws {
+        let clock = ATTManualClock()
+        let link = VirtualLink()
+        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
+        let (_, central) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.centralAddress)
+        try await Self.advertiseExtended(peripheral)
+
+        _ = try await central.send(
+            LESetScanParametersCommand(
+                leScanType: .active, leScanInterval: 0x10, leScanWindow: 0x10, ownAddressType: .public,
+                scanningFilterPolicy: .acceptAll))
+        _ = try await central.send(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: true))
+        await clock.advance(by: .milliseconds(100))
+        let reports = advertisingReports(try await central.drain())
+        #expect(reports.map(\.eventType) == [.advInd, .scanRsp])
+        #expect(reports.map(\.data) == [[0x02, 0x01, 0x06], [0x04, 0x09, 0x45, 0x78, 0x74]])
+        #expect(reports.allSatisfy { $0.address == Self.setAddress && $0.addressType == .random })
+        _ = try await central.send(LESetScanEnableCommand(leScanEnable: false))
+
+        _ = try await central.send(
+            LECreateConnectionCommand(
+                leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .random, peerAddress: Self.setAddress,
+                connectionParameters: LEConnectionParameters(
+                    connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)))
+        await clock.advance(by: .milliseconds(100))
+        guard case .leMeta(.enhancedConnectionComplete(let complete)) = try await peripheral.nextEvent() else {
+            Issue.record("no LE Enhanced Connection Complete at the peripheral")
+            return
+        }
+        #expect(complete.role == .peripheral && complete.peerAddress == EmulatorPeripheralRoleTests.centralAddress)
+        let handle = complete.connectionHandle
+        #expect(
+            try await peripheral.nextEvent()
+                == .leMeta(.unknown(subevent: LESubeventCode(rawValue: 0x12), parameters: [0x00, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x00])))
+        #expect(link.peripherals.isEmpty)
+        peripheral.transport.close()
+        central.transport.close()
+    }
+
+    @Test func anAdvertisingDurationEndsWithAdvertisingTimeout() async throws {
+        let clock = ATTManualClock()
+        let link = VirtualLink()
+        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
+        try await Self.advertiseExtended(peripheral, duration: 10)
+        #expect(link.peripherals.count == 1)
+        await clock.advance(by: .milliseconds(150))
+        let events = try await peripheral.drain().compactMap(event)
+        #expect(events == [.leMeta(.unknown(subevent: LESubeventCode(rawValue: 0x12), parameters: [0x3C, 0x00, 0x00, 0x00, 0x00]))])
+        #expect(link.peripherals.isEmpty)
+        // The set can be removed once stopped.
+        guard case .commandComplete(let removed) = try await peripheral.send(LERemoveAdvertisingSetCommand(advertisingHandle: 0)).answer
+        else { return }
+        #expect(removed.status == .success)
+        peripheral.transport.close()
+    }
+}

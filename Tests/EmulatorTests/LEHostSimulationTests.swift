@@ -14,7 +14,7 @@ struct EmulatorLEHostSimulationTests {
     @Test(arguments: [true, false])
     func scansConnectsDiscoversAndEchoes(extended: Bool) async throws {
         let simulation = try await Simulation.start(
-            configuration: .init(advertisingInterval: .milliseconds(10), extendedScanning: extended))
+            configuration: .init(advertisingInterval: .milliseconds(10), extendedAdvertising: extended))
         let host = try await LEHost.start(transport: simulation.hostTransport)
         #expect(host.usesExtendedCommands == extended)
 

@@ -77,6 +77,9 @@ extension VirtualController {
     /// host gets LE Connection Complete in the peripheral role.
     func acceptConnection(_ remote: VirtualLinkConnection, at proxy: HostAdvertiser) async -> UInt16? {
         guard advertiser === proxy else { return nil }
+        let extendedSet = proxy.extendedSet
+        advertisingSet?.durationTimer?.cancel()
+        advertisingSet?.durationTimer = nil
         stopAdvertising()
         let handle = nextHandle
         nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
@@ -86,7 +89,7 @@ extension VirtualController {
         let peerType: LEAddressType = remote.centralAddressType == .public ? .public : .random
         let legacyUnmasked = leEventMask.rawValue & 1 == 1
         let enhancedUnmasked = leEventMask.rawValue >> 9 & 1 == 1
-        if !legacyUnmasked, enhancedUnmasked {
+        if enhancedUnmasked, extendedSet != nil || !legacyUnmasked {
             await emit(
                 .leMeta(
                     .enhancedConnectionComplete(
@@ -104,6 +107,9 @@ extension VirtualController {
                             peerAddress: remote.centralAddress, connectionInterval: parameters.interval,
                             peripheralLatency: parameters.latency, supervisionTimeout: parameters.supervisionTimeout,
                             centralClockAccuracy: 0x00))))
+        }
+        if let extendedSet {
+            await emitAdvertisingSetTerminated(status: .success, handle: extendedSet, connectionHandle: handle)
         }
         return handle
     }
@@ -148,6 +154,8 @@ final class HostAdvertiser: VirtualPeripheral {
         var scanResponseData: [UInt8]
         var isConnectable: Bool
         var isScannable: Bool
+        /// The advertising set when advertising by the extended commands.
+        var extendedSet: UInt8? = nil
         /// The advertising controller's handle once a central connected.
         var handle: UInt16?
     }
@@ -169,6 +177,7 @@ final class HostAdvertiser: VirtualPeripheral {
     var advertisingData: [UInt8] { state.withLock { $0.advertisingData } }
     var scanResponseData: [UInt8] { state.withLock { $0.scanResponseData } }
     var isConnectable: Bool { state.withLock { $0.isConnectable } }
+    var extendedSet: UInt8? { state.withLock { $0.extendedSet } }
     /// A scannable advertiser answers every scan request, if need be with no data.
     var isScannable: Bool { state.withLock { $0.isScannable } }
 

@@ -14,14 +14,18 @@ extension VirtualController {
         .leSetScanResponseData, .leSetAdvertisingEnable,
     ]
 
-    /// The extended scanning and initiating commands (with `Configuration.extendedScanning`).
+    /// The extended advertising, scanning and initiating commands (with
+    /// `Configuration.extendedAdvertising`).
     public static let extendedCommands: [HCIOpcode] = [
         .leSetExtendedScanParameters, .leSetExtendedScanEnable, .leExtendedCreateConnectionV1,
+        .leSetExtendedAdvertisingParametersV1, .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData,
+        .leSetExtendedAdvertisingEnable, .leSetAdvertisingSetRandomAddress, .leReadMaximumAdvertisingDataLength,
+        .leReadNumberOfSupportedAdvertisingSets, .leRemoveAdvertisingSet, .leClearAdvertisingSets,
     ]
 
     /// The commands this controller implements.
     public nonisolated var implementedCommands: [HCIOpcode] {
-        configuration.extendedScanning ? Self.legacyCommands + Self.extendedCommands : Self.legacyCommands
+        configuration.extendedAdvertising ? Self.legacyCommands + Self.extendedCommands : Self.legacyCommands
     }
 
     /// Supported-commands bitmap with exactly the implemented commands set.
@@ -38,11 +42,11 @@ extension VirtualController {
     public static let lmpFeatures = LMPFeatures(
         rawValue: 1 << UInt64(LMPFeatures.brEDRNotSupported) | 1 << UInt64(LMPFeatures.leSupportedController))
 
-    /// LE features: LE Extended Advertising (bit 12) with `Configuration.extendedScanning`,
+    /// LE features: LE Extended Advertising (bit 12) with `Configuration.extendedAdvertising`,
     /// otherwise none of the optional link-layer features (no encryption, no LL parameter
     /// request procedure).
     public nonisolated var leFeatures: LEFeatures {
-        configuration.extendedScanning ? .leExtendedAdvertising : []
+        configuration.extendedAdvertising ? .leExtendedAdvertising : []
     }
 
     /// The version reported: HCI/LMP 5.0, company 0xFFFF (for testing).
@@ -118,6 +122,28 @@ extension VirtualController {
             await setExtendedScanEnable(command)
         case .leExtendedCreateConnectionV1(let command):
             await extendedCreateConnection(command)
+        case .leSetExtendedAdvertisingParametersV1(let command):
+            await setExtendedAdvertisingParameters(command)
+        case .leSetExtendedAdvertisingData(let command):
+            await setExtendedAdvertisingData(command)
+        case .leSetExtendedScanResponseData(let command):
+            await setExtendedScanResponseData(command)
+        case .leSetExtendedAdvertisingEnable(let command):
+            await setExtendedAdvertisingEnable(command)
+        case .leSetAdvertisingSetRandomAddress(let command):
+            await setAdvertisingSetRandomAddress(command)
+        case .leReadMaximumAdvertisingDataLength:
+            await complete(
+                LEReadMaximumAdvertisingDataLengthCommand.self,
+                .init(maxAdvertisingDataLength: UInt16(Self.legacyDataLength)))
+        case .leReadNumberOfSupportedAdvertisingSets:
+            await complete(LEReadNumberOfSupportedAdvertisingSetsCommand.self, .init(numSupportedAdvertisingSets: 1))
+        case .leRemoveAdvertisingSet(let command):
+            let status = await removeAdvertisingSet(command.advertisingHandle)
+            await complete(LERemoveAdvertisingSetCommand.self, StatusReturnParameters(status: status))
+        case .leClearAdvertisingSets:
+            let status = await removeAdvertisingSet(nil)
+            await complete(LEClearAdvertisingSetsCommand.self, StatusReturnParameters(status: status))
         case .leSetScanParameters(let command):
             guard claim(extended: false) else {
                 await complete(LESetScanParametersCommand.self, StatusReturnParameters(status: .commandDisallowed))
@@ -226,6 +252,8 @@ extension VirtualController {
         eventMask = SetEventMaskCommand.defaultMask
         leEventMask = Self.defaultLEEventMask
         reassembler = L2CAPReassembler()
+        stopExtendedAdvertising()
+        advertisingSet = nil
         commandKind = nil
         extendedReports = false
         initiatingExtended = false

@@ -27,16 +27,16 @@ public actor VirtualController {
         public var aclBufferCount: UInt8
         /// Time between two advertising events of every peripheral.
         public var advertisingInterval: Duration
-        /// Whether the extended scanning and initiating commands (and the LE Extended
-        /// Advertising feature bit) are offered.
-        public var extendedScanning: Bool
+        /// Whether the extended advertising, scanning and initiating commands (and the LE
+        /// Extended Advertising feature bit) are offered.
+        public var extendedAdvertising: Bool
         /// Connection parameters a new connection gets when the host's are out of range.
         public init(
             address: BluetoothAddress = BluetoothAddress("00:1B:DC:E0:5A:01")!,
             aclBufferLength: UInt16 = 27, aclBufferCount: UInt8 = 4,
-            advertisingInterval: Duration = .milliseconds(100), extendedScanning: Bool = true
+            advertisingInterval: Duration = .milliseconds(100), extendedAdvertising: Bool = true
         ) {
-            self.extendedScanning = extendedScanning
+            self.extendedAdvertising = extendedAdvertising
             self.address = address
             self.aclBufferLength = aclBufferLength
             self.aclBufferCount = aclBufferCount
@@ -125,6 +125,8 @@ public actor VirtualController {
     var scanResponseData: [UInt8] = []
     /// On the link while our host advertises.
     var advertiser: HostAdvertiser?
+    /// The one extended advertising set.
+    var advertisingSet: AdvertisingSet?
 
     // Advertising-event timer.
     var tick: ATTScheduledTimer?
