@@ -34,7 +34,10 @@ struct EmulatorControllerCommandTests {
             ("LE Set Event Mask", packet(LESetEventMaskCommand(leEventMask: HCIEventMask(rawValue: 0x1F))), true),
             ("LE Read Buffer Size", packet(LEReadBufferSizeV1Command()), true),
             ("LE Read Local Supported Features", packet(LEReadLocalSupportedFeaturesCommand()), true),
-            ("LE Set Random Address", packet(LESetRandomAddressCommand(randomAddress: BluetoothAddress("C1:22:33:44:55:66")!)), true),
+            (
+                "LE Set Random Address",
+                packet(LESetRandomAddressCommand(randomAddress: BluetoothAddress("C1:22:33:44:55:66")!)), true
+            ),
             (
                 "LE Set Scan Parameters",
                 packet(
@@ -47,9 +50,13 @@ struct EmulatorControllerCommandTests {
             ("Write LE Host Support", packet(WriteLEHostSupportCommand(leSupportedHost: true)), true),
             (
                 "LE Set Advertising Parameters",
-                packet(LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0)), true
+                packet(LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0)),
+                true
             ),
-            ("LE Set Advertising Data", packet(LESetAdvertisingDataCommand(advertisingData: [0x02, 0x01, 0x06])), true),
+            (
+                "LE Set Advertising Data", packet(LESetAdvertisingDataCommand(advertisingData: [0x02, 0x01, 0x06])),
+                true
+            ),
             ("LE Set Scan Response Data", packet(LESetScanResponseDataCommand(scanResponseData: [])), true),
             ("LE Set Advertising Enable", packet(LESetAdvertisingEnableCommand(advertisingEnable: false)), true),
             (
@@ -134,7 +141,8 @@ struct EmulatorControllerCommandTests {
 
         guard case .commandComplete(let address) = try await probe.send(ReadBDADDRCommand()).answer
         else { throw EmulatorTimeout(seconds: 0) }
-        #expect(try address.decodeReturn(for: ReadBDADDRCommand.self).address == VirtualController.Configuration().address)
+        #expect(
+            try address.decodeReturn(for: ReadBDADDRCommand.self).address == VirtualController.Configuration().address)
         await simulation.stop()
     }
 

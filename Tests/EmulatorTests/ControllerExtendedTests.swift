@@ -41,7 +41,8 @@ struct EmulatorControllerExtendedTests {
                 leEventMask: HCIEventMask(rawValue: ControllerInitialization.leHostLEEventMask.rawValue | 1 << 16)))
         _ = try await probe.send(Self.parameters)
         // 250 ms.
-        _ = try await probe.send(LESetExtendedScanEnableCommand(enable: true, filterDuplicates: .disabled, duration: 25))
+        _ = try await probe.send(
+            LESetExtendedScanEnableCommand(enable: true, filterDuplicates: .disabled, duration: 25))
         await clock.advance(by: .milliseconds(500))
         let packets = try await probe.drain()
         #expect(Self.extendedReports(packets).count == 4, "two advertising events of ADV_IND + SCAN_RSP within 250 ms")
@@ -57,12 +58,14 @@ struct EmulatorControllerExtendedTests {
     @Test func legacyAndExtendedCommandsDoNotMix() async throws {
         let (simulation, probe, _) = try await makeController()
         _ = try await probe.send(Self.parameters)
-        guard case .commandComplete(let legacy) = try await probe.send(LESetScanEnableCommand(leScanEnable: true)).answer
+        guard
+            case .commandComplete(let legacy) = try await probe.send(LESetScanEnableCommand(leScanEnable: true)).answer
         else { return }
         #expect(legacy.status == .commandDisallowed)
         // Reset forgets the choice.
         _ = try await probe.send(ResetCommand())
-        guard case .commandComplete(let after) = try await probe.send(LESetScanEnableCommand(leScanEnable: false)).answer
+        guard
+            case .commandComplete(let after) = try await probe.send(LESetScanEnableCommand(leScanEnable: false)).answer
         else { return }
         #expect(after.status == .success)
         await simulation.stop()
@@ -103,14 +106,17 @@ struct EmulatorControllerExtendedAdvertisingTests {
                 LESetExtendedAdvertisingParametersV1Command(
                     advertisingHandle: 0, advertisingEventProperties: [.useLegacyPDUs, .connectable, .scannable],
                     primaryAdvertisingIntervalMin: 0xA0, primaryAdvertisingIntervalMax: 0xA0, ownAddressType: .random)),
-            try HCICommandPacket(LESetAdvertisingSetRandomAddressCommand(advertisingHandle: 0, randomAddress: setAddress)),
+            try HCICommandPacket(
+                LESetAdvertisingSetRandomAddressCommand(advertisingHandle: 0, randomAddress: setAddress)),
             try HCICommandPacket(
                 LESetExtendedAdvertisingDataCommand(
                     advertisingHandle: 0, operation: .firstFragment, advertisingData: [0x02, 0x01])),
             try HCICommandPacket(
-                LESetExtendedAdvertisingDataCommand(advertisingHandle: 0, operation: .lastFragment, advertisingData: [0x06])),
+                LESetExtendedAdvertisingDataCommand(
+                    advertisingHandle: 0, operation: .lastFragment, advertisingData: [0x06])),
             try HCICommandPacket(
-                LESetExtendedScanResponseDataCommand(advertisingHandle: 0, scanResponseData: [0x04, 0x09, 0x45, 0x78, 0x74])),
+                LESetExtendedScanResponseDataCommand(
+                    advertisingHandle: 0, scanResponseData: [0x04, 0x09, 0x45, 0x78, 0x74])),
             try HCICommandPacket(
                 LESetExtendedAdvertisingEnableCommand(
                     enable: true, sets: [LEExtendedAdvertisingSetEnable(advertisingHandle: 0, duration: duration)])),
@@ -127,8 +133,10 @@ struct EmulatorControllerExtendedAdvertisingTests {
     @Test func anExtendedAdvertisingSetIsScannedAndConnected() async throws {
         let clock = ATTManualClock()
         let link = VirtualLink()
-        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
-        let (_, central) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.centralAddress)
+        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(
+            link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
+        let (_, central) = try await EmulatorPeripheralRoleTests.probe(
+            link, clock, EmulatorPeripheralRoleTests.centralAddress)
         try await Self.advertiseExtended(peripheral)
 
         _ = try await central.send(
@@ -157,7 +165,10 @@ struct EmulatorControllerExtendedAdvertisingTests {
         let handle = complete.connectionHandle
         #expect(
             try await peripheral.nextEvent()
-                == .leMeta(.unknown(subevent: LESubeventCode(rawValue: 0x12), parameters: [0x00, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x00])))
+                == .leMeta(
+                    .unknown(
+                        subevent: LESubeventCode(rawValue: 0x12),
+                        parameters: [0x00, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x00])))
         #expect(link.peripherals.isEmpty)
         peripheral.transport.close()
         central.transport.close()
@@ -166,15 +177,22 @@ struct EmulatorControllerExtendedAdvertisingTests {
     @Test func anAdvertisingDurationEndsWithAdvertisingTimeout() async throws {
         let clock = ATTManualClock()
         let link = VirtualLink()
-        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
+        let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(
+            link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
         try await Self.advertiseExtended(peripheral, duration: 10)
         #expect(link.peripherals.count == 1)
         await clock.advance(by: .milliseconds(150))
         let events = try await peripheral.drain().compactMap(event)
-        #expect(events == [.leMeta(.unknown(subevent: LESubeventCode(rawValue: 0x12), parameters: [0x3C, 0x00, 0x00, 0x00, 0x00]))])
+        #expect(
+            events == [
+                .leMeta(.unknown(subevent: LESubeventCode(rawValue: 0x12), parameters: [0x3C, 0x00, 0x00, 0x00, 0x00]))
+            ])
         #expect(link.peripherals.isEmpty)
         // The set can be removed once stopped.
-        guard case .commandComplete(let removed) = try await peripheral.send(LERemoveAdvertisingSetCommand(advertisingHandle: 0)).answer
+        guard
+            case .commandComplete(let removed) = try await peripheral.send(
+                LERemoveAdvertisingSetCommand(advertisingHandle: 0)
+            ).answer
         else { return }
         #expect(removed.status == .success)
         peripheral.transport.close()

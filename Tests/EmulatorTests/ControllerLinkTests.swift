@@ -16,7 +16,8 @@ struct EmulatorControllerLinkTests {
     }
 
     static let createSensorTag = LECreateConnectionCommand(
-        leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .public, peerAddress: EmulatedSensorTag.defaultAddress,
+        leScanInterval: 0x10, leScanWindow: 0x10, peerAddressType: .public,
+        peerAddress: EmulatedSensorTag.defaultAddress,
         connectionParameters: LEConnectionParameters(
             connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400))
 
@@ -108,7 +109,9 @@ struct EmulatorControllerLinkTests {
         #expect(complete.supervisionTimeout == 400)
         #expect(await simulation.controller.connectionHandles == [complete.connectionHandle])
 
-        guard case .commandComplete(let rssi) = try await probe.send(ReadRSSICommand(handle: complete.connectionHandle)).answer
+        guard
+            case .commandComplete(let rssi) = try await probe.send(ReadRSSICommand(handle: complete.connectionHandle))
+                .answer
         else { return }
         #expect(try rssi.decodeReturn(for: ReadRSSICommand.self).rssi == -55)
 
@@ -131,9 +134,11 @@ struct EmulatorControllerLinkTests {
                         LEConnectionUpdateCompleteEvent(
                             status: .success, connectionHandle: complete.connectionHandle, connectionInterval: 80,
                             peripheralLatency: 0, supervisionTimeout: 1000))))
-        guard case .commandStatus(let disconnectStatus) = try await probe.send(
-            DisconnectCommand(connectionHandle: complete.connectionHandle)
-        ).answer else { return }
+        guard
+            case .commandStatus(let disconnectStatus) = try await probe.send(
+                DisconnectCommand(connectionHandle: complete.connectionHandle)
+            ).answer
+        else { return }
         #expect(disconnectStatus.status == .success)
         #expect(
             try await probe.nextEvent()
@@ -141,9 +146,11 @@ struct EmulatorControllerLinkTests {
                     DisconnectionCompleteEvent(
                         status: .success, connectionHandle: complete.connectionHandle,
                         reason: .connectionTerminatedByLocalHost)))
-        guard case .commandStatus(let unknown) = try await probe.send(
-            DisconnectCommand(connectionHandle: complete.connectionHandle)
-        ).answer else { return }
+        guard
+            case .commandStatus(let unknown) = try await probe.send(
+                DisconnectCommand(connectionHandle: complete.connectionHandle)
+            ).answer
+        else { return }
         #expect(unknown.status == .unknownConnectionIdentifier)
         await simulation.stop()
     }
@@ -186,8 +193,10 @@ struct EmulatorControllerLinkTests {
         // packets by the host: 4-octet L2CAP header + 7 octets of ATT.
         let att: [UInt8] = [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28]
         let frame = L2CAPBasicFrame(channelID: 4, payload: att[...]).encode()
-        try await probe.sendACL(ACLDataPacket(handle: handle, packetBoundary: .firstNonFlushable, data: Array(frame[..<6])))
-        try await probe.sendACL(ACLDataPacket(handle: handle, packetBoundary: .continuingFragment, data: Array(frame[6...])))
+        try await probe.sendACL(
+            ACLDataPacket(handle: handle, packetBoundary: .firstNonFlushable, data: Array(frame[..<6])))
+        try await probe.sendACL(
+            ACLDataPacket(handle: handle, packetBoundary: .continuingFragment, data: Array(frame[6...])))
 
         // Two Number Of Completed Packets, then the response in ≤ 27-octet fragments.
         var completed = 0
@@ -246,7 +255,10 @@ struct EmulatorControllerLinkTests {
         }
         #expect(completed == 4, "one completed packet per host ACL packet")
         #expect(fragments.map(\.data.count) == [27, 27, 27, 23])
-        #expect(fragments.map(\.packetBoundary) == [.firstFlushable, .continuingFragment, .continuingFragment, .continuingFragment])
+        #expect(
+            fragments.map(\.packetBoundary) == [
+                .firstFlushable, .continuingFragment, .continuingFragment, .continuingFragment,
+            ])
         #expect(fragments.flatMap(\.data) == frame)
         await simulation.stop()
     }

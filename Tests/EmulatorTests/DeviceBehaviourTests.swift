@@ -24,7 +24,9 @@ struct ConnectedDevice {
         return try await connect(simulation, host, clock, device)
     }
 
-    static func connect(_ simulation: Simulation, _ host: SimulatedHost, _ clock: ATTManualClock, _ device: Simulation.Device)
+    static func connect(
+        _ simulation: Simulation, _ host: SimulatedHost, _ clock: ATTManualClock, _ device: Simulation.Device
+    )
         async throws -> ConnectedDevice
     {
         let address = device == .sensortag ? EmulatedSensorTag.defaultAddress : EmulatedBluefruit.defaultAddress
@@ -60,7 +62,9 @@ struct EmulatorDeviceBehaviourTests {
         await tag.close()
     }
 
-    @Test(arguments: [(SensorTag.Sensor.ir, UInt8(30)), (.humidity, 10), (.barometer, 10), (.optical, 10), (.movement, 10)])
+    @Test(arguments: [
+        (SensorTag.Sensor.ir, UInt8(30)), (.humidity, 10), (.barometer, 10), (.optical, 10), (.movement, 10),
+    ])
     func periodsBelowTheMinimumAreRefusedWith0x80(_ sensor: SensorTag.Sensor, _ minimum: UInt8) async throws {
         let tag = try await ConnectedDevice.connect(.sensortag)
         let period = try tag.valueHandle(sensor.period!)

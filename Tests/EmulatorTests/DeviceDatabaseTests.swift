@@ -72,7 +72,9 @@ struct EmulatorDeviceDatabaseTests {
 
     @Test func sensorTagValuesMatchTheDevice() throws {
         let database = try SensorTagDatabase.database(address: EmulatedSensorTag.defaultAddress)
-        func value(_ uuid: BluetoothUUID) -> [UInt8]? { database.valueHandle(of: uuid).flatMap { database.attribute(at: $0)?.value } }
+        func value(_ uuid: BluetoothUUID) -> [UInt8]? {
+            database.valueHandle(of: uuid).flatMap { database.attribute(at: $0)?.value }
+        }
         #expect(value(.bit16(0x2A00)) == Array("CC2650 SensorTag".utf8))
         #expect(value(.bit16(0x2A29)) == Array("Texas Instruments".utf8))
         #expect(String(decoding: value(.bit16(0x2A26)) ?? [], as: UTF8.self).hasPrefix("1.40"))

@@ -208,7 +208,8 @@ actor SimulatedHost {
                             _ = try await driver.sendAccepted(
                                 LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters))
                         case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
+                            _ = try await driver.sendAccepted(
+                                DisconnectCommand(connectionHandle: handle, reason: reason))
                         }
                     } catch {
                         continue

@@ -61,7 +61,8 @@ struct EmulatorLEHostSimulationTests {
         let uart = try await withEmulatorTimeout { try await boardClient.discoverDatabase() }
         let tx = try uart.characteristic(uuid: NordicUART.tx)
         try await boardClient.configure(tx, .notifications)
-        _ = try await boardClient.write(handle: try uart.characteristic(uuid: NordicUART.rx).valueHandle, value: Array("ping".utf8))
+        _ = try await boardClient.write(
+            handle: try uart.characteristic(uuid: NordicUART.rx).valueHandle, value: Array("ping".utf8))
         #expect(try await nextNotification(boardConnection, handle: tx.valueHandle) == Array("ping".utf8))
 
         await tagConnection.close()

@@ -89,8 +89,10 @@ struct EmulatorPeripheralRoleTests {
             (central, peripheral, atCentral.connectionHandle, atPeripheral.connectionHandle),
             (peripheral, central, atPeripheral.connectionHandle, atCentral.connectionHandle),
         ] {
-            try await from.sendACL(ACLDataPacket(handle: handle, packetBoundary: .firstNonFlushable, data: Array(frame[..<27])))
-            try await from.sendACL(ACLDataPacket(handle: handle, packetBoundary: .continuingFragment, data: Array(frame[27...])))
+            try await from.sendACL(
+                ACLDataPacket(handle: handle, packetBoundary: .firstNonFlushable, data: Array(frame[..<27])))
+            try await from.sendACL(
+                ACLDataPacket(handle: handle, packetBoundary: .continuingFragment, data: Array(frame[27...])))
             var received: [ACLDataPacket] = []
             while received.flatMap(\.data).count < frame.count {
                 if let data = acl(try await to.next()) { received.append(data) }
@@ -121,19 +123,26 @@ struct EmulatorPeripheralRoleTests {
         _ = try await probe.send(
             LESetAdvertisingParametersCommand(
                 advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0, ownAddressType: .random))
-        guard case .commandComplete(let noAddress) = try await probe.send(
-            LESetAdvertisingEnableCommand(advertisingEnable: true)
-        ).answer else { return }
+        guard
+            case .commandComplete(let noAddress) = try await probe.send(
+                LESetAdvertisingEnableCommand(advertisingEnable: true)
+            ).answer
+        else { return }
         #expect(noAddress.status == .invalidHCICommandParameters)
-        guard case .commandComplete(let badInterval) = try await probe.send(
-            LESetAdvertisingParametersCommand(advertisingIntervalMin: 0x10, advertisingIntervalMax: 0x10)
-        ).answer else { return }
+        guard
+            case .commandComplete(let badInterval) = try await probe.send(
+                LESetAdvertisingParametersCommand(advertisingIntervalMin: 0x10, advertisingIntervalMax: 0x10)
+            ).answer
+        else { return }
         #expect(badInterval.status == .invalidHCICommandParameters)
-        _ = try await probe.send(LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0))
+        _ = try await probe.send(
+            LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xA0, advertisingIntervalMax: 0xA0))
         _ = try await probe.send(LESetAdvertisingEnableCommand(advertisingEnable: true))
-        guard case .commandComplete(let locked) = try await probe.send(
-            LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xB0, advertisingIntervalMax: 0xB0)
-        ).answer else { return }
+        guard
+            case .commandComplete(let locked) = try await probe.send(
+                LESetAdvertisingParametersCommand(advertisingIntervalMin: 0xB0, advertisingIntervalMax: 0xB0)
+            ).answer
+        else { return }
         #expect(locked.status == .commandDisallowed)
         probe.transport.close()
     }

@@ -46,7 +46,8 @@ extension VirtualController {
         }
         let random = advertisingParameters.ownAddressType == .random
         if random, randomAddress == nil {
-            await complete(LESetAdvertisingEnableCommand.self, StatusReturnParameters(status: .invalidHCICommandParameters))
+            await complete(
+                LESetAdvertisingEnableCommand.self, StatusReturnParameters(status: .invalidHCICommandParameters))
             return
         }
         if advertiser == nil {
@@ -84,7 +85,8 @@ extension VirtualController {
         let handle = nextHandle
         nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
         let parameters =
-            await remote.parameters() ?? VirtualLinkConnection.Parameters(interval: 24, latency: 0, supervisionTimeout: 400)
+            await remote.parameters()
+            ?? VirtualLinkConnection.Parameters(interval: 24, latency: 0, supervisionTimeout: 400)
         connections[handle] = Connection(remote: .central(remote), parameters: parameters)
         let peerType: LEAddressType = remote.centralAddressType == .public ? .public : .random
         let legacyUnmasked = leEventMask.rawValue & 1 == 1
@@ -139,7 +141,8 @@ extension VirtualController {
         connections[handle] = nil
         reassembler.reset(handle: handle)
         await emit(
-            .disconnectionComplete(DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: reason)))
+            .disconnectionComplete(
+                DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: reason)))
     }
 }
 

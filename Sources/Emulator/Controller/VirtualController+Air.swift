@@ -59,7 +59,8 @@ extension VirtualController {
 
     func deliver(_ peripheral: any VirtualPeripheral, _ eventType: LEAdvertisingEventType, _ data: [UInt8]) async {
         if filterDuplicates {
-            let key = ReportKey(address: peripheral.address, type: peripheral.addressType, eventType: eventType.rawValue)
+            let key = ReportKey(
+                address: peripheral.address, type: peripheral.addressType, eventType: eventType.rawValue)
             guard reported.insert(key).inserted else { return }
         }
         let report = LEAdvertisingReport(
@@ -138,7 +139,8 @@ extension VirtualController {
         let ownType: AddressType = request.ownAddressType == .random ? .random : .public
         let ownAddress = ownType == .random ? (randomAddress ?? configuration.address) : configuration.address
         await peripheral.connected(
-            VirtualLinkConnection(controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
+            VirtualLinkConnection(
+                controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
     }
 
     /// LE Enhanced Connection Complete for a connection LE Extended Create Connection made,

@@ -168,7 +168,8 @@ extension VirtualController {
                 return
             }
             if command.leScanEnable, scanParameters.ownAddressType == LEOwnAddressType.random, randomAddress == nil {
-                await complete(LESetScanEnableCommand.self, StatusReturnParameters(status: .invalidHCICommandParameters))
+                await complete(
+                    LESetScanEnableCommand.self, StatusReturnParameters(status: .invalidHCICommandParameters))
                 return
             }
             if command.leScanEnable && !scanning { reported = [] }

@@ -54,8 +54,10 @@ extension VirtualController {
             await complete(opcode: C.opcode, returnParameters: [HCIStatus.invalidHCICommandParameters.rawValue])
             return
         }
-        var set = advertisingSet ?? AdvertisingSet(
-            handle: command.advertisingHandle, properties: properties, ownAddressType: command.ownAddressType)
+        var set =
+            advertisingSet
+            ?? AdvertisingSet(
+                handle: command.advertisingHandle, properties: properties, ownAddressType: command.ownAddressType)
         set.properties = properties
         set.ownAddressType = command.ownAddressType
         advertisingSet = set
@@ -116,7 +118,8 @@ extension VirtualController {
     func setExtendedScanResponseData(_ command: LESetExtendedScanResponseDataCommand) async {
         guard var set = advertisingSet, set.handle == command.advertisingHandle else {
             await complete(
-                LESetExtendedScanResponseDataCommand.self, StatusReturnParameters(status: .unknownAdvertisingIdentifier))
+                LESetExtendedScanResponseDataCommand.self, StatusReturnParameters(status: .unknownAdvertisingIdentifier)
+            )
             return
         }
         let status = Self.apply(
@@ -130,7 +133,8 @@ extension VirtualController {
         typealias C = LESetExtendedAdvertisingEnableCommand
         guard command.enable else {
             // Disable: all sets when none is named.
-            if command.sets.isEmpty || command.sets.contains(where: { $0.advertisingHandle == advertisingSet?.handle }) {
+            if command.sets.isEmpty || command.sets.contains(where: { $0.advertisingHandle == advertisingSet?.handle })
+            {
                 stopExtendedAdvertising()
             }
             await complete(C.self, StatusReturnParameters())
@@ -155,7 +159,8 @@ extension VirtualController {
             let proxy = HostAdvertiser(
                 controller: self,
                 state: .init(
-                    address: random ? set.randomAddress! : configuration.address, addressType: random ? .random : .public,
+                    address: random ? set.randomAddress! : configuration.address,
+                    addressType: random ? .random : .public,
                     advertisingData: set.advertisingData, scanResponseData: set.scanResponseData,
                     isConnectable: set.properties.contains(.connectable),
                     isScannable: set.properties.contains(.scannable), extendedSet: set.handle))

@@ -232,7 +232,8 @@ public actor VirtualController {
         // The packet has been "transmitted": its buffer is free again.
         await emit(
             .numberOfCompletedPackets(
-                NumberOfCompletedPacketsEvent(entries: [.init(connectionHandle: packet.handle, numCompletedPackets: 1)])))
+                NumberOfCompletedPacketsEvent(entries: [.init(connectionHandle: packet.handle, numCompletedPackets: 1)])
+            ))
         let output = reassembler.receive(
             handle: packet.handle, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
         if let drop = output.drop {
@@ -305,7 +306,8 @@ public actor VirtualController {
         guard let connection = connections.removeValue(forKey: handle) else { return }
         reassembler.reset(handle: handle)
         await emit(
-            .disconnectionComplete(DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: reason)))
+            .disconnectionComplete(
+                DisconnectionCompleteEvent(status: .success, connectionHandle: handle, reason: reason)))
         await connection.remoteDisconnected(.connectionTerminatedByLocalHost)
     }
 

@@ -208,7 +208,8 @@ public actor GATTPeripheral {
         switch pdu {
         case .writeRequest(let request):
             if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
-                return .errorResponse(ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+                return .errorResponse(
+                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
             }
         case .writeCommand(let command):
             if firmware.checkWrite(handle: command.handle, value: command.value) != nil { return nil }
