@@ -178,6 +178,30 @@ struct EmulatorDeviceBehaviourTests {
         await tag.close()
     }
 
+    @Test func connectionControlRequestsTheWrittenParameters() async throws {
+        let tag = try await ConnectedDevice.connect(.sensortag)
+        let parameters = try tag.database.characteristic(uuid: SensorTag.uuid(0xCCC1))
+        try await tag.client.configure(parameters, .notifications)
+        // CCC2: 50–60 ms, latency 2, 6 s.
+        _ = try await tag.client.write(
+            handle: tag.valueHandle(SensorTag.uuid(0xCCC2)), value: [40, 0, 48, 0, 2, 0, 0x58, 0x02])
+        let updated = try await nextNotification(tag.connection, handle: parameters.valueHandle)
+        #expect(updated == [40, 0, 2, 0, 0x58, 0x02])
+        await tag.close()
+    }
+
+    @Test func ioSelfTestReportsEveryComponentPassing() async throws {
+        let tag = try await ConnectedDevice.connect(.sensortag)
+        let data = try tag.valueHandle(SensorTag.uuid(0xAA65))
+        let configuration = try tag.valueHandle(SensorTag.uuid(0xAA66))
+        _ = try await tag.client.write(handle: configuration, value: [0x02])
+        #expect(try await tag.client.read(handle: data) == [0x7F])
+        _ = try await tag.client.write(handle: configuration, value: [0x01])
+        _ = try await tag.client.write(handle: data, value: [0x03])
+        #expect(try await tag.client.read(handle: data) == [0x03], "remote mode: red and green LEDs on")
+        await tag.close()
+    }
+
     @Test func bluefruitEchoesWhatIsWrittenToRX() async throws {
         let board = try await ConnectedDevice.connect(.bluefruit)
         let tx = try board.database.characteristic(uuid: NordicUART.tx)

@@ -101,6 +101,9 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
         var accelerometerRange = SensorTag.AccelerometerRange.g2
     }
 
+    /// IO self-test result with every component passing.
+    static let selfTestPassed: UInt8 = 0x7F
+
     /// TI's "invalid range" application error for a period below the minimum.
     static let periodOutOfRange = ATTErrorCode(rawValue: 0x80)
 
@@ -196,6 +199,13 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
             await peripheral.requestConnectionParameters(
                 ConnectionParameterUpdateRequest(
                     intervalMin: u16(0), intervalMax: u16(2), peripheralLatency: u16(4), timeoutMultiplier: u16(6)))
+            return
+        }
+        if handle == handles.ioConfiguration, let mode = value.first {
+            // 0 local, 1 remote (AA65 drives the LEDs and buzzer), 2 self-test: AA65 then
+            // reads the test result, one bit per component (IR, humidity, light, pressure,
+            // MPU, magnetometer, external flash), all passing.
+            try? await peripheral.setValue([mode == 2 ? Self.selfTestPassed : 0x00], handle: handles.ioData)
             return
         }
         for (sensor, sensorHandles) in handles.sensors {
