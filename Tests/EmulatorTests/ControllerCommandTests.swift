@@ -132,6 +132,10 @@ struct EmulatorControllerCommandTests {
         let le = try buffers.decodeReturn(for: LEReadBufferSizeV1Command.self)
         #expect(le.leACLDataPacketLength == 27)
         #expect(le.totalNumLEACLDataPackets == 4)
+        guard case .commandComplete(let shared) = try await probe.send(ReadBufferSizeCommand()).answer
+        else { throw EmulatorTimeout(seconds: 0) }
+        let acl = try shared.decodeReturn(for: ReadBufferSizeCommand.self)
+        #expect(acl.aclDataPacketLength == 27 && acl.totalNumACLDataPackets == 4)
 
         guard case .commandComplete(let features) = try await probe.send(ReadLocalSupportedFeaturesCommand()).answer
         else { throw EmulatorTimeout(seconds: 0) }

@@ -80,12 +80,13 @@ extension VirtualController {
         case .readLocalSupportedFeatures:
             await complete(ReadLocalSupportedFeaturesCommand.self, .init(lmpFeatures: Self.lmpFeatures))
         case .readBufferSize:
-            // LE-only controller: no BR/EDR buffers; the host must use the LE ones.
+            // The same 27-octet buffers (a host that reads only these finds them too); LE Read
+            // Buffer Size reports them as LE buffers, which a host prefers.
             await complete(
                 ReadBufferSizeCommand.self,
                 .init(
-                    aclDataPacketLength: 0, synchronousDataPacketLength: 0, totalNumACLDataPackets: 0,
-                    totalNumSynchronousDataPackets: 0))
+                    aclDataPacketLength: configuration.aclBufferLength, synchronousDataPacketLength: 0,
+                    totalNumACLDataPackets: UInt16(configuration.aclBufferCount), totalNumSynchronousDataPackets: 0))
         case .readBDADDR:
             await complete(ReadBDADDRCommand.self, .init(address: configuration.address))
         case .readRSSI(let command):
