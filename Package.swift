@@ -32,6 +32,13 @@ let package = Package(
             dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]
         ),
         .executableTarget(name: "gattclient", dependencies: ["GATTClientCLI"]),
+        // Benchmarks (issue 10): `swift run -c release gattbench`; see benchmarks/README.md.
+        .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
+        .executableTarget(
+            name: "gattbench",
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "CGattBenchMalloc"],
+            path: "Sources/gattbench/Swift"
+        ),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),

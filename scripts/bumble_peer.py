@@ -45,7 +45,8 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
     host gets LE Remote Connection Parameter Request and its Reply / Negative Reply decides.
 
 Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit]
-                                      [--mtu N] [--acl-buffers N] [--lifetime S] [--verbose]
+                                      [--mtu N] [--acl-buffers N] [--extended-commands]
+                                      [--lifetime S] [--verbose]
 """
 import argparse
 import asyncio
@@ -742,6 +743,13 @@ async def run(arguments) -> None:
     host_controller = StrictController('host', link=link, public_address=HOST_CONTROLLER_ADDRESS)
     host_controller.enforce_flow_control = True
     host_controller.total_num_le_acl_data_packets = arguments.acl_buffers
+    if arguments.extended_commands:
+        # Stock Bumble implements these but does not claim them in Read Local Supported Commands.
+        host_controller.supported_commands = set(host_controller.supported_commands) | {
+            hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND,
+            hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND,
+            hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND,
+        }
 
     devices = []
     for kind in arguments.device:
@@ -795,6 +803,8 @@ def main() -> None:
                         help='the peripherals\' ATT_MTU limit in Exchange MTU (23...517, default 517)')
     parser.add_argument('--acl-buffers', type=int, default=8,
                         help='LE ACL buffers of the exposed controller (flow control enforced, default 8)')
+    parser.add_argument('--extended-commands', action='store_true',
+                        help='the exposed controller claims the extended scanning and initiating commands')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
     if not 23 <= arguments.mtu <= 517:

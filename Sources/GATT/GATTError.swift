@@ -50,6 +50,17 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// descriptor whose value was never read, for the Database Hash).
     case valueUnknown(handle: UInt16)
 
+    // MARK: Client
+
+    /// The task running the procedure was cancelled; the procedure stopped after the
+    /// outstanding response (ATT cannot withdraw a request).
+    case cancelled
+    /// A subscription's buffer (`limit` values) overflowed under the `.fail` policy: the
+    /// stream of the characteristic value at `handle` ended rather than drop a value.
+    case subscriptionOverflow(handle: UInt16, limit: Int)
+    /// The database cache could not be read or written (`reason` names the file).
+    case cache(reason: String)
+
     /// Why a response breaks the procedure.
     public enum ResponseReason: Hashable, Sendable, CustomStringConvertible {
         /// An entry's handle lies outside the requested range.
@@ -135,6 +146,12 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             return "procedure misuse: \(reason)"
         case .valueUnknown(let handle):
             return "the value at handle 0x\(hex4(handle)) is not known"
+        case .cancelled:
+            return "the GATT procedure was cancelled"
+        case .subscriptionOverflow(let handle, let limit):
+            return "subscription to handle 0x\(hex4(handle)) overflowed its buffer of \(limit) values"
+        case .cache(let reason):
+            return "GATT cache: \(reason)"
         }
     }
 

@@ -18,6 +18,9 @@ public struct GlobalOptions: Equatable, Sendable {
     public var timeout: Double = 30
     /// `-v` (repeatable).
     public var verbosity = 0
+    /// `--replay-match any`: a replayed capture answers each request with the first unused
+    /// recorded response to an identical request, whatever the order.
+    public var replayMatchAny = false
 
     public init() {}
 }
@@ -55,11 +58,23 @@ public struct MonitorOptions: Equatable, Sendable {
     public init() {}
 }
 
+/// What `read`, `write` and `subscribe` act on.
+public enum Target: Equatable, Sendable {
+    case handle(UInt16)
+    case uuid(BluetoothUUID)
+}
+
+public enum WriteMode: Equatable, Sendable { case request, noResponse, long, reliable }
+
 public enum Command: Equatable, Sendable {
     case help
     case version
     case dump(DumpOptions)
     case monitor(MonitorOptions)
+    case services(PeerAddress)
+    case read(PeerAddress, Target?, long: Bool, multiple: [UInt16])
+    case write(PeerAddress, Target, value: [UInt8], mode: WriteMode)
+    case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?)
 }
 
 public struct Invocation: Equatable, Sendable {
@@ -73,6 +88,10 @@ public let commandSummaries: [(String, String)] = [
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
+    ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
+    ("read ADDR HANDLE|UUID [--long] [--multiple H,H,...]", "read a value (by UUID: Read Using Characteristic UUID)"),
+    ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
+    ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S]", "print notifications or indications"),
 ]
 
 public let usageText: String = {
@@ -107,7 +126,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
 
     /// Options that take a value, per command.
-    let valued: Set<String> = ["--conn", "--handle", "--services", "--duration"]
+    let valued: Set<String> = ["--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count"]
 
     while index < arguments.count {
         var argument = arguments[index]
@@ -132,6 +151,12 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 throw UsageError("--timeout needs a positive number of seconds, not '\(text)'")
             }
             options.timeout = seconds
+        case "--replay-match":
+            switch try take() {
+            case "any": options.replayMatchAny = true
+            case "strict": options.replayMatchAny = false
+            case let other: throw UsageError("--replay-match is 'strict' or 'any', not '\(other)'")
+            }
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
         case "-h", "--help": return Invocation(options: options, command: .help)
@@ -203,6 +228,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         }
         if monitor.attOnly && monitor.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
         return Invocation(options: options, command: .monitor(monitor))
+    case "services", "read", "write", "subscribe":
+        return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     default:
         throw UsageError("unknown command '\(name)'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", "))
     }
@@ -221,4 +248,79 @@ public func parseHandle(_ text: String, what: String, allowZero: Bool = false, m
         throw UsageError("\(what) needs a handle from \(range) to 0x\(String(maximum, radix: 16)) (like 0x0021 or 33), not '\(text)'")
     }
     return UInt16(value)
+}
+
+/// `services`, `read`, `write`, `subscribe`: ADDR first, then what they act on.
+func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String, value: String?)]) throws(UsageError) -> Command {
+    var random = false
+    var long = false, indicate = false
+    var multiple: [UInt16] = []
+    var text: String?
+    var modes: [WriteMode] = []
+    var count: Int?
+    var duration: Double?
+    for (flag, value) in flags {
+        switch (name, flag) {
+        case (_, "--random"): random = true
+        case ("read", "--long"): long = true
+        case ("read", "--multiple"):
+            for part in (value ?? "").split(separator: ",", omittingEmptySubsequences: false) {
+                multiple.append(try parseHandle(String(part), what: "--multiple"))
+            }
+            guard multiple.count >= 2 else { throw UsageError("--multiple needs two or more handles: --multiple 0x0003,0x0005") }
+        case ("write", "--text"): text = value
+        case ("write", "--no-response"): modes.append(.noResponse)
+        case ("write", "--long"): modes.append(.long)
+        case ("write", "--reliable"): modes.append(.reliable)
+        case ("subscribe", "--indicate"): indicate = true
+        case ("subscribe", "--count"):
+            guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
+            count = n
+        case ("subscribe", "--duration"):
+            guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
+                throw UsageError("--duration needs a positive number of seconds, not '\(value ?? "")'")
+            }
+            duration = seconds
+        default:
+            throw UsageError("\(name) does not know \(flag)")
+        }
+    }
+    guard let addressText = rest.first else { throw UsageError("\(name) needs the peer's address: gattclient \(name) AA:BB:CC:DD:EE:FF ...") }
+    guard let peer = PeerAddress(addressText, random: random) else {
+        throw UsageError("'\(addressText)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+    }
+    let arguments = Array(rest.dropFirst())
+    func target(_ text: String) throws(UsageError) -> Target {
+        switch try AttributeSelector(parsing: text) {
+        case .handle(let handle): return .handle(handle)
+        case .uuid(let uuid): return .uuid(uuid)
+        }
+    }
+    switch name {
+    case "services":
+        guard arguments.isEmpty else { throw UsageError("services takes only the address") }
+        return .services(peer)
+    case "read":
+        if !multiple.isEmpty {
+            guard arguments.isEmpty else { throw UsageError("read --multiple takes its handles in --multiple, not as arguments") }
+            return .read(peer, nil, long: long, multiple: multiple)
+        }
+        guard arguments.count == 1 else { throw UsageError("read needs one HANDLE or UUID after the address") }
+        return .read(peer, try target(arguments[0]), long: long, multiple: [])
+    case "write":
+        guard modes.count <= 1 else { throw UsageError("--no-response, --long and --reliable exclude each other") }
+        let value: [UInt8]
+        if let text {
+            guard arguments.count == 1 else { throw UsageError("write --text STR takes one HANDLE or UUID after the address") }
+            value = Array(text.utf8)
+        } else {
+            guard arguments.count == 2 else { throw UsageError("write needs HANDLE|UUID and a hex VALUE (or --text STR)") }
+            guard let bytes = Hex.decode(arguments[1]) else { throw UsageError("'\(arguments[1])' is not hex (like 0100 or 01:00)") }
+            value = bytes
+        }
+        return .write(peer, try target(arguments[0]), value: value, mode: modes.first ?? .request)
+    default:
+        guard arguments.count == 1 else { throw UsageError("subscribe needs one HANDLE or UUID after the address") }
+        return .subscribe(peer, try target(arguments[0]), indicate: indicate, count: count, duration: duration)
+    }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bluetooth
+import Dispatch
 import HCI
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
@@ -28,40 +29,39 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
+    case .services, .read, .write, .subscribe:
+        return runGATT(invocation, output: &output, errors: errors)
     case .monitor(let options):
         return runMonitor(options, invocation: invocation, output: &output, errors: errors)
     case .dump(let options):
         let command = DumpCommand(options: options, json: invocation.options.json)
         do {
             if let damage = try command.run(output: &output) {
-                return fail(CLIFailure(message: "\(options.path): decoding stopped: \(damage)", kind: "capture"), json: invocation.options.json, output: &output, errors: errors)
+                return fail(CommandFailure("\(options.path): decoding stopped: \(damage)", kind: "capture"), json: invocation.options.json, output: &output, errors: errors)
             }
             return ExitCode.success.rawValue
         } catch {
             var code = ExitCode.failure
             if case HCIError.system(_, let errno) = error, errno == .permissionDenied || errno == .accessDenied { code = .permission }
-            return fail(CLIFailure(message: "\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
+            return fail(CommandFailure("\(options.path): \(error)", kind: "capture", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
         }
     }
 }
 
 public let gattclientVersion = "0.1.0"
 
-/// A runtime failure as `gattclient` reports it: one line on standard error, and with `--json`
-/// the `{"error":{...}}` document as the last line on standard output.
-struct CLIFailure {
-    var message: String
-    var kind: String
-    var exitCode: ExitCode = .failure
-}
-
-func fail(_ failure: CLIFailure, json: Bool, output: inout BufferedOutput, errors: Int32 = STDERR_FILENO) -> Int32 {
+/// Reports a runtime failure: one line on standard error, and with `--json` the
+/// `{"error":{...}}` document as the last line on standard output.
+func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, errors: Int32 = STDERR_FILENO) -> Int32 {
     if json {
         var writer = JSONWriter()
         writer.beginObject()
         writer.beginObject("error")
         writer.field("message", failure.message)
         writer.field("kind", failure.kind)
+        if let handle = failure.handle { writer.field("handle", Int(handle)) }
+        if let code = failure.attError { writer.field("attError", Int(code)) }
+        if let status = failure.hciStatus { writer.field("hciStatus", Int(status)) }
         writer.endObject()
         writer.endObject()
         output.writeLine(bytes: writer.bytes)
@@ -83,7 +83,7 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
         case .permissionDenied: code = .permission
         case .failure: code = .failure
         }
-        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
+        return fail(CommandFailure("monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
     }
     defer { socket.close() }
     let interrupted = InterruptFlag.install()
@@ -103,6 +103,58 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
             shouldStop: { interrupted.isSet || deadline.map { clock.now >= $0 } ?? false })
         return ExitCode.success.rawValue
     } catch {
-        return fail(CLIFailure(message: "monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output, errors: errors)
+        return fail(CommandFailure("monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output, errors: errors)
     }
+}
+
+/// Runs a command that connects to a peer, bounded by `--timeout` for the connection and the
+/// procedures (a subscription runs until its count, duration or Ctrl-C).
+func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int32) -> Int32 {
+    let options = invocation.options
+    let initial = output
+    let result = runAsync { () async -> (Int32, BufferedOutput) in
+        var out = initial
+        do {
+            switch invocation.command {
+            case .services(let peer):
+                try await ServicesCommand(peer: peer).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .read(let peer, let target, let long, let multiple):
+                try await ReadCommand(peer: peer, target: target.map(AttributeSelector.init), long: long, multiple: multiple)
+                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .write(let peer, let target, let value, let mode):
+                try await WriteCommand(peer: peer, target: AttributeSelector(target), value: value, mode: mode)
+                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .subscribe(let peer, let target, let indicate, let count, let duration):
+                try await SubscribeCommand(peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration)
+                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            default:
+                break
+            }
+            out.flush()
+            return (ExitCode.success.rawValue, out)
+        } catch {
+            let failure = CommandFailure.from(error, doing: "gattclient")
+            return (fail(failure, json: options.json, output: &out, errors: errors), out)
+        }
+    }
+    output = result.1
+    return result.0
+}
+
+/// Runs async work from the synchronous `main` path and waits for it (a semaphore on a thread
+/// that is not part of the concurrency pool).
+func runAsync<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    let box = ResultBox<T>()
+    let semaphore = DispatchSemaphore(value: 0)
+    Task.detached {
+        box.value = await body()
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return box.value!
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // Written once by the task before it signals, read after the wait: the semaphore orders them.
+    var value: T?
 }

@@ -36,7 +36,7 @@ struct GATTClientTests {
     ) -> (GATTClient, ScriptedATTChannel) {
         let channel = ScriptedATTChannel(trace: trace, matching: mode)
         let connection = ATTConnection(channel: channel, configuration: ATTBearer.Configuration(rxMTU: rxMTU))
-        return (GATTClient(connection: connection), channel)
+        return (GATTClient(connection: connection, configuration: .manual), channel)
     }
 
     /// A small peripheral: GAP (Device Name), a UART-like service with TX (notify + CCCD +
@@ -47,18 +47,17 @@ struct GATTClientTests {
         < 11 06 0100 0300 0018
         > 10 0400 ffff 0028
         < 11 14 0400 ffff 9ecadc240ee5a9e093f3a3b50100406e
-        # Includes, once over all services
-        > 08 0100 ffff 0228
-        < 01 08 0100 0a
-        # Characteristics, once over all services
+        # No include search: each service declaration is followed by a characteristic
+        # declaration, so no include definition can exist (Vol 3 Part G §3.1)
+        # Characteristics, once over all services, each request after the last value handle
         > 08 0100 ffff 0328
         < 09 07 0200 02 0300 002a
-        > 08 0300 ffff 0328
+        > 08 0400 ffff 0328
         < 09 15 0500 10 0600 9ecadc240ee5a9e093f3a3b50300406e
-        > 08 0600 ffff 0328
+        > 08 0700 ffff 0328
         < 09 15 0900 0c 0a00 9ecadc240ee5a9e093f3a3b50200406e
-        > 08 0a00 ffff 0328
-        < 01 08 0a00 0a
+        > 08 0b00 ffff 0328
+        < 01 08 0b00 0a
         # Descriptors of TX (before RX's declaration); GAP's Device Name ends its service
         > 04 0700 0800
         < 05 01 0700 0229 0800 0129
@@ -114,7 +113,7 @@ struct GATTClientTests {
         #expect(try await client.writeLong(handle: 0x0A, value: (0..<20).map(UInt8.init)) == 20)
         await channel.waitUntilComplete()
         #expect(channel.failure == nil)
-        #expect(await client.connection.requestsSent == 17)
+        #expect(await client.connection.requestsSent == 16)
         await client.connection.close()
     }
 

@@ -17,7 +17,8 @@ struct BumbleControllerInteropTests {
         let info = try await driver.initialize()
         #expect(info.address == BluetoothAddress("F0:F1:F2:F3:F4:F5"))
         #expect(info.version.hciVersion == .v5_0)
-        #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 64, shared: false))
+        // bumble_peer.py's exposed controller: 27-octet buffers, 8 of them (--acl-buffers).
+        #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 8, shared: false))
         #expect(info.lmpFeatures.contains(bit: LMPFeatures.leSupportedController))
         #expect(info.supportedCommands != nil)
         #expect(info.leFeatures?.contains(.leEncryption) == true)

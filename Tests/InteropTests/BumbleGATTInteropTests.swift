@@ -1,6 +1,6 @@
 import ATT
-import Foundation
 import Bluetooth
+import Foundation
 import GATT
 import HCI
 import L2CAP
@@ -103,7 +103,8 @@ struct BumbleGATTInteropTests {
         let kinds = try await withInteropTimeout(15) { () -> Set<ScanReport.Kind> in
             var kinds: Set<ScanReport.Kind> = []
             var reports = 0
-            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports)) {
+            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports))
+            {
                 guard case .report(let report) = event else { continue }
                 kinds.insert(report.kind)
                 reports += 1
@@ -148,6 +149,30 @@ struct BumbleGATTInteropTests {
         #expect(requests <= (mtu == 23 ? 64 : 47))
         print("LEHost + GATTClient: SensorTag database 11/32/26 in \(requests) ATT requests at ATT_MTU \(mtu)")
         await connection.close()
+        await host.close()
+    }
+
+    /// A 512-octet value at ATT_MTU 517 is 20 ACL fragments of 27 octets against the peer's 8
+    /// buffers: only Number Of Completed Packets lets it through (the peer drops a packet sent
+    /// without a free buffer and says Data Buffer Overflow).
+    @Test func longValuesRespectTheControllersBuffers() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: 517)
+        defer { peer.stop() }
+        let host = try await Self.open(peer)
+        let link = try await Self.connect(host, peer, "sensortag")
+        let connection = ATTConnection(channel: link.channel)
+        let client = GATTClient(connection: connection)
+        let value = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let readBack = try await withInteropTimeout(20) { () -> [UInt8] in
+            _ = try await connection.exchangeMTU(517)
+            // IO Data: Bumble's server does not enforce lengths (notes), which suits this test.
+            let io = try #require(try await client.findCharacteristics(uuid: Self.ti(0xAA65)).first)
+            for _ in 0..<3 { _ = try await client.write(handle: io.valueHandle, value: value) }
+            return try await client.readLong(handle: io.valueHandle)
+        }
+        #expect(readBack == value)
+        #expect(host.statistics.dataBufferOverflows == 0)
+        #expect(host.l2cap.packetsInFlight(handle: link.handle) <= 8)
         await host.close()
     }
 
@@ -246,27 +271,46 @@ struct BumbleGATTInteropTests {
         #expect(reason == .remoteUserTerminatedConnection)
         #expect(first.disconnectionReason == .remoteUserTerminatedConnection)
         // The ATT channel failed at once with the reason.
-        #expect(first.channel.closedError == .disconnected(handle: first.handle, reason: .remoteUserTerminatedConnection))
+        #expect(
+            first.channel.closedError == .disconnected(handle: first.handle, reason: .remoteUserTerminatedConnection))
         await #expect(throws: (any Error).self) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
 
         // A second connect works, and a local disconnect completes.
         let second = try await Self.connect(host, peer, "sensortag")
-        let again = GATTClient(connection: ATTConnection(channel: second.channel))
+        let bearer = ATTConnection(channel: second.channel)
+        let again = GATTClient(connection: bearer)
         let name = try await withInteropTimeout(10) { try await again.read(uuid: BluetoothUUID(0x2A00)) }
         #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
+        // Closing the bearer asks for a disconnect too; whichever HCI_Disconnect comes second is
+        // refused by the controller, and the host still reports the one Disconnection Complete.
+        await bearer.close()
         let localReason = try await host.disconnect(second)
         #expect(second.disconnectionReason == localReason)
         #expect(await host.activeConnections.isEmpty)
         await host.close()
     }
 
-    /// Bumble's controller has the LE Extended Advertising feature but does not claim the
-    /// extended initiating and scanning commands, so `.automatic` picks legacy; forced here.
-    @Test func connectsWithLEExtendedCreateConnection() async throws {
-        let peer = try await BumblePeer.start(devices: ["sensortag"])
+    /// Stock Bumble has the LE Extended Advertising feature but does not claim the extended
+    /// scanning and initiating commands (`.automatic` then picks legacy); with
+    /// `--extended-commands` it does, and the host scans and connects the extended way.
+    @Test func automaticallyUsesTheExtendedCommandsTheControllerClaims() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"], extendedCommands: true)
         defer { peer.stop() }
-        let host = try await Self.open(peer, commandSet: .extended)
+        let host = try await Self.open(peer)
         #expect(host.usesExtendedCommands)
+        let bluefruit = try #require(peer.devices["bluefruit"])
+        let seen = try await withInteropTimeout(15) { () -> DiscoveredDevice? in
+            for try await event in host.scan() {
+                switch event {
+                case .discovered(let device), .updated(let device):
+                    if device.address == bluefruit, device.name != nil { return device }
+                case .report: break
+                }
+            }
+            return nil
+        }
+        #expect(seen?.name == "Adafruit Bluefruit LE")
+        #expect(seen?.reports.first?.kind == .advInd)  // legacy PDUs in extended reports
         let link = try await Self.connect(host, peer, "sensortag")
         let client = GATTClient(connection: ATTConnection(channel: link.channel))
         let name = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }

@@ -62,14 +62,17 @@ final class BumblePeer: @unchecked Sendable {
     }
 
     /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
-    init(devices kinds: [String] = [], mtu: Int = 517, lifetime: Int = 60, readyTimeout: Double = 20) throws {
+    init(
+        devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
+        readyTimeout: Double = 20
+    ) throws {
         process = Process()
         stdinPipe = Pipe()
         let stdoutPipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
             ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
-            + kinds.flatMap { ["--device", $0] }
+            + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : [])
         process.standardInput = stdinPipe  // the peer exits when this closes
         process.standardOutput = stdoutPipe
         process.standardError = FileHandle.standardError
@@ -135,11 +138,15 @@ final class BumblePeer: @unchecked Sendable {
 
     /// Starts the peer from a thread of its own: waiting for READY must not hold a Swift
     /// concurrency thread (on Linux the pool is small and shared with Dispatch).
-    static func start(devices kinds: [String] = [], mtu: Int = 517, lifetime: Int = 60) async throws -> BumblePeer {
+    static func start(
+        devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60
+    ) async throws -> BumblePeer {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
-                    continuation.resume(returning: try BumblePeer(devices: kinds, mtu: mtu, lifetime: lifetime))
+                    continuation.resume(
+                        returning: try BumblePeer(
+                            devices: kinds, mtu: mtu, extendedCommands: extendedCommands, lifetime: lifetime))
                 } catch {
                     continuation.resume(throwing: error)
                 }

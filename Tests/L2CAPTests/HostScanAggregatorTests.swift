@@ -119,7 +119,9 @@ struct HostScanAggregatorTests {
         #expect(aggregator.evictedDevices == 1)
         #expect(aggregator.device(b, type: .random) == nil)
         #expect(aggregator.device(a, type: .random) != nil)
-        for _ in 0..<5 { _ = aggregator.receive(Self.legacy(.advInd, leBytes("02 01 06"), address: a, addressType: .random)) }
+        for _ in 0..<5 {
+            _ = aggregator.receive(Self.legacy(.advInd, leBytes("02 01 06"), address: a, addressType: .random))
+        }
         #expect(aggregator.device(a, type: .random)?.reports.count == 3)
         #expect(aggregator.device(a, type: .random)?.droppedReports == 4)
     }
@@ -157,9 +159,12 @@ struct HostScanAggregatorTests {
         #expect(report.kind == .scanRsp)
         #expect(report.isScanResponse)
         #expect(report.txPower == nil)
-        #expect(ScanReport(LEExtendedAdvertisingReport(
-            eventType: .legacyAdvScanInd, addressType: .public, address: Self.tag, rssi: -50, data: [])).kind
-            == .advScanInd)
+        #expect(
+            ScanReport(
+                LEExtendedAdvertisingReport(
+                    eventType: .legacyAdvScanInd, addressType: .public, address: Self.tag, rssi: -50, data: [])
+            ).kind
+                == .advScanInd)
     }
 
     @Test func directedAndAnonymousReports() {

@@ -1,20 +1,85 @@
 import ATT
 import Bluetooth
 
-/// Runs GATT client procedures over one ATT bearer (`ATTConnection`): sends each request the
-/// procedure asks for, feeds each answer back, until the procedure ends. The bearer keeps one
-/// request outstanding and applies the 30 s transaction timeout; an Error Response, which the
-/// bearer reports as `ATTError.peerError`, is handed to the procedure as the PDU it was (so
-/// Attribute Not Found can end a discovery); any other bearer failure ends the procedure with
-/// `GATTError.att`.
+/// The GATT client of one ATT bearer (`ATTConnection`): async methods for every client
+/// procedure of Core 5.4 Vol 3 Part G §4, subscriptions, Service Changed and the database
+/// cache.
 ///
-/// Each procedure uses the ATT_MTU current when it starts; exchange MTU first
-/// (`ATTConnection.exchangeMTU`) so it does not change under a procedure.
-public struct GATTClient: Sendable {
-    public let connection: ATTConnection
+/// Procedures are the sans-I/O state machines of `Procedures/`; ``run(_:)`` sends each request a
+/// procedure asks for and feeds each answer back until it ends. The bearer keeps one request
+/// outstanding and applies the 30 s transaction timeout; an Error Response is handed to the
+/// procedure as the PDU it was (Attribute Not Found ends a discovery) and a refusal surfaces as
+/// `GATTError.peerError` naming the request, the handle and the ATT error code; any other
+/// bearer failure ends the procedure with `GATTError.att`.
+///
+/// - MTU: before its first procedure the client exchanges MTU once, offering
+///   ``Configuration/exchangeMTU`` (517, the largest ATT_MTU, by default), so discovery runs at
+///   the largest MTU both sides allow. A peer-initiated exchange is followed mid-procedure.
+/// - Cancellation: cancelling the calling task stops the procedure after the outstanding
+///   response (ATT cannot withdraw a request) and throws `GATTError.cancelled`.
+/// - Notifications and indications: ``subscribe(characteristic:indications:bufferLimit:overflow:)``
+///   (see `GATTClient+Subscriptions.swift`), routed by one task per client. From the first
+///   subscription on, that task is the consumer of `ATTConnection.inbound` (it has one
+///   consumer): read values through subscriptions, not from `inbound`. `ATTConnection`
+///   confirms an indication when its consumer takes it; the router hands it to the
+///   subscriber's stream in that same step, before it takes the next PDU.
+/// - Database: ``loadDatabase(findIncludes:)`` (cache, Database Hash, Service Changed),
+///   ``discoverDatabase(findIncludes:)``, ``databaseChanges``.
+public actor GATTClient {
+    /// How the client behaves on its bearer.
+    public struct Configuration: Sendable {
+        /// The Client Rx MTU offered in Exchange MTU before the first procedure; `nil` leaves
+        /// ATT_MTU as it is (a bearer whose MTU was exchanged already, a recorded trace).
+        public var exchangeMTU: Int?
+        /// Subscribe to Service Changed (0x2A05) indications when a loaded database has it.
+        public var watchesServiceChanged: Bool
+        /// Where discovered databases are kept across connections; nil: no cache.
+        public var cache: GATTDatabaseCache?
+        /// The peer's identity, the cache key; nil: no cache.
+        public var peer: GATTPeerIdentity?
+        /// When a cached database may be reused.
+        public var cachePolicy: GATTCachePolicy
 
-    public init(connection: ATTConnection) {
+        public init(
+            exchangeMTU: Int? = 517, watchesServiceChanged: Bool = true, cache: GATTDatabaseCache? = nil,
+            peer: GATTPeerIdentity? = nil, cachePolicy: GATTCachePolicy = .requireHash
+        ) {
+            self.exchangeMTU = exchangeMTU
+            self.watchesServiceChanged = watchesServiceChanged
+            self.cache = cache
+            self.peer = peer
+            self.cachePolicy = cachePolicy
+        }
+
+        /// No MTU exchange, no Service Changed subscription, no cache: the client sends only
+        /// what its callers ask for.
+        public static let manual = Configuration(exchangeMTU: nil, watchesServiceChanged: false)
+    }
+
+    public nonisolated let connection: ATTConnection
+    public nonisolated let configuration: Configuration
+    let logger: Logger
+    nonisolated let router: SubscriptionRouter
+    private var routerTask: Task<Void, Never>?
+    private var mtuExchangeStarted = false
+
+    /// The database the client knows (discovered, loaded from the cache, kept current by
+    /// Service Changed); nil before ``loadDatabase()`` or ``discoverDatabase(findIncludes:)``.
+    public internal(set) var database: GATTDatabase?
+    /// The Database Hash read with the current database, when the server has one.
+    public internal(set) var databaseHash: [UInt8]?
+    /// The Service Changed subscription, while watched.
+    var serviceChangedSubscription: GATTSubscription?
+    var serviceChangedTask: Task<Void, Never>?
+    let changes: AsyncStream<GATTDatabaseChange>
+    let changesContinuation: AsyncStream<GATTDatabaseChange>.Continuation
+
+    public init(connection: ATTConnection, configuration: Configuration = Configuration(), logger: Logger = .disabled) {
         self.connection = connection
+        self.configuration = configuration
+        self.logger = logger
+        self.router = SubscriptionRouter(logger: logger)
+        (changes, changesContinuation) = AsyncStream<GATTDatabaseChange>.makeStream(bufferingPolicy: .unbounded)
     }
 
     /// The current ATT_MTU.
@@ -22,9 +87,41 @@ public struct GATTClient: Sendable {
         get async { await connection.mtu }
     }
 
-    /// Runs `procedure` to its end and returns its result.
+    /// Exchanges MTU now (once per bearer), offering `clientRxMTU`; returns ATT_MTU. A second
+    /// call, or one after the automatic exchange, returns the current ATT_MTU.
+    @discardableResult
+    public func exchangeMTU(_ clientRxMTU: Int = 517) async throws(GATTError) -> Int {
+        if !mtuExchangeStarted {
+            mtuExchangeStarted = true
+            do {
+                _ = try await connection.exchangeMTU(clientRxMTU)
+            } catch {
+                switch error {
+                case .unsupportedRequest(.exchangeMTURequest):
+                    break  // exchanged already on this bearer
+                case .peerError(_, _, let code) where code == .requestNotSupported:
+                    logger.info("the server does not support Exchange MTU; ATT_MTU stays 23")
+                default:
+                    throw GATTError.att(error)
+                }
+            }
+        }
+        return await connection.mtu
+    }
+
+    /// ATT_MTU for a procedure about to start: exchanges MTU first when configured.
+    func readyMTU() async throws(GATTError) -> Int {
+        if let offer = configuration.exchangeMTU, !mtuExchangeStarted {
+            return try await exchangeMTU(offer)
+        }
+        return await connection.mtu
+    }
+
+    /// Runs `procedure` to its end and returns its result. Checks cancellation before each
+    /// request and after each response.
     public func run<P: GATTClientProcedure>(_ procedure: P) async throws(GATTError) -> P.Result {
         var procedure = procedure
+        procedure.updateMTU(try await readyMTU())
         var action = procedure.start()
         while true {
             switch action {
@@ -33,6 +130,7 @@ public struct GATTClient: Sendable {
             case .fail(let error):
                 throw error
             case .send(let request):
+                if Task.isCancelled { throw GATTError.cancelled }
                 let answer: ATTPDU
                 do {
                     answer = try await connection.request(request)
@@ -40,6 +138,8 @@ public struct GATTClient: Sendable {
                     guard case .peerError(let opcode, let handle, let code) = error else { throw GATTError.att(error) }
                     answer = .errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code))
                 }
+                // ATT cannot abort a request: the procedure stops once its answer is in.
+                if Task.isCancelled { throw GATTError.cancelled }
                 // A peer-initiated MTU exchange may have completed while the request was out.
                 procedure.updateMTU(await connection.mtu)
                 action = procedure.receive(answer)
@@ -47,111 +147,54 @@ public struct GATTClient: Sendable {
         }
     }
 
-    // MARK: Discovery
-
-    /// Every primary service (§4.4.1).
-    public func discoverPrimaryServices() async throws(GATTError) -> [Service] {
-        try await run(DiscoverAllPrimaryServices(mtu: await mtu))
-    }
-
-    /// The primary services with `uuid` (§4.4.2).
-    public func discoverPrimaryServices(uuid: BluetoothUUID) async throws(GATTError) -> [Service] {
-        try await run(DiscoverPrimaryServiceByServiceUUID(uuid: uuid, mtu: await mtu))
-    }
-
-    /// The includes of `service` (§4.5.1).
-    public func findIncludedServices(of service: Service) async throws(GATTError) -> [IncludedService] {
-        try await run(FindIncludedServices(service: service, mtu: await mtu))
-    }
-
-    /// The characteristics of `service` (§4.6.1).
-    public func discoverCharacteristics(of service: Service) async throws(GATTError) -> [Characteristic] {
-        try await run(DiscoverAllCharacteristics(service: service, mtu: await mtu))
-    }
-
-    /// The descriptors of `characteristic` (§4.7.1); none without a request when its value is
-    /// the last handle of its definition.
-    public func discoverDescriptors(of characteristic: Characteristic) async throws(GATTError) -> [Descriptor] {
-        guard let range = characteristic.descriptorRange else { return [] }
-        return try await run(DiscoverAllCharacteristicDescriptors(range: range, mtu: await mtu))
-    }
-
-    /// The whole database in few requests (`DatabaseDiscovery`: includes and characteristics
-    /// searched once over all services, descriptors only where a gap leaves room for them).
-    /// `findIncludes: false` skips the include search for a server known to have none.
-    public func discoverDatabase(findIncludes: Bool = true) async throws(GATTError) -> GATTDatabase {
-        try await run(DatabaseDiscovery(mtu: await mtu, findIncludes: findIncludes))
-    }
-
-    /// `service` with its includes, characteristics and their descriptors discovered.
-    public func discoverDefinitions(of service: Service, findIncludes: Bool = true) async throws(GATTError) -> Service {
-        var service = service
-        if findIncludes { service.includes = try await findIncludedServices(of: service) }
-        var characteristics = try await discoverCharacteristics(of: service)
-        for index in characteristics.indices {
-            characteristics[index].descriptors = try await discoverDescriptors(of: characteristics[index])
-        }
-        service.characteristics = characteristics
-        return service
-    }
-
-    /// The characteristics with `uuid` anywhere on the server (§4.6.2 over 0x0001–0xFFFF),
-    /// with their descriptors: what a targeted `read`/`subscribe` by UUID needs, without
-    /// discovering the services. A characteristic's range may run past its service's end, to
-    /// the next characteristic declaration; descriptor discovery stops at any declaration.
-    public func findCharacteristics(uuid: BluetoothUUID) async throws(GATTError) -> [Characteristic] {
-        var found = try await run(DiscoverCharacteristicsByUUID(uuid: uuid, range: 0x0001...0xFFFF, mtu: await mtu))
-        for index in found.indices {
-            found[index].descriptors = try await discoverDescriptors(of: found[index])
-        }
-        return found
-    }
-
     // MARK: Reads and writes
 
     /// The value at `handle` (§4.8.1), at most ATT_MTU − 1 octets.
     public func read(handle: UInt16) async throws(GATTError) -> [UInt8] {
-        try await run(ReadCharacteristicValue(handle: handle, mtu: await mtu))
+        try await run(ReadCharacteristicValue(handle: handle, mtu: try await readyMTU()))
     }
 
     /// The whole value at `handle` from `offset` (§4.8.3).
     public func readLong(handle: UInt16, offset: UInt16 = 0) async throws(GATTError) -> [UInt8] {
-        try await run(ReadLongCharacteristicValues(handle: handle, offset: offset, mtu: await mtu))
+        try await run(ReadLongCharacteristicValues(handle: handle, offset: offset, mtu: try await readyMTU()))
     }
 
-    /// Every value of characteristics with `uuid` in `range` (§4.8.2).
+    /// Every value of characteristics with `uuid` in `range`, with Read Using Characteristic
+    /// UUID (§4.8.2): no discovery needed.
     public func read(uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 0x0001...0xFFFF) async throws(GATTError)
         -> [ReadByTypeResponse.AttributeData]
     {
-        try await run(ReadUsingCharacteristicUUID(uuid: uuid, range: range, mtu: await mtu))
+        try await run(ReadUsingCharacteristicUUID(uuid: uuid, range: range, mtu: try await readyMTU()))
     }
 
     /// The values at `handles`, concatenated (§4.8.4).
     public func readMultiple(handles: [UInt16]) async throws(GATTError) -> [UInt8] {
-        try await run(ReadMultipleCharacteristicValues(handles: handles, mtu: await mtu))
+        try await run(ReadMultipleCharacteristicValues(handles: handles, mtu: try await readyMTU()))
     }
 
     /// Writes `value` with a Write Request (§4.9.3); returns the octets written.
     @discardableResult
     public func write(handle: UInt16, value: [UInt8]) async throws(GATTError) -> Int {
-        try await run(WriteCharacteristicValue(handle: handle, value: value, mtu: await mtu))
+        try await run(WriteCharacteristicValue(handle: handle, value: value, mtu: try await readyMTU()))
     }
 
     /// Writes `value` with Prepare/Execute Write (§4.9.4); returns the octets written.
     @discardableResult
     public func writeLong(handle: UInt16, value: [UInt8], offset: UInt16 = 0) async throws(GATTError) -> Int {
-        try await run(WriteLongCharacteristicValues(handle: handle, value: value, offset: offset, mtu: await mtu))
+        try await run(
+            WriteLongCharacteristicValues(handle: handle, value: value, offset: offset, mtu: try await readyMTU()))
     }
 
     /// Writes several values atomically (§4.9.5); returns the octets written.
     @discardableResult
     public func reliableWrite(_ writes: [ReliableWrites.Write]) async throws(GATTError) -> Int {
-        try await run(ReliableWrites(writes: writes, mtu: await mtu))
+        try await run(ReliableWrites(writes: writes, mtu: try await readyMTU()))
     }
 
     /// Writes the Client Characteristic Configuration descriptor of `characteristic` (§4.12.3):
     /// `.notifications`, `.indications`, or `[]` to stop. Throws `noAttribute` when its
-    /// descriptors hold no CCCD (discover them first).
+    /// descriptors hold no CCCD (discover them first). Prefer
+    /// ``subscribe(characteristic:indications:bufferLimit:overflow:)``, which also routes the values.
     public func configure(
         _ characteristic: Characteristic, _ configuration: ClientCharacteristicConfiguration
     ) async throws(GATTError) {
@@ -163,11 +206,29 @@ public struct GATTClient: Sendable {
 
     /// Sends an ATT_WRITE_CMD (§4.9.1): no answer, no confirmation of delivery.
     public func writeWithoutResponse(handle: UInt16, value: [UInt8]) async throws(GATTError) {
-        let command = try WriteWithoutResponse.command(handle: handle, value: value, mtu: await mtu)
+        let command = try WriteWithoutResponse.command(handle: handle, value: value, mtu: try await readyMTU())
         do {
             try await connection.send(command)
         } catch {
             throw GATTError.att(error)
         }
+    }
+
+    // MARK: Router
+
+    /// Starts the one router task of this client (on the first subscription).
+    func startRouter() {
+        guard routerTask == nil else { return }
+        let router = self.router
+        let connection = self.connection
+        routerTask = Task.detached { await SubscriptionRouter.run(router, connection: connection) }
+    }
+
+    /// Closes the bearer; every subscription ends with the reason, the change stream finishes.
+    public func close() async {
+        await connection.close()
+        await routerTask?.value
+        serviceChangedTask?.cancel()
+        changesContinuation.finish()
     }
 }

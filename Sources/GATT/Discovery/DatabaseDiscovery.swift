@@ -1,48 +1,75 @@
 import ATT
 import Bluetooth
 
-/// Discovery of a whole GATT database in few requests, as a sans-I/O state machine built from
-/// the §4 procedures:
+/// Discovery of a whole GATT database (or of one handle range of it) in the fewest requests,
+/// as a sans-I/O state machine built on the §4 procedures:
 ///
-/// 1. Discover All Primary Services (§4.4.1);
-/// 2. Find Included Services (§4.5.1) once over all services rather than per service (an
-///    include belongs to the service whose group holds its declaration); an included service
-///    that is not primary is added as a secondary service;
-/// 3. Discover All Characteristics (§4.6.1) once over all services rather than per service:
-///    one response carries declarations of several services, and no per-service terminating
-///    request is needed; each characteristic's end is cut at its service's end;
-/// 4. Discover All Characteristic Descriptors (§4.7.1) for each characteristic whose value is
-///    not the last handle of its definition.
+/// 1. Discover All Primary Services (§4.4.1) over the range; a response reaching the range
+///    end needs no terminating request.
+/// 2. One sweep of characteristic declarations (§4.6.1) over all services at once, not service
+///    by service: a response carries declarations of several services and no per-service
+///    terminating request is needed. The final request that would only confirm that nothing
+///    follows the last characteristic is skipped when its answer is implied by step 4
+///    (``CharacteristicSweep``).
+/// 3. Find Included Services (§4.5.1) only where an include can be: include definitions
+///    immediately follow their service declaration and precede its characteristic
+///    definitions (Vol 3 Part G §3.1), so only the handles between a service declaration and
+///    its first characteristic declaration are searched, all in one request range; a server
+///    without such gaps costs no request. An included service that is not a known primary is
+///    added as a secondary service and swept in turn.
+/// 4. Find Information (§4.7.1) over each characteristic's descriptor gap (value handle to the
+///    end of its definition); neighbouring gaps are merged into one request range when every
+///    attribute between them is known to have a 16-bit type (a Find Information response holds
+///    one UUID size) and the merge needs fewer responses at the current ATT_MTU. A
+///    characteristic declaration met in the open tail of step 2 resumes the sweep there.
 ///
-/// Every phase inherits its procedure's checks (handles move forward and stay in range), so a
-/// misbehaving server cannot make it loop. Characteristic declarations outside every known
-/// service are left out (they belong to a secondary service nothing includes). The include
-/// search covers the primary services' handles; includes inside a secondary service that lies
-/// beyond them are not searched.
+/// Every phase checks that handles stay in range and move forward, so a misbehaving server
+/// cannot make it loop; the number of rounds is bounded too. Characteristic declarations
+/// outside every known service are left out.
 public struct DatabaseDiscovery: GATTClientProcedure {
     public typealias Result = GATTDatabase
 
+    /// The handles searched for services (0x0001–0xFFFF for the whole server).
+    public let range: ClosedRange<UInt16>
     public private(set) var mtu: Int
-    /// Search for include declarations (one request or more). Off for a server known to have
-    /// none, such as a 4.x SensorTag.
+    /// Search for include declarations where they can be. Off for a server known to have none.
     public let findIncludes: Bool
 
     private enum Step: Sendable {
         case idle
         case services(DiscoverAllPrimaryServices)
+        case characteristics(CharacteristicSweep)
         case includes(FindIncludedServices)
-        case characteristics(DiscoverAllCharacteristics)
-        /// Descriptors of `characteristics[index]` (index into the flattened list).
-        case descriptors(DiscoverAllCharacteristicDescriptors, index: Int)
+        case information(InformationRun, remaining: [ClosedRange<UInt16>])
         case finished
     }
 
     private var step = Step.idle
     private var services: [Service] = []
-    /// (service index, characteristic), in handle order.
-    private var characteristics: [(service: Int, characteristic: Characteristic)] = []
+    /// Every characteristic found, sorted by declaration handle.
+    private var characteristics: [Characteristic] = []
+    /// Attribute types learned with Find Information.
+    private var types: [UInt16: BluetoothUUID] = [:]
+    /// Handle ranges Find Information has answered for.
+    private var informed: [ClosedRange<UInt16>] = []
+    /// Handle ranges the characteristic sweep covered.
+    private var swept: [ClosedRange<UInt16>] = []
+    /// The highest handle any sweep covered or left open: the last characteristic's end.
+    private var sweepLimit: UInt16 = 0
+    /// The open tail left by the last sweep.
+    private var openTail: ClosedRange<UInt16>?
+    /// Services whose include gap was searched (by start handle).
+    private var includesSearched: Set<UInt16> = []
+    /// Rounds of sweeps and include searches, bounded against a misbehaving server.
+    private var rounds = 0
+    /// Secondary services found through includes whose handles no sweep covered yet.
+    private var pendingSweeps: [ClosedRange<UInt16>] = []
+    private static let maximumRounds = 64
 
-    public init(mtu: Int = GATTLimits.defaultMTU, findIncludes: Bool = true) {
+    public init(
+        range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = GATTLimits.defaultMTU, findIncludes: Bool = true
+    ) {
+        self.range = range
         self.mtu = mtu
         self.findIncludes = findIncludes
     }
@@ -50,27 +77,25 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     /// Follows the bearer's ATT_MTU: the running phase and the phases after it use the new value.
     public mutating func updateMTU(_ mtu: Int) {
         self.mtu = mtu
-        switch step {
-        case .services(var procedure):
+        if case .services(var procedure) = step {
             procedure.updateMTU(mtu)
             step = .services(procedure)
-        case .includes(var procedure):
+        } else if case .includes(var procedure) = step {
             procedure.updateMTU(mtu)
             step = .includes(procedure)
-        case .characteristics(var procedure):
-            procedure.updateMTU(mtu)
-            step = .characteristics(procedure)
-        case .descriptors(var procedure, let index):
-            procedure.updateMTU(mtu)
-            step = .descriptors(procedure, index: index)
-        case .idle, .finished:
-            break
         }
     }
 
     public mutating func start() -> GATTProcedureAction<Result> {
         guard case .idle = step else { return .misuse(.finished) }
-        return startServices()
+        var procedure = DiscoverAllPrimaryServices(range: range, mtu: mtu)
+        let action = procedure.start()
+        step = .services(procedure)
+        switch action {
+        case .send(let pdu): return .send(pdu)
+        case .fail(let error): return fail(error)
+        case .done(let found): return servicesFound(found)
+        }
     }
 
     public mutating func receive(_ pdu: ATTPDU) -> GATTProcedureAction<Result> {
@@ -80,165 +105,245 @@ public struct DatabaseDiscovery: GATTClientProcedure {
         case .services(var procedure):
             let action = procedure.receive(pdu)
             step = .services(procedure)
-            switch relay(action) {
-            case .pass(let action): return action
+            switch action {
+            case .send(let pdu): return .send(pdu)
+            case .fail(let error): return fail(error)
             case .done(let found): return servicesFound(found)
             }
+        case .characteristics(var sweep):
+            let next = sweep.receive(pdu, mtu: mtu)
+            step = .characteristics(sweep)
+            return sweepAction(next, sweep)
         case .includes(var procedure):
             let action = procedure.receive(pdu)
             step = .includes(procedure)
-            switch relay(action) {
-            case .pass(let action): return action
+            switch action {
+            case .send(let pdu): return .send(pdu)
+            case .fail(let error): return fail(error)
             case .done(let found): return includesFound(found)
             }
-        case .characteristics(var procedure):
-            let action = procedure.receive(pdu)
-            step = .characteristics(procedure)
-            switch relay(action) {
-            case .pass(let action): return action
-            case .done(let found): return characteristicsFound(found)
-            }
-        case .descriptors(var procedure, let index):
-            let action = procedure.receive(pdu)
-            step = .descriptors(procedure, index: index)
-            switch relay(action) {
-            case .pass(let action): return action
-            case .done(let found): return descriptorsFound(found, index: index)
-            }
+        case .information(var run, let remaining):
+            let before = run.entries.count
+            let next = run.receive(pdu, mtu: mtu)
+            step = .information(run, remaining: remaining)
+            return informationAction(next, run, newEntries: before, remaining: remaining)
         }
     }
 
     // MARK: Phases
 
-    private enum Relay<R> {
-        /// A request to send or the failure, passed on as they are.
-        case pass(GATTProcedureAction<Result>)
-        /// The phase's result.
-        case done(R)
-    }
-
-    private mutating func relay<R>(_ action: GATTProcedureAction<R>) -> Relay<R> {
-        switch action {
-        case .send(let pdu): return .pass(.send(pdu))
-        case .fail(let error):
-            step = .finished
-            return .pass(.fail(error))
-        case .done(let result): return .done(result)
-        }
-    }
-
-    private mutating func startServices() -> GATTProcedureAction<Result> {
-        var procedure = DiscoverAllPrimaryServices(mtu: mtu)
-        let action = procedure.start()
-        step = .services(procedure)
-        switch relay(action) {
-        case .pass(let action): return action
-        case .done(let found): return servicesFound(found)
-        }
+    private mutating func fail(_ error: GATTError) -> GATTProcedureAction<Result> {
+        step = .finished
+        return .fail(error)
     }
 
     private mutating func servicesFound(_ found: [Service]) -> GATTProcedureAction<Result> {
-        services = found
-        guard let range = coveredRange else { return finish() }
-        guard findIncludes else { return startCharacteristics(range) }
-        var procedure = FindIncludedServices(range: range, mtu: mtu)
+        services = found.sorted { $0.startHandle < $1.startHandle }
+        guard let first = services.first, let last = services.map(\.endHandle).max() else { return finish() }
+        return startSweep(first.startHandle...max(first.startHandle, last))
+    }
+
+    /// Sweeps characteristic declarations over `range`.
+    private mutating func startSweep(_ range: ClosedRange<UInt16>) -> GATTProcedureAction<Result> {
+        rounds += 1
+        guard rounds <= Self.maximumRounds else {
+            return fail(.procedureState("database discovery exceeded \(Self.maximumRounds) rounds"))
+        }
+        // The service that ends the range, whose tail the descriptor phase covers anyway.
+        let finalService = services.last {
+            $0.handleRange.contains(range.upperBound) && $0.startHandle <= range.upperBound
+        }
+        var sweep = CharacteristicSweep(
+            range: range,
+            finalServiceStart: finalService?.endHandle == range.upperBound ? finalService?.startHandle : nil)
+        let next = sweep.start()
+        step = .characteristics(sweep)
+        return sweepAction(next, sweep)
+    }
+
+    private mutating func sweepAction(_ next: CharacteristicSweep.Next, _ sweep: CharacteristicSweep)
+        -> GATTProcedureAction<Result>
+    {
+        switch next {
+        case .send(let pdu): return .send(pdu)
+        case .fail(let error): return fail(error)
+        case .done:
+            sweepLimit = max(sweepLimit, sweep.range.upperBound)
+            let known = Set(characteristics.map(\.declarationHandle))
+            characteristics += sweep.found.filter { !known.contains($0.declarationHandle) }
+            characteristics.sort { $0.declarationHandle < $1.declarationHandle }
+            if let tail = sweep.openTail {
+                openTail = tail
+                swept.append(sweep.range.lowerBound...(tail.lowerBound - 1))
+            } else {
+                openTail = nil
+                swept.append(sweep.range)
+            }
+            assignEnds()
+            return advance()
+        }
+    }
+
+    /// The next sweep a secondary service needs, else the include search, else descriptors.
+    private mutating func advance() -> GATTProcedureAction<Result> {
+        if !pendingSweeps.isEmpty { return startSweep(pendingSweeps.removeFirst()) }
+        return nextIncludesOrInformation()
+    }
+
+    /// Searches the include gaps not searched yet, or moves on to descriptors.
+    private mutating func nextIncludesOrInformation() -> GATTProcedureAction<Result> {
+        guard findIncludes else { return startInformation() }
+        var low: UInt16?
+        var high: UInt16?
+        for service in services where !includesSearched.contains(service.startHandle) {
+            includesSearched.insert(service.startHandle)
+            guard let gap = includeGap(of: service) else { continue }
+            low = min(low ?? gap.lowerBound, gap.lowerBound)
+            high = max(high ?? gap.upperBound, gap.upperBound)
+        }
+        guard let low, let high else { return startInformation() }
+        rounds += 1
+        guard rounds <= Self.maximumRounds else {
+            return fail(.procedureState("database discovery exceeded \(Self.maximumRounds) rounds"))
+        }
+        var procedure = FindIncludedServices(range: low...high, mtu: mtu)
         let action = procedure.start()
         step = .includes(procedure)
-        switch relay(action) {
-        case .pass(let action): return action
+        switch action {
+        case .send(let pdu): return .send(pdu)
+        case .fail(let error): return fail(error)
         case .done(let found): return includesFound(found)
         }
     }
 
+    /// The handles between a service declaration and its first characteristic declaration.
+    private func includeGap(of service: Service) -> ClosedRange<UInt16>? {
+        guard service.startHandle < service.endHandle else { return nil }
+        let first = characteristics.first { service.handleRange.contains($0.declarationHandle) }
+        let end = first.map { $0.declarationHandle - 1 } ?? service.endHandle
+        guard end > service.startHandle else { return nil }
+        return (service.startHandle + 1)...end
+    }
+
     private mutating func includesFound(_ found: [IncludedService]) -> GATTProcedureAction<Result> {
-        assignIncludes(found)
-        guard let range = coveredRange else { return finish() }
-        return startCharacteristics(range)
-    }
-
-    private mutating func startCharacteristics(_ range: ClosedRange<UInt16>) -> GATTProcedureAction<Result> {
-        var procedure = DiscoverAllCharacteristics(range: range, mtu: mtu)
-        let action = procedure.start()
-        step = .characteristics(procedure)
-        switch relay(action) {
-        case .pass(let action): return action
-        case .done(let found): return characteristicsFound(found)
-        }
-    }
-
-    private mutating func characteristicsFound(_ found: [Characteristic]) -> GATTProcedureAction<Result> {
-        assignCharacteristics(found)
-        return nextDescriptors(after: -1)
-    }
-
-    private mutating func descriptorsFound(_ found: [Descriptor], index: Int) -> GATTProcedureAction<Result> {
-        characteristics[index].characteristic.descriptors = found
-        return nextDescriptors(after: index)
-    }
-
-    /// Starts descriptor discovery for the next characteristic after `index` that can have any.
-    private mutating func nextDescriptors(after index: Int) -> GATTProcedureAction<Result> {
-        var next = index + 1
-        while next < characteristics.count {
-            if let range = characteristics[next].characteristic.descriptorRange {
-                var procedure = DiscoverAllCharacteristicDescriptors(range: range, mtu: mtu)
-                let action = procedure.start()
-                step = .descriptors(procedure, index: next)
-                switch relay(action) {
-                case .pass(let action): return action
-                case .done(let found): return descriptorsFound(found, index: next)
-                }
+        for include in found {
+            if let index = services.firstIndex(where: { $0.handleRange.contains(include.handle) }),
+                !services[index].includes.contains(include)
+            {
+                services[index].includes.append(include)
             }
-            next += 1
+            let known = services.contains { $0.startHandle == include.startHandle }
+            guard !known, let uuid = include.uuid, include.startHandle <= include.endHandle else { continue }
+            services.append(
+                Service(uuid: uuid, startHandle: include.startHandle, endHandle: include.endHandle, isPrimary: false))
+            if !swept.contains(where: { $0.contains(include.startHandle) }) {
+                pendingSweeps.append(include.startHandle...include.endHandle)
+            }
         }
-        return finish()
+        services.sort { $0.startHandle < $1.startHandle }
+        assignEnds()
+        return advance()
     }
 
-    private mutating func finish() -> GATTProcedureAction<Result> {
-        for (serviceIndex, characteristic) in characteristics {
-            services[serviceIndex].characteristics.append(characteristic)
+    // MARK: Descriptors
+
+    /// Plans the Find Information runs over the gaps not answered yet, and starts the first.
+    private mutating func startInformation() -> GATTProcedureAction<Result> {
+        let runs = DiscoveryPlan.informationRuns(
+            gaps: uncoveredGaps(), mtu: mtu, isShortType: { [self] handle in shortType(at: handle) })
+        return nextRun(runs)
+    }
+
+    private mutating func nextRun(_ runs: [ClosedRange<UInt16>]) -> GATTProcedureAction<Result> {
+        guard let range = runs.first else { return finish() }
+        var run = InformationRun(range: range)
+        let next = run.start()
+        step = .information(run, remaining: Array(runs.dropFirst()))
+        return informationAction(next, run, newEntries: 0, remaining: Array(runs.dropFirst()))
+    }
+
+    private mutating func informationAction(
+        _ next: InformationRun.Next, _ run: InformationRun, newEntries start: Int, remaining: [ClosedRange<UInt16>]
+    ) -> GATTProcedureAction<Result> {
+        let known = Set(characteristics.map(\.declarationHandle))
+        var resume: UInt16?
+        for entry in run.entries[start...] {
+            types[entry.handle] = entry.uuid
+            // A characteristic the sweep left in its open tail: the sweep resumes there.
+            if resume == nil, entry.uuid == GATTUUID.characteristic, !known.contains(entry.handle),
+                let tail = openTail, tail.contains(entry.handle)
+            {
+                resume = entry.handle
+            }
         }
-        step = .finished
-        return .done(GATTDatabase(services: services))
+        if let resume, let tail = openTail {
+            // What this run learned stays learned; the rest of it is planned again afterwards.
+            if let covered = run.covered { informed.append(covered) }
+            openTail = nil
+            return startSweep(resume...tail.upperBound)
+        }
+        switch next {
+        case .send(let pdu): return .send(pdu)
+        case .fail(let error): return fail(error)
+        case .done:
+            if let covered = run.covered { informed.append(covered) }
+            if let tail = openTail,
+                informed.contains(where: { $0.contains(tail.lowerBound) && $0.contains(tail.upperBound) })
+            {
+                openTail = nil
+            }
+            return nextRun(remaining)
+        }
+    }
+
+    /// Descriptor gaps of every characteristic minus the handles Find Information answered for.
+    private func uncoveredGaps() -> [ClosedRange<UInt16>] {
+        var gaps: [ClosedRange<UInt16>] = []
+        for characteristic in characteristics {
+            guard let gap = characteristic.descriptorRange else { continue }
+            gaps += DiscoveryPlan.subtract(informed, from: gap)
+        }
+        return gaps
+    }
+
+    /// Whether the attribute at `handle` is known to have a 16-bit type.
+    private func shortType(at handle: UInt16) -> Bool {
+        if let type = types[handle] { return type.uuid16 != nil }
+        if services.contains(where: { $0.startHandle == handle }) { return true }
+        if services.contains(where: { $0.includes.contains { $0.handle == handle } }) { return true }
+        for characteristic in characteristics where characteristic.handleRange.contains(handle) {
+            if characteristic.declarationHandle == handle { return true }
+            if characteristic.valueHandle == handle { return characteristic.uuid.uuid16 != nil }
+        }
+        return false
     }
 
     // MARK: Assembly
 
-    /// From the first service's start to the last one's end.
-    private var coveredRange: ClosedRange<UInt16>? {
-        guard let first = services.map(\.startHandle).min(), let last = services.map(\.endHandle).max() else {
-            return nil
-        }
-        return first...max(first, last)
-    }
-
-    /// The index of the service whose group holds `handle`.
-    private func serviceIndex(containing handle: UInt16) -> Int? {
-        services.indices.first { services[$0].handleRange.contains(handle) }
-    }
-
-    private mutating func assignIncludes(_ includes: [IncludedService]) {
-        for include in includes {
-            if let index = serviceIndex(containing: include.handle) { services[index].includes.append(include) }
-            // An included service that is not a known group is a secondary service.
-            let known = services.contains { $0.startHandle == include.startHandle }
-            if !known, let uuid = include.uuid {
-                services.append(
-                    Service(
-                        uuid: uuid, startHandle: include.startHandle, endHandle: include.endHandle, isPrimary: false))
+    /// Each characteristic ends before the next declaration, and at its service's end.
+    private mutating func assignEnds() {
+        for index in characteristics.indices {
+            let declaration = characteristics[index].declarationHandle
+            var end =
+                index + 1 < characteristics.count
+                ? characteristics[index + 1].declarationHandle - 1 : max(sweepLimit, declaration)
+            if let service = services.last(where: { $0.handleRange.contains(declaration) }) {
+                end = min(end, service.endHandle)
             }
+            characteristics[index].endHandle = max(end, characteristics[index].valueHandle)
         }
-        services.sort { $0.startHandle < $1.startHandle }
     }
 
-    private mutating func assignCharacteristics(_ found: [Characteristic]) {
-        characteristics = found.compactMap { characteristic in
-            guard let index = serviceIndex(containing: characteristic.declarationHandle),
-                characteristic.valueHandle <= services[index].endHandle
-            else { return nil }
-            var characteristic = characteristic
-            characteristic.endHandle = min(characteristic.endHandle, services[index].endHandle)
-            return (index, characteristic)
+    private mutating func finish() -> GATTProcedureAction<Result> {
+        step = .finished
+        var out = services
+        for var characteristic in characteristics {
+            guard let index = out.firstIndex(where: { $0.handleRange.contains(characteristic.declarationHandle) }),
+                characteristic.valueHandle <= out[index].endHandle
+            else { continue }
+            characteristic.descriptors = DiscoveryPlan.descriptors(of: characteristic, types: types)
+            out[index].characteristics.append(characteristic)
         }
+        return .done(GATTDatabase(services: out))
     }
 }

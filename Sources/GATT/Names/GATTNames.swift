@@ -127,3 +127,34 @@ public enum GATTNames {
         (0xFFC2, .characteristic, "TI OAD Image Block"),
     ]
 }
+
+// MARK: Units and companies
+
+extension GATTNames {
+    /// The unit a Characteristic Presentation Format descriptor names (its 16-bit Unit field,
+    /// 0x2700–0x27FF): `"Celsius temperature (degree Celsius)"` for 0x272F, or nil.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §3.3.3.5.4
+    public static func unit(_ code: UInt16) -> String? { units[code] }
+
+    /// The unit named by `uuid` (0x27xx, also spelt as 128 bits), or nil.
+    public static func unit(for uuid: BluetoothUUID) -> String? {
+        uuid.uuid16.flatMap { units[$0] }
+    }
+
+    /// Every unit code in the table, ascending.
+    public static var allUnitCodes: [UInt16] { units.keys.sorted() }
+
+    /// The company with this SIG company identifier (Manufacturer Specific Data), or nil.
+    public static func company(_ identifier: UInt16) -> String? { CompanyIdentifiers.name(for: identifier) }
+
+    /// Parsed once from `unitTable` lines: `XXXX name`.
+    static let units: [UInt16: String] = {
+        var table: [UInt16: String] = [:]
+        for line in unitTable.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 1)
+            guard fields.count == 2, let value = UInt16(fields[0], radix: 16) else { continue }
+            table[value] = String(fields[1])
+        }
+        return table
+    }()
+}

@@ -52,6 +52,9 @@ public struct ReadMultipleVariableLengthCharacteristicValues: GATTClientProcedur
 
     public let handles: [UInt16]
     public private(set) var mtu: Int
+
+    /// Follows the bearer's ATT_MTU when it changes during the procedure.
+    public mutating func updateMTU(_ mtu: Int) { self.mtu = mtu }
     private var phase = ProcedurePhase.idle
 
     public init(handles: [UInt16], mtu: Int = GATTLimits.defaultMTU) {

@@ -6,7 +6,7 @@ import Musl
 
 /// A buffered writer to a file descriptor (standard output by default): one `write(2)` per
 /// 64 KiB, so a million-record dump is not a million system calls.
-public struct BufferedOutput {
+public struct BufferedOutput: Sendable {
     public let fileDescriptor: Int32
     private var buffer: [UInt8] = []
     private let capacity: Int

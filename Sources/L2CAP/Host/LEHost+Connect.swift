@@ -156,7 +156,11 @@ extension LEHost {
             _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
         } catch {
             if let reason = connection.disconnectionReason { return reason }
-            throw .hci(error)
+            // A disconnect already under way (the ATT channel's close asks for one too): the
+            // controller refuses this one; its Disconnection Complete is still awaited below.
+            guard case .commandFailed(_, let status) = error,
+                status == .commandDisallowed || status == .unknownConnectionIdentifier
+            else { throw .hci(error) }
         }
         switch await wait(for: .disconnection(handle), timeout: configuration.disconnectTimeout, cancellable: false) {
         case .disconnected(let complete):

@@ -66,6 +66,10 @@ public actor LEHost {
         public var failedCommands = 0
         /// Scan events dropped because the consumer was too slow.
         public var droppedScanEvents = 0
+        /// Data Buffer Overflow events: the controller dropped data (a flow control fault).
+        public var dataBufferOverflows = 0
+        /// Hardware Error events.
+        public var hardwareErrors = 0
         /// Peer connection parameter requests accepted and refused.
         public var acceptedParameterRequests = 0
         public var refusedParameterRequests = 0
@@ -218,8 +222,12 @@ public actor LEHost {
                         switch event {
                         case .leMeta, .disconnectionComplete:
                             await self?.handle(event)
-                        case .dataBufferOverflow, .hardwareError:
-                            logger.warning("controller: \(event)")
+                        case .dataBufferOverflow:
+                            logger.error("controller: \(event)")
+                            self?.counters.withLock { $0.dataBufferOverflows += 1 }
+                        case .hardwareError:
+                            logger.error("controller: \(event)")
+                            self?.counters.withLock { $0.hardwareErrors += 1 }
                         default:
                             break
                         }
@@ -245,9 +253,15 @@ public actor LEHost {
                             _ = try await driver.sendAccepted(
                                 LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters))
                         case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
+                            _ = try await driver.sendAccepted(
+                                DisconnectCommand(connectionHandle: handle, reason: reason))
                         }
                     } catch {
+                        if case .transportClosed = error {
+                            // The host is closing: the link ends with the transport.
+                            logger.debug("L2CAP's \(output) not sent: \(error)")
+                            continue
+                        }
                         logger.warning("could not perform L2CAP's \(output): \(error)")
                         self?.counters.withLock { $0.failedCommands += 1 }
                     }
@@ -268,9 +282,14 @@ public actor LEHost {
                                 LERemoteConnectionParameterRequestNegativeReplyCommand(
                                     connectionHandle: handle, reason: reason))
                         case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(DisconnectCommand(connectionHandle: handle, reason: reason))
+                            _ = try await driver.sendAccepted(
+                                DisconnectCommand(connectionHandle: handle, reason: reason))
                         }
                     } catch {
+                        if case .transportClosed = error {
+                            logger.debug("\(command) not sent: \(error)")
+                            continue
+                        }
                         logger.warning("could not perform \(command): \(error)")
                         self?.counters.withLock { $0.failedCommands += 1 }
                     }

@@ -64,7 +64,8 @@ public struct ScanReport: Hashable, Sendable, CustomStringConvertible {
         self.init(
             kind: kind, addressType: report.addressType, address: report.address,
             rssi: report.rssi == LEAdvertisingReport.rssiNotAvailable ? nil : report.rssi,
-            isConnectable: kind == .advInd || kind == .advDirectInd, isScanResponse: kind == .scanRsp, data: report.data)
+            isConnectable: kind == .advInd || kind == .advDirectInd, isScanResponse: kind == .scanRsp, data: report.data
+        )
     }
 
     /// A whole (reassembled) LE Extended Advertising Report.

@@ -1,0 +1,172 @@
+import ATT
+import Bluetooth
+import Foundation
+import GATT
+
+/// `sensortag ADDR [--sensors LIST] [--period MS] [--count N] [--csv FILE]`: switches the chosen
+/// sensors on at the period, subscribes, prints one decoded reading per line (or JSON Lines), and
+/// switches them off again on the way out (count, duration, Ctrl-C or disconnect).
+struct SensorTagCommand {
+    var peer: PeerAddress
+    /// The transport to use instead of `--transport` (tests).
+    var central: (any Central)? = nil
+    var sensors: [SensorTag.Sensor] = [.ir, .humidity, .barometer, .optical, .movement, .keys, .battery]
+    /// Period in milliseconds (10 ms units on the wire), for the sensors that have one.
+    var periodMilliseconds: Int?
+    var count: Int?
+    var duration: Double?
+    var csvPath: String?
+    var accelerometerRange: SensorTag.AccelerometerRange = .g8
+
+    struct Reading: Sendable {
+        var sensor: SensorTag.Sensor
+        var notification: GATTNotification
+    }
+
+    func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
+        if let periodMilliseconds {
+            for sensor in sensors where sensor.period != nil {
+                let minimum = Int(sensor.minimumPeriod) * 10
+                guard periodMilliseconds >= minimum, periodMilliseconds <= 2550 else {
+                    throw CommandFailure(
+                        "--period \(periodMilliseconds) ms: the \(sensor.rawValue) sensor takes \(minimum)–2550 ms", kind: "usage",
+                        exitCode: .usage)
+                }
+            }
+        }
+        var csv: FileHandle?
+        if let csvPath {
+            guard FileManager.default.createFile(atPath: csvPath, contents: Data("time,sensor,field,value\n".utf8)),
+                  let handle = FileHandle(forWritingAtPath: csvPath) else {
+                throw CommandFailure("--csv \(csvPath): cannot create the file", kind: "csv")
+            }
+            handle.seekToEndOfFile()
+            csv = handle
+        }
+        defer { try? csv?.close() }
+
+        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let client = session.client
+        var enabled: [(SensorTag.Sensor, Characteristic)] = []
+        var subscriptions: [GATTSubscription] = []
+        let events = CommandEvents<Reading>(duration: duration)
+        var failure: (any Error)?
+        do {
+            let database = try await client.loadDatabase(findIncludes: false)
+            for sensor in sensors {
+                guard let data = database.characteristics(uuid: sensor.data).first else {
+                    throw CommandFailure("\(peer) has no \(sensor.rawValue) data characteristic (\(sensor.data)): not a CC2650 SensorTag?", kind: "notFound")
+                }
+                if let periodMilliseconds, let uuid = sensor.period, let period = database.characteristics(uuid: uuid).first {
+                    try await client.write(handle: period.valueHandle, value: [UInt8(periodMilliseconds / 10)])
+                }
+                if let uuid = sensor.configuration, let configuration = database.characteristics(uuid: uuid).first {
+                    try await client.write(handle: configuration.valueHandle, value: sensor.enableValue(accelerometerRange: accelerometerRange))
+                    enabled.append((sensor, configuration))
+                }
+                let subscription = try await client.subscribe(characteristic: data)
+                subscriptions.append(subscription)
+                events.forward(subscription.map { Reading(sensor: sensor, notification: $0) })
+            }
+        } catch {
+            failure = error
+        }
+
+        let clock = ContinuousClock()
+        let start = clock.now
+        var received = 0
+        if failure == nil {
+            loop: for await event in events.stream {
+                switch event {
+                case .value(let reading):
+                    guard let decoded = SensorTag.decode(reading.sensor, reading.notification.value, accelerometerRange: accelerometerRange) else {
+                        continue
+                    }
+                    received += 1
+                    let elapsed = clock.now - start
+                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    let fields = Self.fields(decoded)
+                    if options.json {
+                        var json = JSONWriter()
+                        json.beginObject()
+                        json.field("sensor", reading.sensor.rawValue)
+                        json.field("time", (seconds * 1_000_000).rounded() / 1_000_000)
+                        Self.write(decoded, into: &json)
+                        json.endObject()
+                        output.writeLine(bytes: json.bytes)
+                    } else {
+                        output.writeLine(format6(seconds) + "  " + reading.sensor.rawValue.padding(toLength: 10) + decoded.description)
+                    }
+                    output.flush()
+                    if let csv {
+                        let rows = fields.map { "\(format6(seconds)),\(reading.sensor.rawValue),\($0.0),\($0.1)\n" }.joined()
+                        csv.write(Data(rows.utf8))
+                    }
+                    if let count, received >= count { break loop }
+                case .ended(let error):
+                    failure = error
+                    break loop
+                case .durationElapsed, .interrupted:
+                    break loop
+                }
+            }
+        }
+        events.finish()
+        // Switch the sensors off again (the firmware would only on disconnect).
+        for (sensor, configuration) in enabled {
+            _ = try? await client.write(handle: configuration.valueHandle, value: sensor.disableValue)
+        }
+        for subscription in subscriptions { try? await client.unsubscribe(subscription) }
+        await session.close()
+        if let failure { throw CommandFailure.from(failure, doing: "sensortag \(peer)") }
+    }
+
+    /// DESIGN.md's JSON fields of a reading.
+    static func write(_ reading: SensorTag.Reading, into json: inout JSONWriter) {
+        func vector(_ key: String, _ v: SensorTag.Reading.Vector) {
+            json.beginObject(key)
+            json.field("x", v.x)
+            json.field("y", v.y)
+            json.field("z", v.z)
+            json.endObject()
+        }
+        switch reading {
+        case .ir(let object, let ambient):
+            json.field("objectC", object)
+            json.field("ambientC", ambient)
+        case .humidity(let temperature, let humidity):
+            json.field("temperatureC", temperature)
+            json.field("humidityPercent", humidity)
+        case .barometer(let temperature, let pressure):
+            json.field("temperatureC", temperature)
+            json.field("pressureHPa", pressure)
+        case .optical(let lux):
+            json.field("lux", lux)
+        case .movement(let gyro, let accel, let mag):
+            vector("gyroDps", gyro)
+            vector("accelG", accel)
+            vector("magMicroT", mag)
+        case .keys(let user, let power, let reed):
+            json.field("user", user)
+            json.field("power", power)
+            json.field("reed", reed)
+        case .battery(let percent):
+            json.field("percent", percent)
+        }
+    }
+
+    /// Flat (field, value) pairs for the CSV file.
+    static func fields(_ reading: SensorTag.Reading) -> [(String, String)] {
+        switch reading {
+        case .ir(let object, let ambient): return [("objectC", "\(object)"), ("ambientC", "\(ambient)")]
+        case .humidity(let t, let h): return [("temperatureC", "\(t)"), ("humidityPercent", "\(h)")]
+        case .barometer(let t, let p): return [("temperatureC", "\(t)"), ("pressureHPa", "\(p)")]
+        case .optical(let lux): return [("lux", "\(lux)")]
+        case .movement(let g, let a, let m):
+            return [("gyroX", "\(g.x)"), ("gyroY", "\(g.y)"), ("gyroZ", "\(g.z)"), ("accelX", "\(a.x)"), ("accelY", "\(a.y)"),
+                    ("accelZ", "\(a.z)"), ("magX", "\(m.x)"), ("magY", "\(m.y)"), ("magZ", "\(m.z)")]
+        case .keys(let user, let power, let reed): return [("user", "\(user)"), ("power", "\(power)"), ("reed", "\(reed)")]
+        case .battery(let percent): return [("percent", "\(percent)")]
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import ATT
+import Bluetooth
+import HCI
+import L2CAP
+
+/// A peer to connect to: `AA:BB:CC:DD:EE:FF`, with `--random` or `ADDR/random` for a random
+/// address.
+public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
+    public var address: BluetoothAddress
+    public var type: AddressType
+
+    public init(address: BluetoothAddress, type: AddressType) {
+        self.address = address
+        self.type = type
+    }
+
+    /// Parses `AA:BB:CC:DD:EE:FF`, `AA:BB:CC:DD:EE:FF/random` or `/public`.
+    public init?(_ text: String, random: Bool = false) {
+        var body = Substring(text)
+        var type: AddressType = random ? .random : .public
+        if let slash = body.firstIndex(of: "/") {
+            switch body[body.index(after: slash)...].lowercased() {
+            case "random": type = .random
+            case "public": type = .public
+            default: return nil
+            }
+            body = body[..<slash]
+        }
+        guard let address = BluetoothAddress(String(body)) else { return nil }
+        self.init(address: address, type: type)
+    }
+
+    public var description: String { "\(address)" + (type == .random ? " (random)" : "") }
+}
+
+/// What the GATT commands need from a transport: an ATT channel to a peripheral.
+protocol Central: Sendable {
+    /// Connects to `peer` and opens its ATT channel, within `timeout`.
+    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel
+    /// Releases the transport.
+    func close() async
+}
+
+/// A failure with the exit code and JSON `kind` it maps to.
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var kind: String
+    var exitCode: ExitCode
+    var handle: UInt16?
+    var attError: UInt8?
+    var hciStatus: UInt8?
+
+    init(_ message: String, kind: String, exitCode: ExitCode = .failure, handle: UInt16? = nil, attError: UInt8? = nil, hciStatus: UInt8? = nil) {
+        self.message = message
+        self.kind = kind
+        self.exitCode = exitCode
+        self.handle = handle
+        self.attError = attError
+        self.hciStatus = hciStatus
+    }
+
+    var description: String { message }
+}
+
+/// Opens the transport `--transport` names (default: the first kernel adapter).
+func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) async throws -> any Central {
+    let parsed: TransportURI
+    do {
+        parsed = try TransportURI(parsing: uri ?? "hci0")
+    } catch {
+        throw CommandFailure("\(error)", kind: "usage", exitCode: .usage)
+    }
+    switch parsed {
+    case .kernel(let index):
+        return try KernelCentral(index: index)
+    case .replay(let path):
+        return ReplayCentral(path: path, matchAny: replayMatchAny)
+    case .userChannel, .tcp, .unix, .serial, .simulator:
+        throw CommandFailure(
+            "the transport \(parsed) is not wired to the GATT commands in this build yet (the user-space host and the "
+                + "simulator are being integrated); use the kernel adapter (hci0) or replay:FILE",
+            kind: "transport", exitCode: .unavailable)
+    }
+}
+
+/// The kernel path: the kernel owns HCI and L2CAP; ATT goes over an L2CAP LE socket on CID 4.
+struct KernelCentral: Central {
+    let index: UInt16
+    let adapter: KernelAdapter
+
+    init(index: UInt16) throws {
+        do {
+            adapter = try KernelHCI.adapter(index: index)
+        } catch {
+            throw CommandFailure.kernel(error, doing: "hci\(index)")
+        }
+        self.index = index
+        if !adapter.isUp {
+            // Without bluetoothd nobody powers the adapter and switches LE on: do it.
+            do {
+                let management = try ManagementSocket.open()
+                defer { management.close() }
+                _ = try management.prepareForLowEnergy(index: index)
+            } catch {
+                throw CommandFailure.kernel(error, doing: "preparing hci\(index) for LE")
+            }
+        }
+    }
+
+    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+        do {
+            return try await KernelATTChannel.connect(to: peer.address, type: peer.type, adapter: adapter.address, timeout: timeout)
+        } catch {
+            throw CommandFailure.kernel(error, doing: "connecting to \(peer)")
+        }
+    }
+
+    func close() async {}
+}
+
+/// `replay:FILE`: the recorded peer side of one ATT bearer answers our requests.
+struct ReplayCentral: Central {
+    let path: String
+    let matchAny: Bool
+
+    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+        do {
+            // The recorded bearer to that peer when the capture names peers; else its first bearer.
+            let capture = try ReplayCapture(path: path)
+            let named = capture.bearers.contains { $0.peerAddress == peer.address }
+            return try ReplayATTChannel(
+                capture: capture, peerAddress: named ? peer.address : nil, matching: matchAny ? .anyOrder : .strict)
+        } catch {
+            throw CommandFailure("replay: \(error)", kind: "replay")
+        }
+    }
+
+    func close() async {}
+}
+
+extension CommandFailure {
+    static func kernel(_ error: KernelBluetoothError, doing what: String) -> CommandFailure {
+        let code: ExitCode
+        switch error.kind {
+        case .unavailable: code = .unavailable
+        case .permissionDenied: code = .permission
+        case .failure: code = .failure
+        }
+        return CommandFailure("\(what): \(error)", kind: "adapter", exitCode: code)
+    }
+}

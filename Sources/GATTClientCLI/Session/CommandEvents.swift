@@ -1,0 +1,72 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a long-running command (`subscribe`, `sensortag`, `uart`, `scan`) waits for, merged into
+/// one stream so the command has a single loop and never polls: its data, the end of its
+/// `--duration`, Ctrl-C/SIGTERM.
+enum CommandEvent<Value: Sendable>: Sendable {
+    case value(Value)
+    /// The data source ended (nil) or failed.
+    case ended((any Error)?)
+    case durationElapsed
+    case interrupted
+}
+
+final class CommandEvents<Value: Sendable>: Sendable {
+    let stream: AsyncStream<CommandEvent<Value>>
+    private let continuation: AsyncStream<CommandEvent<Value>>.Continuation
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// Dispatch sources are thread-safe; the array is written once, in `init`.
+    private nonisolated(unsafe) let signalSources: [any DispatchSourceSignal]
+
+    init(duration: Double?) {
+        (stream, continuation) = AsyncStream.makeStream(of: CommandEvent<Value>.self, bufferingPolicy: .unbounded)
+        if let duration {
+            let continuation = continuation
+            let timer = Task {
+                try? await Task.sleep(for: .milliseconds(Int64(duration * 1000)))
+                if !Task.isCancelled { continuation.yield(.durationElapsed) }
+            }
+            tasks.withLock { $0.append(timer) }
+        }
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            let continuation = continuation
+            source.setEventHandler { continuation.yield(.interrupted) }
+            source.resume()
+            sources.append(source)
+        }
+        signalSources = sources
+    }
+
+    /// Feeds every element of `sequence` as `.value`, then `.ended`.
+    func forward<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Value {
+        let continuation = continuation
+        let task = Task {
+            do {
+                for try await element in sequence { continuation.yield(.value(element)) }
+                continuation.yield(.ended(nil))
+            } catch {
+                continuation.yield(.ended(error))
+            }
+        }
+        tasks.withLock { $0.append(task) }
+    }
+
+    func yield(_ value: Value) { continuation.yield(.value(value)) }
+
+    /// Stops the timer and the forwarders, restores the default signal handling.
+    func finish() {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        for source in signalSources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+        continuation.finish()
+    }
+}
