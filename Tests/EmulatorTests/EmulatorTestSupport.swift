@@ -11,8 +11,9 @@ struct EmulatorTimeout: Error, CustomStringConvertible {
     var description: String { "no result within \(seconds) s" }
 }
 
-/// Runs `body`, failing after `seconds` (every wait in these tests is bounded).
-func withEmulatorTimeout<T: Sendable>(_ seconds: Double = 5, _ body: @escaping @Sendable () async throws -> T)
+/// Runs `body`, failing after `seconds` (every wait in these tests is bounded; generous, as the
+/// whole suite runs in parallel on two cores).
+func withEmulatorTimeout<T: Sendable>(_ seconds: Double = 30, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T
 {
     try await withThrowingTaskGroup(of: T.self) { group in
@@ -59,7 +60,7 @@ actor HCIProbe {
     }
 
     /// The next packet (bounded wait).
-    func next(timeout: Duration = .seconds(2)) async throws -> HCITransportPacket {
+    func next(timeout: Duration = .seconds(20)) async throws -> HCITransportPacket {
         if buffer.isEmpty {
             let timer = Task { [weak self] in
                 // A cancelled timer must not wake a later waiter.
@@ -158,7 +159,8 @@ actor SimulatedHost {
     }
 
     static func start(_ transport: any HCITransport) async throws -> SimulatedHost {
-        let driver = HCIControllerDriver(transport: transport)
+        // Command timeouts are not under test here: generous, for a loaded machine.
+        let driver = HCIControllerDriver(transport: transport, commandTimeout: .seconds(30))
         let info = try await driver.initialize()
         let buffers = try ACLBufferSize(
             packetLength: Int(info.aclBuffers.packetLength), packetCount: Int(info.aclBuffers.packetCount),
@@ -246,7 +248,7 @@ actor SimulatedHost {
                 connectionParameters: LEConnectionParameters(
                     connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)))
         if let advance { await advance() }
-        let complete = try await withEmulatorTimeout(5) { await self.waitForConnection(address) }
+        let complete = try await withEmulatorTimeout { await self.waitForConnection(address) }
         guard complete.status == .success else {
             throw HCIError.commandFailed(opcode: LECreateConnectionCommand.opcode, status: complete.status)
         }
@@ -257,7 +259,7 @@ actor SimulatedHost {
     /// Waits for a central at `address` to connect to our advertising and opens the ATT
     /// channel in the peripheral role.
     func accept(from address: BluetoothAddress) async throws -> (handle: UInt16, channel: UserSpaceATTChannel) {
-        let complete = try await withEmulatorTimeout(5) { await self.waitForConnection(address) }
+        let complete = try await withEmulatorTimeout { await self.waitForConnection(address) }
         #expect(complete.role == .peripheral)
         let channel = try l2cap.connectionOpened(handle: complete.connectionHandle, role: .peripheral)
         return (complete.connectionHandle, channel)
@@ -275,7 +277,7 @@ actor SimulatedHost {
 }
 
 /// Waits for the next notification of `handle` on `connection` (bounded).
-func nextNotification(_ connection: ATTConnection, handle: UInt16, timeout: Double = 5) async throws -> [UInt8] {
+func nextNotification(_ connection: ATTConnection, handle: UInt16, timeout: Double = 30) async throws -> [UInt8] {
     let inbound = connection.inbound
     return try await withEmulatorTimeout(timeout) { () -> [UInt8] in
         for await pdu in inbound {

@@ -15,7 +15,9 @@ struct EmulatorLEHostSimulationTests {
     func scansConnectsDiscoversAndEchoes(extended: Bool) async throws {
         let simulation = try await Simulation.start(
             configuration: .init(advertisingInterval: .milliseconds(10), extendedAdvertising: extended))
-        let host = try await LEHost.start(transport: simulation.hostTransport)
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = .seconds(30)  // not under test; the suite runs on two loaded cores
+        let host = try await LEHost.start(transport: simulation.hostTransport, configuration: configuration)
         #expect(host.usesExtendedCommands == extended)
 
         // Scan until both devices are seen with their names (from the scan responses).
@@ -35,7 +37,7 @@ struct EmulatorLEHostSimulationTests {
         #expect(names[EmulatedBluefruit.defaultAddress] == "Adafruit Bluefruit LE")
 
         // The SensorTag: discovery and a decoded reading.
-        let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public, timeout: .seconds(5))
+        let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public, timeout: .seconds(30))
         let tagConnection = ATTConnection(channel: tag.channel)
         let tagClient = GATTClient(connection: tagConnection)
         let database = try await withEmulatorTimeout { try await tagClient.discoverDatabase() }
@@ -55,7 +57,7 @@ struct EmulatorLEHostSimulationTests {
         #expect((15...30).contains(temperature) && (30...60).contains(relative))
 
         // The Bluefruit: UART round trip.
-        let board = try await host.connect(to: EmulatedBluefruit.defaultAddress, type: .random, timeout: .seconds(5))
+        let board = try await host.connect(to: EmulatedBluefruit.defaultAddress, type: .random, timeout: .seconds(30))
         let boardConnection = ATTConnection(channel: board.channel)
         let boardClient = GATTClient(connection: boardConnection)
         let uart = try await withEmulatorTimeout { try await boardClient.discoverDatabase() }
