@@ -75,6 +75,14 @@ struct EmulatorDeviceBehaviourTests {
             #expect(error == .peerError(request: .writeRequest, handle: period, code: ATTErrorCode(rawValue: 0x80)))
         }
         #expect(try await tag.client.read(handle: period) == [sensor == .optical ? 80 : 100])
+        // As a queued write too.
+        let prepare = ATTPDU.prepareWriteRequest(PrepareWriteRequest(handle: period, offset: 0, value: [minimum - 1]))
+        await #expect(
+            throws: ATTError.peerError(
+                request: .prepareWriteRequest, handle: period, code: ATTErrorCode(rawValue: 0x80))
+        ) {
+            _ = try await tag.connection.request(prepare)
+        }
         _ = try await tag.client.write(handle: period, value: [minimum])
         #expect(try await tag.client.read(handle: period) == [minimum])
         await tag.close()

@@ -213,6 +213,12 @@ public actor GATTPeripheral {
             }
         case .writeCommand(let command):
             if firmware.checkWrite(handle: command.handle, value: command.value) != nil { return nil }
+        case .prepareWriteRequest(let request) where request.offset == 0:
+            // A queued write whose first part the firmware refuses is refused at once.
+            if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
+                return .errorResponse(
+                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+            }
         default:
             break
         }
