@@ -6,6 +6,18 @@ import HCI
 /// The built-in simulated world behind `--transport sim[:sensortag,bluefruit]`: a virtual
 /// link with the requested emulated devices and a virtual controller for our host, reached
 /// through an in-memory HCI transport.
+///
+/// ```swift
+/// let simulation = try await Simulation.start(try TransportURI(parsing: "sim:sensortag"))!
+/// let host = try await LEHost.start(transport: simulation.hostTransport)
+/// let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public)
+/// // ... ATTConnection(channel: tag.channel), GATTClient, ...
+/// await host.close()      // closes the transport: the controller stops, devices disconnect
+/// ```
+///
+/// Time runs on the injected clock (the system clock by default; tests pass an
+/// ``ATTManualClock``): advertising events every `configuration.advertisingInterval`, sensor
+/// periods, the SensorTag's parameter request.
 public struct Simulation: Sendable {
     /// The devices `sim:` may name.
     public enum Device: String, CaseIterable, Hashable, Sendable {
