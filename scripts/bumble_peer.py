@@ -55,7 +55,7 @@ import os
 import struct
 import sys
 
-from bumble import core, hci, ll
+from bumble import att, core, hci, ll
 from bumble.controller import Controller
 from bumble.core import UUID, AdvertisingData
 from bumble.device import Device, DeviceConfiguration
@@ -628,8 +628,13 @@ def add_bluefruit(device: Device) -> None:
 
         asyncio.get_running_loop().create_task(echo())
 
+    def on_rx_read(connection):
+        # RX is write-only: answer a read (Read By Type included) with Read Not Permitted, as
+        # the nRF51 does, instead of Bumble's internal error (which leaves the request unanswered).
+        raise att.ATT_Error(att.ErrorCode.READ_NOT_PERMITTED)
+
     rx = Characteristic(UUID(NUS_RX), WRITE | WRITE_NO_RESPONSE, Characteristic.WRITEABLE,
-                        CharacteristicValue(write=on_rx_write))
+                        CharacteristicValue(read=on_rx_read, write=on_rx_write))
     device.add_services([
         gap_service('Adafruit Bluefruit LE', 0x0000, struct.pack('<HHHH', 16, 60, 0, 400)),
         gatt_service(device),

@@ -1,4 +1,5 @@
 import Bluetooth
+import GATT
 
 /// A command line that cannot be understood; `gattclient` prints it with a hint and exits 64.
 public struct UsageError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -75,6 +76,20 @@ public enum Command: Equatable, Sendable {
     case read(PeerAddress, Target?, long: Bool, multiple: [UInt16])
     case write(PeerAddress, Target, value: [UInt8], mode: WriteMode)
     case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?)
+    case scan(ScanCommandOptions)
+    case sensortag(PeerAddress, SensorTagOptions)
+    case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
+}
+
+/// `sensortag ADDR` options.
+public struct SensorTagOptions: Equatable, Sendable {
+    public var sensors: [String] = ["ir", "humidity", "barometer", "optical", "movement", "keys", "battery"]
+    public var periodMilliseconds: Int?
+    public var count: Int?
+    public var duration: Double?
+    public var csv: String?
+
+    public init() {}
 }
 
 public struct Invocation: Equatable, Sendable {
@@ -88,10 +103,16 @@ public let commandSummaries: [(String, String)] = [
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
+    ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]",
+     "advertisers, ADV and SCAN_RSP merged per device (live list on a terminal)"),
     ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
     ("read ADDR HANDLE|UUID [--long] [--multiple H,H,...]", "read a value (by UUID: Read Using Characteristic UUID)"),
     ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
     ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S]", "print notifications or indications"),
+    ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S]",
+     "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
+    ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
+     "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
 ]
 
 public let usageText: String = {
@@ -126,7 +147,10 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
 
     /// Options that take a value, per command.
-    let valued: Set<String> = ["--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count"]
+    let valued: Set<String> = [
+        "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
+        "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller",
+    ]
 
     while index < arguments.count {
         var argument = arguments[index]
@@ -228,6 +252,77 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         }
         if monitor.attOnly && monitor.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
         return Invocation(options: options, command: .monitor(monitor))
+    case "scan":
+        guard rest.isEmpty else { throw UsageError("scan takes no arguments, only options") }
+        var scan = ScanCommandOptions()
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--duration": scan.duration = try positiveSeconds(value, flag)
+            case "--name": scan.name = value
+            case "--service":
+                guard let uuid = BluetoothUUID(value ?? "") else { throw UsageError("--service needs a UUID (180F or 128-bit), not '\(value ?? "")'") }
+                scan.service = uuid
+            case "--min-rssi":
+                guard let dbm = Int(value ?? ""), (-127...20).contains(dbm) else { throw UsageError("--min-rssi needs dBm like -70, not '\(value ?? "")'") }
+                scan.minimumRSSI = dbm
+            case "--passive": scan.passive = true
+            case "--all-reports": scan.allReports = true
+            default: throw UsageError("scan does not know \(flag)")
+            }
+        }
+        return Invocation(options: options, command: .scan(scan))
+    case "sensortag":
+        guard rest.count == 1 else { throw UsageError("sensortag needs the SensorTag's address and nothing else") }
+        var random = false
+        var tag = SensorTagOptions()
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--random": random = true
+            case "--sensors":
+                let names = (value ?? "").split(separator: ",").map(String.init)
+                let known = ["ir", "humidity", "barometer", "optical", "movement", "keys", "battery"]
+                guard !names.isEmpty, names.allSatisfy(known.contains) else {
+                    throw UsageError("--sensors takes a list of \(known.joined(separator: ",")), not '\(value ?? "")'")
+                }
+                tag.sensors = names
+            case "--period":
+                guard let ms = Int(value ?? ""), ms > 0 else { throw UsageError("--period needs milliseconds like 500, not '\(value ?? "")'") }
+                tag.periodMilliseconds = ms
+            case "--count":
+                guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
+                tag.count = n
+            case "--duration": tag.duration = try positiveSeconds(value, flag)
+            case "--csv": tag.csv = value
+            default: throw UsageError("sensortag does not know \(flag)")
+            }
+        }
+        guard let peer = PeerAddress(rest[0], random: random) else {
+            throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+        }
+        return Invocation(options: options, command: .sensortag(peer, tag))
+    case "uart":
+        guard rest.count == 1 else { throw UsageError("uart needs the board's address and nothing else") }
+        var random = false, withResponse = false
+        var send: [UInt8]?
+        var duration: Double?
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--random": random = true
+            case "--with-response": withResponse = true
+            case "--duration": duration = try positiveSeconds(value, flag)
+            case "--send":
+                guard send == nil else { throw UsageError("--send and --controller exclude each other") }
+                send = Array((value ?? "").utf8)
+            case "--controller":
+                guard send == nil else { throw UsageError("--send and --controller exclude each other") }
+                send = try controllerPacket(value ?? "")
+            default: throw UsageError("uart does not know \(flag)")
+            }
+        }
+        guard let peer = PeerAddress(rest[0], random: random) else {
+            throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+        }
+        return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration))
     case "services", "read", "write", "subscribe":
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     default:
@@ -323,4 +418,24 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         guard arguments.count == 1 else { throw UsageError("subscribe needs one HANDLE or UUID after the address") }
         return .subscribe(peer, try target(arguments[0]), indicate: indicate, count: count, duration: duration)
     }
+}
+
+func positiveSeconds(_ value: String?, _ flag: String) throws(UsageError) -> Double {
+    guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
+        throw UsageError("\(flag) needs a positive number of seconds, not '\(value ?? "")'")
+    }
+    return seconds
+}
+
+/// `button:N` (pressed) or `color:R,G,B`: a Bluefruit LE Connect controller packet.
+func controllerPacket(_ text: String) throws(UsageError) -> [UInt8] {
+    let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+    if parts.count == 2, parts[0] == "button", let number = Int(parts[1]), let packet = NordicUART.button(number, pressed: true) {
+        return packet
+    }
+    if parts.count == 2, parts[0] == "color" {
+        let values = parts[1].split(separator: ",").compactMap { UInt8($0) }
+        if values.count == 3 { return NordicUART.color(red: values[0], green: values[1], blue: values[2]) }
+    }
+    throw UsageError("--controller takes button:N (1–8) or color:R,G,B (0–255 each), not '\(text)'")
 }

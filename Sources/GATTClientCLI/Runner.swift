@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Bluetooth
 import Dispatch
+import GATT
 import HCI
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
@@ -29,7 +30,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .read, .write, .subscribe:
+    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart:
         return runGATT(invocation, output: &output, errors: errors)
     case .monitor(let options):
         return runMonitor(options, invocation: invocation, output: &output, errors: errors)
@@ -127,6 +128,19 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
             case .subscribe(let peer, let target, let indicate, let count, let duration):
                 try await SubscribeCommand(peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration)
                     .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .uart(let peer, let send, let withResponse, let duration):
+                try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
+                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .scan(let scan):
+                try await ScanCommand(options: scan).run(global: options, output: &out)
+            case .sensortag(let peer, let tag):
+                var command = SensorTagCommand(peer: peer)
+                command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))
+                command.periodMilliseconds = tag.periodMilliseconds
+                command.count = tag.count
+                command.duration = tag.duration
+                command.csvPath = tag.csv
+                try await command.run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
             default:
                 break
             }

@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import HCI
 import L2CAP
+import Synchronization
 
 /// A peer to connect to: `AA:BB:CC:DD:EE:FF`, with `--random` or `ADDR/random` for a random
 /// address.
@@ -75,10 +76,11 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
         return try KernelCentral(index: index)
     case .replay(let path):
         return ReplayCentral(path: path, matchAny: replayMatchAny)
-    case .userChannel, .tcp, .unix, .serial, .simulator:
+    case .userChannel, .tcp, .unix, .serial:
+        return try await UserSpaceCentral.open(parsed, timeout: .milliseconds(Int64(options.timeout * 1000)))
+    case .simulator:
         throw CommandFailure(
-            "the transport \(parsed) is not wired to the GATT commands in this build yet (the user-space host and the "
-                + "simulator are being integrated); use the kernel adapter (hci0) or replay:FILE",
+            "the simulator transport is not wired to the commands in this build yet; use tcp:HOST:PORT, hci0 or replay:FILE",
             kind: "transport", exitCode: .unavailable)
     }
 }

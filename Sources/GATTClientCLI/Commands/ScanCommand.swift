@@ -1,0 +1,211 @@
+import Bluetooth
+import GATT
+import HCI
+import L2CAP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]`:
+/// a live list of advertisers (ADV and SCAN_RSP merged per device), or JSON Lines.
+struct ScanCommand {
+    var options: ScanCommandOptions
+    /// The transport to use instead of `--transport` (tests).
+    var central: (any Central)? = nil
+
+    func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
+        let central: any Central
+        if let given = self.central { central = given } else {
+            central = try await openCentral(global.transport, options: global, replayMatchAny: global.replayMatchAny)
+        }
+        guard let scanner = central as? any Scanner else {
+            await central.close()
+            throw CommandFailure("this transport cannot scan", kind: "transport", exitCode: .unavailable)
+        }
+        let scanOptions = ScanOptions(
+            active: !options.passive, filterDuplicates: false,
+            reportMode: options.allReports ? .allReports : .merged)
+        let stream: AsyncThrowingStream<ScanEvent, any Error>
+        do {
+            stream = try await scanner.scan(scanOptions)
+        } catch {
+            await central.close()
+            throw error
+        }
+        let events = CommandEvents<ScanEvent>(duration: options.duration)
+        events.forward(stream)
+        let live = !global.json && isatty(output.fileDescriptor) == 1
+        var table = LiveTable(enabled: live)
+        var failure: (any Error)?
+        let clock = ContinuousClock()
+        let started = clock.now
+        loop: for await event in events.stream {
+            switch event {
+            case .value(.report(let report)):
+                guard options.allReports, passes(report) else { continue }
+                if global.json {
+                    output.writeLine(bytes: Self.json(report))
+                } else {
+                    output.writeLine(Self.line(report))
+                }
+            case .value(.discovered(let device)), .value(.updated(let device)):
+                guard !options.allReports, passes(device) else { continue }
+                if global.json {
+                    output.writeLine(bytes: Self.json(device))
+                } else if live {
+                    let left = options.duration.map { max(0, $0 - seconds(clock.now - started)) }
+                    table.update(device, line: Self.line(device), status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
+                } else {
+                    output.writeLine(Self.line(device))
+                }
+            case .ended(let error):
+                failure = error
+                break loop
+            case .durationElapsed, .interrupted:
+                break loop
+            }
+            output.flush()
+        }
+        events.finish()
+        if live { table.finish(output: &output) }
+        await central.close()
+        if let failure { throw CommandFailure.from(failure, doing: "scanning") }
+    }
+
+    private func passes(_ device: DiscoveredDevice) -> Bool {
+        if let name = options.name, !(device.name?.localizedStandardContains(name) ?? false) { return false }
+        if let service = options.service, !device.serviceUUIDs.contains(service), !device.serviceData.contains(where: { $0.uuid == service }) {
+            return false
+        }
+        if let minimum = options.minimumRSSI, let rssi = device.rssi, Int(rssi) < minimum { return false }
+        return true
+    }
+
+    private func passes(_ report: ScanReport) -> Bool {
+        let summary = AdvertisingData(report.data).summary
+        if let name = options.name, !(summary.name?.localizedStandardContains(name) ?? false) { return false }
+        if let service = options.service, !summary.serviceUUIDs.contains(service), !summary.serviceData.contains(where: { $0.uuid == service }) {
+            return false
+        }
+        if let minimum = options.minimumRSSI, let rssi = report.rssi, Int(rssi) < minimum { return false }
+        return true
+    }
+
+    // MARK: output
+
+    static func json(_ device: DiscoveredDevice) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("address", device.address.description)
+        json.field("addressType", device.addressType.description)
+        if let kind = device.reports.last?.kind { json.field("eventType", kind.rawValue) }
+        if let rssi = device.rssi { json.field("rssi", Int(rssi)) }
+        if let tx = device.txPower { json.field("txPower", Int(tx)) }
+        summaryFields(device.summary, into: &json)
+        json.field("data", hex: device.mergedData)
+        json.endObject()
+        return json.bytes
+    }
+
+    static func json(_ report: ScanReport) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("address", report.address.description)
+        json.field("addressType", report.addressType.addressType?.description ?? "\(report.addressType)")
+        json.field("eventType", report.kind.rawValue)
+        if let rssi = report.rssi { json.field("rssi", Int(rssi)) }
+        if let tx = report.txPower { json.field("txPower", Int(tx)) }
+        summaryFields(AdvertisingData(report.data).summary, into: &json)
+        json.field("data", hex: report.data)
+        json.endObject()
+        return json.bytes
+    }
+
+    private static func summaryFields(_ summary: AdvertisingDataSummary, into json: inout JSONWriter) {
+        if let name = summary.name { json.field("name", name) }
+        if !summary.serviceUUIDs.isEmpty {
+            json.beginArray("serviceUUIDs")
+            for uuid in summary.serviceUUIDs { json.element(jsonUUID(uuid)) }
+            json.endArray()
+        }
+        if !summary.serviceData.isEmpty {
+            json.beginArray("serviceData")
+            for item in summary.serviceData {
+                json.beginObject()
+                json.field("uuid", jsonUUID(item.uuid))
+                json.field("data", hex: item.data)
+                json.endObject()
+            }
+            json.endArray()
+        }
+        if !summary.manufacturerData.isEmpty {
+            json.beginArray("manufacturerData")
+            for item in summary.manufacturerData {
+                json.beginObject()
+                json.field("companyID", Int(item.companyID))
+                json.field("data", hex: item.data)
+                json.endObject()
+            }
+            json.endArray()
+        }
+    }
+
+    static func line(_ device: DiscoveredDevice) -> String {
+        var parts = [device.address.description, device.addressType == .random ? "random" : "public"]
+        parts.append(device.rssi.map { "\($0) dBm" } ?? "    ")
+        parts.append(device.name.map { "\"\(visible($0))\"" } ?? "(no name)")
+        if !device.serviceUUIDs.isEmpty { parts.append("services " + device.serviceUUIDs.map { GATTNames.name(for: $0) ?? jsonUUID($0) }.joined(separator: ", ")) }
+        for item in device.manufacturerData {
+            parts.append((CompanyIdentifiers.name(for: item.companyID) ?? "company 0x" + hex(item.companyID, 4)) + " " + Hex.encode(item.data))
+        }
+        if !device.isConnectable { parts.append("non-connectable") }
+        return parts.joined(separator: "  ")
+    }
+
+    static func line(_ report: ScanReport) -> String {
+        let summary = AdvertisingData(report.data).summary
+        return "\(report.kind.rawValue.padding(toLength: 15)) \(report.address) \(report.addressType)"
+            + (report.rssi.map { " \($0) dBm" } ?? "") + (summary.name.map { " \"\(visible($0))\"" } ?? "")
+            + " " + Hex.encode(report.data)
+    }
+}
+
+private func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// The scan list on a terminal: one line per device, redrawn in place, with a status line.
+struct LiveTable {
+    let enabled: Bool
+    private var order: [BluetoothAddress] = []
+    private var lines: [BluetoothAddress: String] = [:]
+    private var drawn = 0
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func update(_ device: DiscoveredDevice, line: String, status: String?, output: inout BufferedOutput) {
+        if lines[device.address] == nil { order.append(device.address) }
+        lines[device.address] = line
+        // Move up over what was drawn, then redraw every line (clearing each).
+        if drawn > 0 { output.write("\u{1B}[\(drawn)A") }
+        for address in order { output.write("\u{1B}[2K" + (lines[address] ?? "") + "\n") }
+        output.write("\u{1B}[2K" + "\(order.count) device\(order.count == 1 ? "" : "s")" + (status.map { ", " + $0 } ?? "") + "\n")
+        drawn = order.count + 1
+    }
+
+    mutating func finish(output: inout BufferedOutput) {
+        output.flush()
+    }
+}
+
+public struct ScanCommandOptions: Equatable, Sendable {
+    public var duration: Double? = 10
+    public var name: String?
+    public var service: BluetoothUUID?
+    public var minimumRSSI: Int?
+    public var passive = false
+    public var allReports = false
+
+    public init() {}
+}

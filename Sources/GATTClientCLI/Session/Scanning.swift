@@ -1,0 +1,136 @@
+import ATT
+import Bluetooth
+import Foundation
+import HCI
+import L2CAP
+import Synchronization
+
+/// Scanning on each transport: the user-space host's own scan, the kernel's raw HCI socket
+/// (coexisting with bluetoothd), and the advertising reports of a replayed capture.
+protocol Scanner: Sendable {
+    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error>
+}
+
+/// The user-space host over a raw HCI transport (`tcp:`, `unix:`, `serial:`, `hci-user:`,
+/// and the simulator's virtual controller).
+final class UserSpaceCentral: Central, Scanner {
+    let host: LEHost
+
+    init(host: LEHost) { self.host = host }
+
+    static func open(_ uri: TransportURI, timeout: Duration) async throws -> UserSpaceCentral {
+        let transport: any HCITransport
+        do {
+            transport = try await uri.openRawTransport(connectTimeout: timeout)
+        } catch {
+            throw CommandFailure("\(uri): \(error)", kind: "transport", exitCode: .unavailable)
+        }
+        return try await start(transport, name: uri.description)
+    }
+
+    static func start(_ transport: any HCITransport, name: String) async throws -> UserSpaceCentral {
+        do {
+            return UserSpaceCentral(host: try await LEHost.start(transport: transport))
+        } catch {
+            throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
+        }
+    }
+
+    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+        do {
+            return try await host.connect(to: peer.address, type: peer.type, timeout: timeout).channel
+        } catch {
+            throw CommandFailure("connecting to \(peer): \(error)", kind: "connect")
+        }
+    }
+
+    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+        host.scan(options)
+    }
+
+    func close() async { await host.close() }
+}
+
+extension KernelCentral: Scanner {
+    /// Legacy scanning through the kernel's raw HCI socket: commands go in as on any controller,
+    /// LE Meta events come back through the socket's filter; bluetoothd may keep running.
+    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+        let filter = HCIFilter(packetTypes: [.event], events: [
+            CommandCompleteEvent.eventCode, CommandStatusEvent.eventCode, HCIEventCode(rawValue: 0x3E),
+        ])
+        let socket: HCISocket
+        do {
+            socket = try HCISocket.openRaw(device: index, filter: filter)
+            let parameters = LESetScanParametersCommand(
+                leScanType: options.active ? .active : .passive, leScanInterval: options.interval, leScanWindow: options.window)
+            try socket.send([HCIPacketType.command.rawValue] + HCICommandPacket(parameters).encode())
+            try socket.send([HCIPacketType.command.rawValue]
+                + HCICommandPacket(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates)).encode())
+        } catch let error as KernelBluetoothError {
+            throw CommandFailure.kernel(error, doing: "scanning on hci\(index)")
+        }
+        let mode = options.reportMode
+        let limit = options.maximumDevices
+        return AsyncThrowingStream { continuation in
+            let stop = Mutex(false)
+            // One reader thread per scan, waking at least every 250 ms to notice the end.
+            let thread = Thread {
+                var aggregator = ScanAggregator(mode: mode, maximumDevices: limit)
+                while !stop.withLock({ $0 }) {
+                    let packet: [UInt8]?
+                    do {
+                        packet = try socket.receive(timeout: .milliseconds(250))
+                    } catch let error as KernelBluetoothError {
+                        continuation.finish(throwing: CommandFailure.kernel(error, doing: "scanning"))
+                        return
+                    } catch {
+                        continuation.finish(throwing: error)
+                        return
+                    }
+                    guard let packet, packet.first == HCIPacketType.event.rawValue,
+                          let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { continue }
+                    if case .commandComplete(let complete) = event, let status = complete.status, status != .success {
+                        continuation.finish(throwing: CommandFailure("the controller refused \(complete.opcode): \(status)", kind: "hci", hciStatus: status.rawValue))
+                        return
+                    }
+                    guard case .leMeta(let meta) = event else { continue }
+                    for scanEvent in aggregator.receive(meta) { continuation.yield(scanEvent) }
+                }
+            }
+            continuation.onTermination = { _ in
+                stop.withLock { $0 = true }
+                try? socket.send([HCIPacketType.command.rawValue]
+                    + ((try? HCICommandPacket(LESetScanEnableCommand(leScanEnable: false)).encode()) ?? []))
+                socket.close()
+            }
+            thread.start()
+        }
+    }
+}
+
+extension ReplayCentral: Scanner {
+    /// The capture's advertising reports, merged as a live scan would merge them.
+    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+        let reports: [ReplayAdvertisingReport]
+        do {
+            reports = try ReplayCapture.advertisingReports(path: path)
+        } catch {
+            throw CommandFailure("replay: \(error)", kind: "replay")
+        }
+        var aggregator = ScanAggregator(mode: options.reportMode, maximumDevices: options.maximumDevices)
+        var events: [ScanEvent] = []
+        for report in reports {
+            let meta: LEMetaEvent
+            switch report.item.report {
+            case .legacy(let legacy): meta = .advertisingReport(LEAdvertisingReportEvent(reports: [legacy]))
+            case .directed(let directed): meta = .directedAdvertisingReport(LEDirectedAdvertisingReportEvent(reports: [directed]))
+            case .extended(let extended): meta = .extendedAdvertisingReport(LEExtendedAdvertisingReportEvent(reports: [extended]))
+            }
+            events += aggregator.receive(meta)
+        }
+        return AsyncThrowingStream { continuation in
+            for event in events { continuation.yield(event) }
+            continuation.finish()
+        }
+    }
+}
