@@ -129,7 +129,7 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let lePing = LEFeatures(bit: 4)
     public static let leDataPacketLengthExtension = LEFeatures(bit: 5)
     public static let llPrivacy = LEFeatures(bit: 6)
-    public static let extendedScanningFilterPolicies = LEFeatures(bit: 7)
+    public static let extendedAdvertisingFilterPolicies = LEFeatures(bit: 7)
     public static let le2MPHY = LEFeatures(bit: 8)
     public static let stableModulationIndexTransmitter = LEFeatures(bit: 9)
     public static let stableModulationIndexReceiver = LEFeatures(bit: 10)

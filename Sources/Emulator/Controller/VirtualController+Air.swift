@@ -1,0 +1,236 @@
+import Bluetooth
+import HCI
+
+/// The virtual controller's link layer: advertising events of the peripherals, what a scanner
+/// and an initiator make of them, and connections.
+/// - SeeAlso: Core Spec 5.4, Vol 6, Part B, §4.4 (advertising, scanning, initiating), §5.1
+extension VirtualController {
+    /// Keeps one advertising-event timer running while scanning or initiating.
+    func scheduleAdvertisingEvents() {
+        guard scanning || initiating != nil else {
+            tick?.cancel()
+            tick = nil
+            return
+        }
+        guard tick == nil else { return }
+        let expected = generation
+        tick = clock.schedule(after: configuration.advertisingInterval) { [weak self] in
+            await self?.advertisingEvent(generation: expected)
+        }
+    }
+
+    /// One advertising event of every peripheral not connected: the initiator connects to the
+    /// one it waits for if it advertises connectably; the scanner reports the others.
+    func advertisingEvent(generation expected: Int) async {
+        guard expected == generation else { return }
+        tick = nil
+        let connected = Set(connections.values.compactMap { $0.peripheral.map(ObjectIdentifier.init) })
+        let own = advertiser.map(ObjectIdentifier.init)
+        for peripheral in link.peripherals
+        where !connected.contains(ObjectIdentifier(peripheral)) && ObjectIdentifier(peripheral) != own {
+            if let request = initiating, peripheral.isConnectable, matches(request, peripheral) {
+                await connect(peripheral, request)
+                continue
+            }
+            if scanning { await report(peripheral) }
+        }
+        scheduleAdvertisingEvents()
+    }
+
+    func matches(_ request: LECreateConnectionCommand, _ peripheral: any VirtualPeripheral) -> Bool {
+        guard request.peerAddress == peripheral.address else { return false }
+        switch request.peerAddressType {
+        case .public, .publicIdentity: return peripheral.addressType == .public
+        case .random, .randomIdentity: return peripheral.addressType == .random
+        }
+    }
+
+    /// The advertising report(s) a scanner makes of one advertising event: the advertising PDU,
+    /// then, when scanning actively and the PDU is scannable, the scan response.
+    func report(_ peripheral: any VirtualPeripheral) async {
+        let scannable = peripheral.isConnectable || peripheral.isScannable
+        let eventType: LEAdvertisingEventType =
+            peripheral.isConnectable ? .advInd : (scannable ? .advScanInd : .advNonconnInd)
+        await deliver(peripheral, eventType, peripheral.advertisingData)
+        if scanParameters.leScanType == LEScanType.active, scannable {
+            await deliver(peripheral, .scanRsp, peripheral.scanResponseData)
+        }
+    }
+
+    func deliver(_ peripheral: any VirtualPeripheral, _ eventType: LEAdvertisingEventType, _ data: [UInt8]) async {
+        if filterDuplicates {
+            let key = ReportKey(
+                address: peripheral.address, type: peripheral.addressType, eventType: eventType.rawValue)
+            guard reported.insert(key).inserted else { return }
+        }
+        let report = LEAdvertisingReport(
+            eventType: eventType, addressType: peripheral.addressType == .public ? .public : .random,
+            address: peripheral.address, data: Array(data.prefix(LEAdvertisingReport.maxDataLength)),
+            rssi: peripheral.rssi)
+        if extendedReports {
+            let extended = extendedReport(report, connectable: peripheral.isConnectable)
+            await emit(.leMeta(.extendedAdvertisingReport(LEExtendedAdvertisingReportEvent(reports: [extended]))))
+        } else {
+            await emit(.leMeta(.advertisingReport(LEAdvertisingReportEvent(reports: [report]))))
+        }
+    }
+
+    // MARK: Initiating
+
+    /// LE Create Connection, or LE Extended Create Connection (`extended`) translated to it.
+    func createConnection(_ command: LECreateConnectionCommand, extended: Bool) async {
+        let opcode = extended ? LEExtendedCreateConnectionV1Command.opcode : LECreateConnectionCommand.opcode
+        guard initiating == nil else {
+            await status(opcode, .commandDisallowed)
+            return
+        }
+        guard command.initiatorFilterPolicy == .peerAddress else {
+            // No Filter Accept List in this controller.
+            await status(opcode, .unsupportedFeatureOrParameterValue)
+            return
+        }
+        let parameters = command.connectionParameters
+        guard parameters.connectionIntervalMin <= parameters.connectionIntervalMax,
+            (0x0006...0x0C80).contains(parameters.connectionIntervalMin),
+            (0x0006...0x0C80).contains(parameters.connectionIntervalMax),
+            (0x000A...0x0C80).contains(parameters.supervisionTimeout),
+            parameters.maxLatency <= 0x01F3
+        else {
+            await status(opcode, .invalidHCICommandParameters)
+            return
+        }
+        if command.ownAddressType == .random, randomAddress == nil {
+            await status(opcode, .invalidHCICommandParameters)
+            return
+        }
+        if connections.values.contains(where: { $0.peripheral.map { matches(command, $0) } ?? false }) {
+            await status(opcode, .connectionAlreadyExists)
+            return
+        }
+        initiating = command
+        initiatingExtended = extended
+        await status(opcode, .success)
+        scheduleAdvertisingEvents()
+    }
+
+    func cancelCreateConnection() async {
+        guard let request = initiating else {
+            await complete(LECreateConnectionCancelCommand.self, StatusReturnParameters(status: .commandDisallowed))
+            return
+        }
+        initiating = nil
+        scheduleAdvertisingEvents()
+        await complete(LECreateConnectionCancelCommand.self, StatusReturnParameters())
+        await emitConnectionComplete(
+            status: .unknownConnectionIdentifier, handle: 0, request: request,
+            parameters: .init(interval: 0, latency: 0, supervisionTimeout: 0))
+    }
+
+    func connect(_ peripheral: any VirtualPeripheral, _ request: LECreateConnectionCommand) async {
+        initiating = nil
+        let handle = nextHandle
+        nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
+        let requested = request.connectionParameters
+        let parameters = VirtualLinkConnection.Parameters(
+            interval: requested.connectionIntervalMin, latency: requested.maxLatency,
+            supervisionTimeout: requested.supervisionTimeout)
+        connections[handle] = Connection(remote: .peripheral(peripheral), parameters: parameters)
+        await emitConnectionComplete(status: .success, handle: handle, request: request, parameters: parameters)
+        let ownType: AddressType = request.ownAddressType == .random ? .random : .public
+        let ownAddress = ownType == .random ? (randomAddress ?? configuration.address) : configuration.address
+        await peripheral.connected(
+            VirtualLinkConnection(
+                controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
+    }
+
+    /// LE Enhanced Connection Complete for a connection LE Extended Create Connection made,
+    /// LE Connection Complete for LE Create Connection (as Bumble's controller does); the
+    /// other one when the host masked the first (Vol 4 Part E §7.7.65.1, §7.7.65.10).
+    func emitConnectionComplete(
+        status: HCIStatus, handle: UInt16, request: LECreateConnectionCommand,
+        parameters: VirtualLinkConnection.Parameters
+    ) async {
+        let peerType: LEAddressType =
+            switch request.peerAddressType {
+            case .public: .public
+            case .random: .random
+            case .publicIdentity: .publicIdentity
+            case .randomIdentity: .randomIdentity
+            }
+        let legacyUnmasked = leEventMask.rawValue & 1 == 1
+        let enhancedUnmasked = leEventMask.rawValue >> 9 & 1 == 1
+        if enhancedUnmasked, initiatingExtended || !legacyUnmasked {
+            await emit(
+                .leMeta(
+                    .enhancedConnectionComplete(
+                        LEEnhancedConnectionCompleteEvent(
+                            status: status, connectionHandle: handle, role: .central, peerAddressType: peerType,
+                            peerAddress: request.peerAddress,
+                            connectionInterval: parameters.interval, peripheralLatency: parameters.latency,
+                            supervisionTimeout: parameters.supervisionTimeout, centralClockAccuracy: 0x00))))
+            return
+        }
+        await emit(
+            .leMeta(
+                .connectionComplete(
+                    LEConnectionCompleteEvent(
+                        status: status, connectionHandle: handle, role: .central, peerAddressType: peerType,
+                        peerAddress: request.peerAddress, connectionInterval: parameters.interval,
+                        peripheralLatency: parameters.latency, supervisionTimeout: parameters.supervisionTimeout,
+                        centralClockAccuracy: 0x00))))
+    }
+
+    // MARK: Connections
+
+    func disconnect(_ command: DisconnectCommand) async {
+        guard DisconnectCommand.permittedReasons.contains(command.reason) else {
+            await status(DisconnectCommand.opcode, .invalidHCICommandParameters)
+            return
+        }
+        guard let connection = connections.removeValue(forKey: command.connectionHandle) else {
+            await status(DisconnectCommand.opcode, .unknownConnectionIdentifier)
+            return
+        }
+        reassembler.reset(handle: command.connectionHandle)
+        await status(DisconnectCommand.opcode, .success)
+        await emit(
+            .disconnectionComplete(
+                DisconnectionCompleteEvent(
+                    status: .success, connectionHandle: command.connectionHandle,
+                    reason: .connectionTerminatedByLocalHost)))
+        await connection.remoteDisconnected(command.reason)
+        scheduleAdvertisingEvents()
+    }
+
+    func updateConnection(_ command: LEConnectionUpdateCommand) async {
+        guard var connection = connections[command.connectionHandle] else {
+            await status(LEConnectionUpdateCommand.opcode, .unknownConnectionIdentifier)
+            return
+        }
+        let requested = command.connectionParameters
+        guard requested.connectionIntervalMin <= requested.connectionIntervalMax,
+            (0x0006...0x0C80).contains(requested.connectionIntervalMin),
+            (0x0006...0x0C80).contains(requested.connectionIntervalMax),
+            (0x000A...0x0C80).contains(requested.supervisionTimeout), requested.maxLatency <= 0x01F3
+        else {
+            await status(LEConnectionUpdateCommand.opcode, .invalidHCICommandParameters)
+            return
+        }
+        connection.parameters = .init(
+            interval: requested.connectionIntervalMin, latency: requested.maxLatency,
+            supervisionTimeout: requested.supervisionTimeout)
+        connections[command.connectionHandle] = connection
+        await status(LEConnectionUpdateCommand.opcode, .success)
+        if let peripheral = connection.peripheral {
+            await peripheral.connectionParametersChanged(connection.parameters)
+        }
+        await emit(
+            .leMeta(
+                .connectionUpdateComplete(
+                    LEConnectionUpdateCompleteEvent(
+                        status: .success, connectionHandle: command.connectionHandle,
+                        connectionInterval: connection.parameters.interval,
+                        peripheralLatency: connection.parameters.latency,
+                        supervisionTimeout: connection.parameters.supervisionTimeout))))
+    }
+}

@@ -1,0 +1,239 @@
+import ATT
+import Bluetooth
+import GATT
+import HCI
+import L2CAP
+
+/// What an emulated device's firmware hears from its GATT peripheral.
+public enum GATTPeripheralEvent: Hashable, Sendable {
+    /// A central connected.
+    case connected(VirtualLinkConnection.Parameters)
+    /// A client wrote `value` to the attribute at `handle` (already stored).
+    case valueWritten(handle: UInt16, value: [UInt8])
+    /// A client changed its Client Characteristic Configuration of the value at `valueHandle`.
+    case subscriptionChanged(valueHandle: UInt16, ClientCharacteristicConfiguration)
+    /// The central changed the connection parameters.
+    case parametersChanged(VirtualLinkConnection.Parameters)
+    /// The connection ended.
+    case disconnected(HCIStatus)
+}
+
+/// The firmware behind a ``GATTPeripheral``: it may refuse writes before they are stored
+/// (`checkWrite`, synchronous and pure: an application error such as TI's 0x80) and reacts to
+/// events. `handle(_:peripheral:)` runs before the request's response leaves, so a
+/// write's effects (a sensor timer, an echo) are in place when the client sees the response.
+public protocol GATTPeripheralFirmware: Sendable {
+    func checkWrite(handle: UInt16, value: [UInt8]) -> ATTErrorCode?
+    func handle(_ event: GATTPeripheralEvent, peripheral: GATTPeripheral) async
+}
+
+/// The host side of an emulated peripheral: a minimal LE L2CAP (fixed channels ATT 0x0004,
+/// LE signaling 0x0005 answered by ``LESignalingResponder`` in the peripheral role, SMP 0x0006
+/// answered Pairing Not Supported by ``SecurityManagerResponder``) and an ATT bearer
+/// (``ATTConnection`` with Rx MTU `rxMTU`) served by our ``GATTServer``.
+///
+/// One central at a time, as the emulated devices allow.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §2.1 (fixed channels), §4; Vol 3, Part H, §3.5.5
+public actor GATTPeripheral {
+    private struct Session {
+        let link: VirtualLinkConnection
+        let connection: ATTConnection
+        let client: GATTServer.ClientID
+        /// Our end of the in-memory channel under the bearer: SDUs the bearer sends appear
+        /// here and go to the link; SDUs from the link are sent into it.
+        let channel: InMemoryATTChannel
+        let forwarder: Task<Void, Never>
+    }
+
+    private var server: GATTServer
+    private let initialDatabase: AttributeDatabase
+    private let rxMTU: Int
+    private let clock: any ATTClock
+    private let firmware: any GATTPeripheralFirmware
+    private let logger: Logger
+    private let signaling = LESignalingResponder(role: .peripheral)
+    private let securityManager = SecurityManagerResponder()
+    private var session: Session?
+    private var nextSignalingIdentifier: UInt8 = 1
+
+    public init(
+        database: AttributeDatabase, rxMTU: Int = ATTPDU.defaultLEMTU, firmware: any GATTPeripheralFirmware,
+        clock: any ATTClock = ATTSystemClock(), logger: Logger = .disabled
+    ) {
+        self.server = GATTServer(database: database, configuration: .init(rxMTU: rxMTU))
+        self.initialDatabase = database
+        self.rxMTU = rxMTU
+        self.firmware = firmware
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The attribute database as it is now (values included).
+    public var database: AttributeDatabase { server.database }
+
+    /// The value stored at `handle`.
+    public func value(at handle: UInt16) -> [UInt8]? { server.database.attribute(at: handle)?.value }
+
+    /// Whether a central is connected.
+    public var isConnected: Bool { session != nil }
+
+    /// The bearer's ATT_MTU (23 when not connected).
+    public func mtu() async -> Int {
+        guard let session else { return ATTPDU.defaultLEMTU }
+        return await session.connection.mtu
+    }
+
+    /// Stores `value` at `handle` and notifies or indicates it to the central if subscribed.
+    public func updateValue(_ value: [UInt8], handle: UInt16) async throws(GATTError) {
+        if let session { server.setMTU(await session.connection.mtu, for: session.client) }
+        let outbound = try server.updateValue(value, handle: handle)
+        guard let session else { return }
+        for item in outbound where item.client == session.client {
+            do throws(ATTError) {
+                if case .handleValueIndication(let indication) = item.pdu {
+                    try await session.connection.indicate(indication)
+                } else {
+                    try await session.connection.send(item.pdu)
+                }
+            } catch {
+                logger.warning("emulated peripheral: \(item.pdu.opcode) not sent: \(error)")
+            }
+        }
+    }
+
+    /// Stores `value` at `handle` without telling anyone (firmware-internal state).
+    public func setValue(_ value: [UInt8], handle: UInt16) throws(GATTError) {
+        // The PDUs updateValue would send are dropped: nobody is told.
+        _ = try server.updateValue(value, handle: handle)
+    }
+
+    /// Ends the connection from the peripheral's side.
+    public func disconnect() async {
+        guard let link = session?.link else { return }
+        await link.disconnect(reason: .remoteUserTerminatedConnection)
+    }
+
+    /// Sends an L2CAP Connection Parameter Update Request (what TI's firmware does shortly
+    /// after connecting, and on a Connection Control CCC2 write).
+    public func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {
+        guard let link = session?.link else { return }
+        let identifier = nextSignalingIdentifier
+        nextSignalingIdentifier = nextSignalingIdentifier == 0xFF ? 1 : nextSignalingIdentifier + 1
+        do {
+            let packet = try L2CAPSignalingPacket(
+                identifier: identifier, command: .connectionParameterUpdateRequest(request))
+            await link.send(channelID: L2CAPBasicFrame.leSignalingCID, payload: try packet.encode())
+        } catch {
+            logger.warning("emulated peripheral: parameter update request not encoded: \(error)")
+        }
+    }
+
+    // MARK: Link side
+
+    public func connected(_ link: VirtualLinkConnection) async {
+        if session != nil { await dropSession(reason: .connectionTerminatedByLocalHost, notify: false) }
+        let (bearerEnd, ourEnd) = InMemoryATTChannel.pair()
+        let handler: ATTConnection.ServerHandler = { [weak self] pdu in
+            await self?.respond(to: pdu)
+        }
+        let connection = ATTConnection(
+            channel: bearerEnd, configuration: ATTBearer.Configuration(rxMTU: rxMTU), clock: clock, logger: logger,
+            serverHandler: handler)
+        let client = server.connect(mtu: ATTPDU.defaultLEMTU)
+        let forwarder = Task {
+            do {
+                for try await sdu in ourEnd.incoming {
+                    guard await link.send(channelID: L2CAPBasicFrame.attributeProtocolCID, payload: sdu) else { return }
+                }
+            } catch {
+                // The channel failed: the session is being dropped.
+            }
+        }
+        session = Session(link: link, connection: connection, client: client, channel: ourEnd, forwarder: forwarder)
+        let parameters = await link.parameters() ?? .init(interval: 0, latency: 0, supervisionTimeout: 0)
+        await firmware.handle(.connected(parameters), peripheral: self)
+    }
+
+    public func received(_ frame: L2CAPBasicFrame) async {
+        guard let session else { return }
+        switch frame.channelID {
+        case L2CAPBasicFrame.attributeProtocolCID:
+            do {
+                try await session.channel.send(Array(frame.payload))
+            } catch {
+                logger.warning("emulated peripheral: ATT SDU not delivered: \(error)")
+            }
+        case L2CAPBasicFrame.leSignalingCID:
+            let outcome = signaling.receive(frame.payload)
+            if let report = outcome.report { logger.debug("emulated peripheral: signaling \(report)") }
+            if let response = outcome.response {
+                do {
+                    await session.link.send(channelID: L2CAPBasicFrame.leSignalingCID, payload: try response.encode())
+                } catch {
+                    logger.warning("emulated peripheral: signaling response not encoded: \(error)")
+                }
+            }
+        case L2CAPBasicFrame.securityManagerCID:
+            if case .pairingFailed(let failed, _, _) = securityManager.receive(frame.payload) {
+                await session.link.send(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode())
+            }
+        default:
+            // No other channel exists: frames to unknown CIDs are discarded (Vol 3 Part A §2.1).
+            logger.debug("emulated peripheral: frame for CID \(frame.channelID) discarded")
+        }
+    }
+
+    public func disconnected(reason: HCIStatus) async {
+        await dropSession(reason: reason, notify: true)
+    }
+
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        guard session != nil else { return }
+        await firmware.handle(.parametersChanged(parameters), peripheral: self)
+    }
+
+    private func dropSession(reason: HCIStatus, notify: Bool) async {
+        guard let session else { return }
+        self.session = nil
+        server.disconnect(session.client)
+        await session.channel.close()
+        session.forwarder.cancel()
+        if notify { await firmware.handle(.disconnected(reason), peripheral: self) }
+    }
+
+    // MARK: Server
+
+    private func respond(to pdu: ATTPDU) async -> ATTPDU? {
+        guard let session else { return nil }
+        switch pdu {
+        case .writeRequest(let request):
+            if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
+                return .errorResponse(
+                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+            }
+        case .writeCommand(let command):
+            if firmware.checkWrite(handle: command.handle, value: command.value) != nil { return nil }
+        case .prepareWriteRequest(let request) where request.offset == 0:
+            // A queued write whose first part the firmware refuses is refused at once.
+            if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
+                return .errorResponse(
+                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+            }
+        default:
+            break
+        }
+        server.setMTU(await session.connection.mtu, for: session.client)
+        let response = server.respond(to: pdu, from: session.client)
+        for event in server.takeEvents() {
+            switch event {
+            case .valueWritten(_, let handle, let value):
+                await firmware.handle(.valueWritten(handle: handle, value: value), peripheral: self)
+            case .clientConfigurationChanged(_, let valueHandle, let configuration):
+                await firmware.handle(.subscriptionChanged(valueHandle: valueHandle, configuration), peripheral: self)
+            case .signedWriteRejected(_, let handle, let reason):
+                logger.debug("emulated peripheral: signed write to \(handle) rejected: \(reason)")
+            }
+        }
+        return response
+    }
+}

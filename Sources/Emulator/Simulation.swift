@@ -1,0 +1,99 @@
+import ATT
+import Bluetooth
+import GATT
+import HCI
+
+/// The built-in simulated world behind `--transport sim[:sensortag,bluefruit]`: a virtual
+/// link with the requested emulated devices and a virtual controller for our host, reached
+/// through an in-memory HCI transport.
+///
+/// ```swift
+/// let simulation = try await Simulation.start(try TransportURI(parsing: "sim:sensortag"))!
+/// let host = try await LEHost.start(transport: simulation.hostTransport)
+/// let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public)
+/// // ... ATTConnection(channel: tag.channel), GATTClient, ...
+/// await host.close()      // closes the transport: the controller stops, devices disconnect
+/// ```
+///
+/// Time runs on the injected clock (the system clock by default; tests pass an
+/// ``ATTManualClock``): advertising events every `configuration.advertisingInterval`, sensor
+/// periods, the SensorTag's parameter request.
+public struct Simulation: Sendable {
+    /// The devices `sim:` may name.
+    public enum Device: String, CaseIterable, Hashable, Sendable {
+        case sensortag, bluefruit
+    }
+
+    public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible {
+        case unknownDevice(String)
+        case database(GATTError)
+
+        public var description: String {
+            switch self {
+            case .unknownDevice(let name):
+                return "unknown simulated device '\(name)' (known: "
+                    + Device.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+            case .database(let error): return "emulated device database: \(error)"
+            }
+        }
+    }
+
+    /// The host's end of the HCI transport: give it to the controller driver.
+    public let hostTransport: InMemoryTransport
+    public let controller: VirtualController
+    public let link: VirtualLink
+    public let sensorTag: EmulatedSensorTag?
+    public let bluefruit: EmulatedBluefruit?
+
+    /// The devices named by `names` (`[]`: all of them). Throws on an unknown name.
+    public static func devices(named names: [String]) throws(SimulationError) -> [Device] {
+        guard !names.isEmpty else { return Device.allCases }
+        var devices: [Device] = []
+        for name in names {
+            guard let device = Device(rawValue: name.lowercased()) else { throw .unknownDevice(name) }
+            if !devices.contains(device) { devices.append(device) }
+        }
+        return devices
+    }
+
+    /// Builds the link with `devices` on it and starts a controller for our host.
+    public static func start(
+        devices: [Device] = Device.allCases, clock: any ATTClock = ATTSystemClock(),
+        configuration: VirtualController.Configuration = .init(), logger: Logger = .disabled
+    ) async throws(SimulationError) -> Simulation {
+        let link = VirtualLink()
+        var sensorTag: EmulatedSensorTag?
+        var bluefruit: EmulatedBluefruit?
+        do throws(GATTError) {
+            if devices.contains(.sensortag) {
+                let device = try EmulatedSensorTag(clock: clock, logger: logger.child("sensortag"))
+                link.add(device)
+                sensorTag = device
+            }
+            if devices.contains(.bluefruit) {
+                let device = try EmulatedBluefruit(clock: clock, logger: logger.child("bluefruit"))
+                link.add(device)
+                bluefruit = device
+            }
+        } catch {
+            throw .database(error)
+        }
+        let (controller, host) = await VirtualController.attach(
+            to: link, clock: clock, configuration: configuration, logger: logger.child("controller"))
+        return Simulation(
+            hostTransport: host, controller: controller, link: link, sensorTag: sensorTag, bluefruit: bluefruit)
+    }
+
+    /// Builds the simulation a `sim[:…]` transport URI names.
+    public static func start(
+        _ uri: TransportURI, clock: any ATTClock = ATTSystemClock(), logger: Logger = .disabled
+    ) async throws(SimulationError) -> Simulation? {
+        guard case .simulator(let names) = uri else { return nil }
+        return try await start(devices: try devices(named: names), clock: clock, logger: logger)
+    }
+
+    /// Stops the controller (the host's transport closes).
+    public func stop() async {
+        await controller.stop()
+    }
+}
