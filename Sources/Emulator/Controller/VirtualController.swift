@@ -6,17 +6,20 @@ import L2CAP
 /// A virtual LE controller: speaks HCI with one host over an ``HCITransport`` (commands in;
 /// events and ACL data out) and reaches the ``VirtualPeripheral``s of a ``VirtualLink``.
 ///
-/// It implements what an LE central host needs: Reset, the informational and buffer-size
-/// commands, event masks (honoured: a masked event is never sent), random address, legacy
-/// scanning (passive and active, with scan responses after ADV_IND and ADV_SCAN_IND,
-/// duplicate filtering), LE Create Connection and its cancel (pending until the peer is seen
-/// advertising connectably), Disconnect, LE Connection Update, and ACL data with flow control
-/// (Number Of Completed Packets for each host packet) and controller→host fragmentation to
-/// the LE buffer size (27 octets). Any other command is answered with Command Complete,
-/// status Unknown HCI Command (0x01), never silence.
+/// It implements what an LE host needs: Reset, the informational and buffer-size commands,
+/// event masks (honoured: a masked event is never sent), random address, scanning (legacy and
+/// extended; passive and active, with scan responses after ADV_IND and ADV_SCAN_IND;
+/// duplicate filtering), LE (Extended) Create Connection and its cancel (pending until the
+/// peer is seen advertising connectably), Disconnect, LE Connection Update, advertising by our
+/// host (legacy, and one extended set with legacy PDUs; a central on another controller of the
+/// same link connects to it), and ACL data with flow control (Number Of Completed Packets for
+/// each host packet) and controller→host fragmentation to the LE buffer size (27 octets). Any
+/// other command is answered with Command Complete, status Unknown HCI Command (0x01), never
+/// silence.
 ///
 /// Advertising events happen every `advertisingInterval` of the injected clock, so tests drive
-/// time with ``ATTManualClock``. Start it with ``start()`` or use ``attach(to:)``.
+/// time with ``ATTManualClock``. Start it with ``start()`` or use ``attach(to:clock:configuration:logger:)``;
+/// it runs until its transport closes (``stop()`` closes it).
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §4 (flow control), §5.4 (packets), §7 (commands)
 public actor VirtualController {
     /// What the controller reports about itself.
@@ -30,7 +33,6 @@ public actor VirtualController {
         /// Whether the extended advertising, scanning and initiating commands (and the LE
         /// Extended Advertising feature bit) are offered.
         public var extendedAdvertising: Bool
-        /// Connection parameters a new connection gets when the host's are out of range.
         public init(
             address: BluetoothAddress = BluetoothAddress("00:1B:DC:E0:5A:01")!,
             aclBufferLength: UInt16 = 27, aclBufferCount: UInt8 = 4,
