@@ -79,6 +79,7 @@ public enum Command: Equatable, Sendable {
     case scan(ScanCommandOptions)
     case sensortag(PeerAddress, SensorTagOptions)
     case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
+    case demo
 }
 
 /// `sensortag ADDR` options.
@@ -99,6 +100,7 @@ public struct Invocation: Equatable, Sendable {
 
 /// The commands this build implements, for help and errors.
 public let commandSummaries: [(String, String)] = [
+    ("demo", "the whole job against the built-in simulated SensorTag and Bluefruit (no hardware needed)"),
     ("dump FILE [--summary] [--conn H] [--handle H] [--att-only|--adv-only] [--services FILE.json]",
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
@@ -252,6 +254,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         }
         if monitor.attOnly && monitor.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
         return Invocation(options: options, command: .monitor(monitor))
+    case "demo":
+        guard rest.isEmpty, commandOptions.isEmpty else { throw UsageError("demo takes no arguments") }
+        return Invocation(options: options, command: .demo)
     case "scan":
         guard rest.isEmpty else { throw UsageError("scan takes no arguments, only options") }
         var scan = ScanCommandOptions()

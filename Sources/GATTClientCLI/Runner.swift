@@ -30,7 +30,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart:
+    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo:
         return runGATT(invocation, output: &output, errors: errors)
     case .monitor(let options):
         return runMonitor(options, invocation: invocation, output: &output, errors: errors)
@@ -131,6 +131,8 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
             case .uart(let peer, let send, let withResponse, let duration):
                 try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
                     .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+            case .demo:
+                try await DemoCommand().run(options: options, output: &out)
             case .scan(let scan):
                 try await ScanCommand(options: scan).run(global: options, output: &out)
             case .sensortag(let peer, let tag):

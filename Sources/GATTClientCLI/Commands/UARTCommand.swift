@@ -23,6 +23,8 @@ struct UARTCommand {
     var duration: Double?
     /// Lines to send instead of reading standard input (tests).
     var input: [String]?
+    /// Printed before each received chunk in text mode (the demo marks the echo with it).
+    var echoPrefix: String?
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
@@ -57,6 +59,7 @@ struct UARTCommand {
             Self.readStandardInput(into: events)
         }
         var failure: (any Error)?
+        var atLineStart = true
         do {
             if let send { try await write(send, rx: rx, client: client) }
         } catch {
@@ -82,7 +85,9 @@ struct UARTCommand {
                         json.endObject()
                         output.writeLine(bytes: json.bytes)
                     } else {
-                        output.write(String(decoding: notification.value, as: UTF8.self))
+                        let text = String(decoding: notification.value, as: UTF8.self)
+                        output.write((atLineStart ? echoPrefix ?? "" : "") + text)
+                        atLineStart = text.hasSuffix("\n")
                     }
                     output.flush()
                 case .value(.inputEnded):

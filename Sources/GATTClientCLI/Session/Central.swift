@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import HCI
 import L2CAP
+import Emulator
 import Synchronization
 
 /// A peer to connect to: `AA:BB:CC:DD:EE:FF`, with `--random` or `ADDR/random` for a random
@@ -79,9 +80,7 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     case .userChannel, .tcp, .unix, .serial:
         return try await UserSpaceCentral.open(parsed, timeout: .milliseconds(Int64(options.timeout * 1000)))
     case .simulator:
-        throw CommandFailure(
-            "the simulator transport is not wired to the commands in this build yet; use tcp:HOST:PORT, hci0 or replay:FILE",
-            kind: "transport", exitCode: .unavailable)
+        return try await SimulatedCentral.open(parsed)
     }
 }
 

@@ -3,6 +3,7 @@ import Bluetooth
 import Foundation
 import HCI
 import L2CAP
+import Emulator
 import Synchronization
 
 /// Scanning on each transport: the user-space host's own scan, the kernel's raw HCI socket
@@ -132,5 +133,44 @@ extension ReplayCentral: Scanner {
             for event in events { continuation.yield(event) }
             continuation.finish()
         }
+    }
+}
+
+/// `sim[:sensortag,bluefruit]`: our unchanged user-space host over the in-process virtual
+/// controller, with the emulated devices on its virtual link.
+final class SimulatedCentral: Central, Scanner {
+    let simulation: Simulation
+    let central: UserSpaceCentral
+
+    private init(simulation: Simulation, central: UserSpaceCentral) {
+        self.simulation = simulation
+        self.central = central
+    }
+
+    static func open(_ uri: TransportURI) async throws -> SimulatedCentral {
+        let simulation: Simulation
+        do {
+            guard let started = try await Simulation.start(uri) else {
+                throw CommandFailure("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
+            }
+            simulation = started
+        } catch let error as Simulation.SimulationError {
+            throw CommandFailure("\(uri): \(error)", kind: "usage", exitCode: .usage)
+        }
+        let central = try await UserSpaceCentral.start(simulation.hostTransport, name: uri.description)
+        return SimulatedCentral(simulation: simulation, central: central)
+    }
+
+    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+        try await central.connect(to: peer, timeout: timeout)
+    }
+
+    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+        try await central.scan(options)
+    }
+
+    func close() async {
+        await central.close()
+        await simulation.stop()
     }
 }
