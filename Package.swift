@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP"]),
+        .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
     ],
     swiftLanguageModes: [.v6]
 )

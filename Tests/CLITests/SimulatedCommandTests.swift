@@ -1,0 +1,94 @@
+import Bluetooth
+import Emulator
+import Foundation
+import GATT
+import Testing
+@testable import GATTClientCLI
+
+/// The product commands over `--transport sim`: our unchanged host over the virtual controller
+/// and the emulated devices.
+@Suite struct SimulatedCommandTests {
+    static let tag = PeerAddress(address: EmulatedSensorTag.defaultAddress, type: .public)
+    static let board = PeerAddress(address: EmulatedBluefruit.defaultAddress, type: .random)
+
+    static func options(json: Bool = true) -> GlobalOptions {
+        var options = GlobalOptions()
+        options.transport = "sim"
+        options.json = json
+        return options
+    }
+
+    func run(_ body: (inout BufferedOutput) async throws -> Void) async throws -> [String] {
+        var output = BufferedOutput.capturing()
+        try await body(&output)
+        output.flush()
+        return output.capturedLines
+    }
+
+    @Test func demoShowsTheWholeJob() async throws {
+        let lines = try await run { try await DemoCommand(sensorSeconds: 1.2).run(options: Self.options(json: false), output: &$0) }
+        #expect(lines.contains { $0.hasPrefix("== 1. scan") })
+        #expect(lines.contains { $0.contains("\"CC2650 SensorTag\"") })
+        #expect(lines.contains { $0.contains("14 services, ATT_MTU 23") })
+        #expect(lines.contains { $0.hasPrefix("Manufacturer Name String") && $0.hasSuffix("Texas Instruments") })
+        #expect(lines.contains { $0.contains("ir") && $0.contains("°C") })
+        #expect(lines.contains { $0.contains("humidity") && $0.contains("%RH") })
+        #expect(lines.contains("< Hello, Bluefruit! F L R S"))
+    }
+
+    @Test func scanOverTheSimulationAsJSON() async throws {
+        var scan = ScanCommandOptions()
+        scan.duration = 1
+        scan.name = "bluefruit"
+        let records = try jsonObjects(try await run { try await ScanCommand(options: scan).run(global: Self.options(), output: &$0) })
+        #expect(!records.isEmpty)
+        #expect(records.allSatisfy { ($0["name"] as? String)?.contains("Bluefruit") == true })
+        #expect(records.last?["address"] as? String == EmulatedBluefruit.defaultAddress.description)
+    }
+
+    @Test func sensortagReadingsAsJSON() async throws {
+        var command = SensorTagCommand(peer: Self.tag)
+        command.sensors = [.barometer, .movement]
+        command.periodMilliseconds = 200
+        command.count = 4
+        let records = try jsonObjects(try await run { try await command.run(options: Self.options(), replayMatchAny: false, output: &$0) })
+        #expect(records.count == 4)
+        let barometer = try #require(records.first { $0["sensor"] as? String == "barometer" })
+        #expect(barometer["pressureHPa"] is Double || barometer["pressureHPa"] is Int)
+        let movement = try #require(records.first { $0["sensor"] as? String == "movement" })
+        #expect((movement["accelG"] as? [String: Any])?["z"] != nil)
+        #expect(records.allSatisfy { $0["time"] != nil })
+    }
+
+    @Test func periodsBelowTheMinimumAreRefusedBeforeConnecting() async throws {
+        var command = SensorTagCommand(peer: Self.tag)
+        command.sensors = [.ir]
+        command.periodMilliseconds = 100
+        await #expect(throws: CommandFailure.self) {
+            _ = try await run { try await command.run(options: Self.options(), replayMatchAny: false, output: &$0) }
+        }
+    }
+
+    @Test func uartEchoesLinesAndControllerPackets() async throws {
+        let lines = try await run {
+            try await UARTCommand(peer: Self.board, duration: 1, input: ["F", "a line longer than one ATT_MTU of twenty-three"])
+                .run(options: Self.options(json: false), replayMatchAny: false, output: &$0)
+        }
+        #expect(lines == ["F", "a line longer than one ATT_MTU of twenty-three"])
+        let packet = try await run {
+            try await UARTCommand(peer: Self.board, send: NordicUART.color(red: 255, green: 0, blue: 64))
+                .run(options: Self.options(), replayMatchAny: false, output: &$0)
+        }
+        #expect(try jsonObjects(packet).first?["value"] as? String == Hex.encode(NordicUART.color(red: 255, green: 0, blue: 64)))
+    }
+
+    @Test func scanOverReplayMergesTheCaptureReports() async throws {
+        var options = GlobalOptions()
+        options.transport = "replay:" + Paths.fixture("synthetic-att-adv.btsnoop")
+        options.json = true
+        let records = try jsonObjects(try await run { try await ScanCommand(options: ScanCommandOptions()).run(global: options, output: &$0) })
+        let tag = records.last { $0["address"] as? String == "54:6C:0E:12:34:56" }
+        #expect(tag?["name"] as? String == "CC2650 SensorTag", "ADV_IND and SCAN_RSP merged")
+        #expect(tag?["serviceUUIDs"] as? [String] == ["180F", "AA00"])
+    }
+}
