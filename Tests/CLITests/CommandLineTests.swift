@@ -28,7 +28,7 @@ import Testing
         (["dump", "a", "--att-only", "--adv-only"], "--att-only and --adv-only exclude each other"),
         (["--timeout", "-1", "dump", "a"], "--timeout needs a positive number of seconds, not '-1'"),
         (["--json=yes", "dump", "a"], "--json takes no value"),
-        (["fly"], "unknown command 'fly'; commands: dump, monitor, services, read, write, subscribe"),
+        (["fly"], "unknown command 'fly'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", ")),
     ])
     func usageErrors(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { try parse(arguments) }

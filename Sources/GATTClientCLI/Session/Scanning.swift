@@ -29,9 +29,13 @@ final class UserSpaceCentral: Central, Scanner {
         return try await start(transport, name: uri.description)
     }
 
-    static func start(_ transport: any HCITransport, name: String) async throws -> UserSpaceCentral {
+    /// `commandTimeout`: how long a command may wait for its Command Complete/Status (2 s for a
+    /// real controller, as the host issue asks).
+    static func start(_ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2)) async throws -> UserSpaceCentral {
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = commandTimeout
         do {
-            return UserSpaceCentral(host: try await LEHost.start(transport: transport))
+            return UserSpaceCentral(host: try await LEHost.start(transport: transport, configuration: configuration))
         } catch {
             throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
         }
@@ -157,7 +161,9 @@ final class SimulatedCentral: Central, Scanner {
         } catch let error as Simulation.SimulationError {
             throw CommandFailure("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }
-        let central = try await UserSpaceCentral.start(simulation.hostTransport, name: uri.description)
+        // The virtual controller answers in microseconds; a longer bound only matters on a
+        // machine so loaded that the in-process controller task is not scheduled for seconds.
+        let central = try await UserSpaceCentral.start(simulation.hostTransport, name: uri.description, commandTimeout: .seconds(15))
         return SimulatedCentral(simulation: simulation, central: central)
     }
 
