@@ -19,6 +19,9 @@ public struct GlobalOptions: Equatable, Sendable {
     public var timeout: Double = 30
     /// `-v` (repeatable).
     public var verbosity = 0
+    /// `--security low|medium|high|fips`: the kernel L2CAP socket's `BT_SECURITY` level (the
+    /// kernel then encrypts, pairing where the peer supports it).
+    public var security: String?
     /// `--replay-match any`: a replayed capture answers each request with the first unused
     /// recorded response to an identical request, whatever the order.
     public var replayMatchAny = false
@@ -119,7 +122,8 @@ public let commandSummaries: [(String, String)] = [
 
 public let usageText: String = {
     var text = """
-    usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [-v] COMMAND ...
+    usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [--security LEVEL]
+                  [--replay-match strict|any] [-v] COMMAND ...
 
     commands:
 
@@ -177,6 +181,12 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 throw UsageError("--timeout needs a positive number of seconds, not '\(text)'")
             }
             options.timeout = seconds
+        case "--security":
+            let level = try take()
+            guard ["low", "medium", "high", "fips"].contains(level) else {
+                throw UsageError("--security is low, medium, high or fips, not '\(level)'")
+            }
+            options.security = level
         case "--replay-match":
             switch try take() {
             case "any": options.replayMatchAny = true

@@ -74,7 +74,7 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     }
     switch parsed {
     case .kernel(let index):
-        return try KernelCentral(index: index)
+        return try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
     case .replay(let path):
         return ReplayCentral(path: path, matchAny: replayMatchAny)
     case .userChannel, .tcp, .unix, .serial:
@@ -88,8 +88,11 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
 struct KernelCentral: Central {
     let index: UInt16
     let adapter: KernelAdapter
+    /// `BT_SECURITY` for the ATT socket (`--security`).
+    let security: L2CAPSecurityLevel?
 
-    init(index: UInt16) throws {
+    init(index: UInt16, security: L2CAPSecurityLevel? = nil) throws {
+        self.security = security
         do {
             adapter = try KernelHCI.adapter(index: index)
         } catch {
@@ -110,7 +113,8 @@ struct KernelCentral: Central {
 
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         do {
-            return try await KernelATTChannel.connect(to: peer.address, type: peer.type, adapter: adapter.address, timeout: timeout)
+            return try await KernelATTChannel.connect(
+                to: peer.address, type: peer.type, adapter: adapter.address, security: security, timeout: timeout)
         } catch {
             throw CommandFailure.kernel(error, doing: "connecting to \(peer)")
         }
