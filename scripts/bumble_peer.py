@@ -680,6 +680,10 @@ async def run_command(line: str, devices: dict) -> str:
                                             Update), i.e. the link-layer Connection Parameters
                                             Request procedure towards our host
     disconnect KIND [REASON]                the peripheral disconnects (default 0x13)
+    notify KIND HANDLE COUNT                COUNT notifications of the characteristic whose value
+                                            is at HANDLE, as fast as the link takes them; value =
+                                            the 4-octet big-endian sequence number (honours the CCCD)
+    indicate KIND HANDLE COUNT              COUNT indications, each awaiting its confirmation
     """
     words = line.split()
     if len(words) < 2 or words[1] not in devices:
@@ -694,6 +698,18 @@ async def run_command(line: str, devices: dict) -> str:
             await asyncio.wait_for(connection.update_parameters(
                 low * 1.25, high * 1.25, latency, timeout * 10, use_l2cap=(verb == 'update')), 5)
             return f'RESULT ok {verb}'
+        if verb in ('notify', 'indicate') and len(words) == 4:
+            handle, count = int(words[2], 0), int(words[3], 0)
+            attribute = device.gatt_server.get_attribute(handle)
+            if attribute is None:
+                return f'RESULT error no attribute at {handle:#06x}'
+            for number in range(count):
+                value = number.to_bytes(4, 'big')
+                if verb == 'notify':
+                    await device.notify_subscriber(connection, attribute, value)
+                else:
+                    await asyncio.wait_for(device.indicate_subscriber(connection, attribute, value), 10)
+            return f'RESULT ok {verb} {count}'
         if verb == 'disconnect':
             reason = int(words[2], 0) if len(words) > 2 else hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR
             await asyncio.wait_for(connection.disconnect(reason), 5)
