@@ -72,6 +72,8 @@ public enum WriteMode: Equatable, Sendable { case request, noResponse, long, rel
 
 public enum Command: Equatable, Sendable {
     case help
+    /// `gattclient COMMAND --help`.
+    case commandHelp(String)
     case version
     case dump(DumpOptions)
     case monitor(MonitorOptions)
@@ -133,6 +135,12 @@ public let usageText: String = {
     }
     text += """
 
+    transports (--transport, default hci0): hci0 | hci:N | hci-user:N | tcp:HOST:PORT | unix:PATH |
+      serial:DEV[@BAUD] | sim[:sensortag,bluefruit] | replay:FILE
+    addresses: AA:BB:CC:DD:EE:FF, with --random or AA:BB:CC:DD:EE:FF/random for a random address
+    handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
+
+    'gattclient COMMAND --help' shows a command's options and examples.
     exit codes: 0 success, 1 runtime failure, 64 usage error, 69 adapter/transport unavailable,
     77 permission denied
     """
@@ -195,7 +203,15 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             }
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
-        case "-h", "--help": return Invocation(options: options, command: .help)
+        case "-h", "--help":
+            // `COMMAND --help` shows that command's help; `--help` alone the overview.
+            if let name = positional.first, commandHelpText[name] != nil {
+                return Invocation(options: options, command: .commandHelp(name))
+            }
+            if index + 1 < arguments.count, commandHelpText[arguments[index + 1]] != nil {
+                return Invocation(options: options, command: .commandHelp(arguments[index + 1]))
+            }
+            return Invocation(options: options, command: .help)
         case "--version": return Invocation(options: options, command: .version)
         case "--":
             positional.append(contentsOf: arguments[(index + 1)...])
@@ -220,6 +236,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let rest = Array(positional.dropFirst())
     switch name {
     case "help":
+        if let topic = rest.first, commandHelpText[topic] != nil { return Invocation(options: options, command: .commandHelp(topic)) }
         return Invocation(options: options, command: .help)
     case "dump":
         guard rest.count == 1 else {
@@ -454,3 +471,96 @@ func controllerPacket(_ text: String) throws(UsageError) -> [UInt8] {
     }
     throw UsageError("--controller takes button:N (1–8) or color:R,G,B (0–255 each), not '\(text)'")
 }
+
+/// Per-command help with examples (`gattclient COMMAND --help`).
+public let commandHelpText: [String: String] = [
+    "demo": """
+        gattclient demo
+          The whole job on the built-in simulated devices (no hardware): scan, connect to the CC2650
+          SensorTag, discover it, read its device information, print IR temperature and humidity for a
+          few seconds, then round-trip text through the Bluefruit LE UART.
+        """,
+    "scan": """
+        gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
+          Advertisers, ADV and SCAN_RSP merged per device (active scan by default: a SensorTag sends its name
+          only in its scan response). On a terminal the list updates in place with a countdown; otherwise one
+          line per new or changed device (--all-reports: one line per report). --duration defaults to 10 s.
+          examples:
+            gattclient scan --name sensortag
+            gattclient --json --transport tcp:127.0.0.1:9000 scan --duration 3
+            gattclient --transport sim scan --service 6E400001-B5A3-F393-E0A9-E50E24DCCA9E
+        """,
+    "services": """
+        gattclient services ADDR [--random]
+          Discovers every service, included service, characteristic and descriptor (fewest ATT requests), and
+          prints a tree with SIG names, properties and handles; --json prints the database with attRequests.
+          examples:
+            gattclient services 54:6C:0E:12:34:56
+            gattclient --json --transport sim services E8:7F:3A:21:9C:05/random
+        """,
+    "read": """
+        gattclient read ADDR HANDLE|UUID [--long] [--random]
+        gattclient read ADDR --multiple H,H,...
+          By UUID: Read Using Characteristic UUID (no discovery); by handle: Read (--long: Read Blob until the end).
+          examples:
+            gattclient read 54:6C:0E:12:34:56 2A19
+            gattclient read 54:6C:0E:12:34:56 0x0021 --long
+            gattclient read 54:6C:0E:12:34:56 --multiple 0x0003,0x0021
+        """,
+    "write": """
+        gattclient write ADDR HANDLE|UUID HEX [--no-response | --long | --reliable] [--random]
+        gattclient write ADDR HANDLE|UUID --text STR [...]
+          Write Request by default; --no-response: Write Command; --long: Prepare/Execute Write; --reliable:
+          prepared writes checked against their echo. A UUID naming several characteristics is refused with
+          their handles.
+          examples:
+            gattclient write 54:6C:0E:12:34:56 F000AA02-0451-4000-B000-000000000000 01
+            gattclient write E8:7F:3A:21:9C:05/random 6E400002-B5A3-F393-E0A9-E50E24DCCA9E --text F --no-response
+        """,
+    "subscribe": """
+        gattclient subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S] [--random]
+          Writes the CCCD, prints every notification (or indication) with a timestamp and decoded value, and
+          switches the CCCD off at the end (count, duration, Ctrl-C or disconnect).
+          examples:
+            gattclient subscribe 54:6C:0E:12:34:56 F000AA01-0451-4000-B000-000000000000 --count 5
+            gattclient --json subscribe 54:6C:0E:12:34:56 0x0025 --duration 10
+        """,
+    "uart": """
+        gattclient uart ADDR [--random] [--with-response] [--duration S]
+        gattclient uart ADDR --send TEXT | --controller button:N | --controller color:R,G,B
+          Nordic UART Service (Adafruit Bluefruit LE): lines typed on stdin go to RX (split to ATT_MTU - 3,
+          write without response unless --with-response), TX notifications go to stdout. --send and
+          --controller send once and print what comes back for --duration (default 1 s).
+          examples:
+            gattclient uart E8:7F:3A:21:9C:05/random
+            echo F | gattclient uart E8:7F:3A:21:9C:05/random --duration 1
+            gattclient uart E8:7F:3A:21:9C:05/random --controller button:1
+        """,
+    "sensortag": """
+        gattclient sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS]
+                             [--count N] [--duration S] [--csv FILE] [--random]
+          Switches the sensors on (at --period; each has a minimum: ir 300 ms, others 100 ms), subscribes, and
+          prints one decoded reading per line with TI's conversions (--json: JSON Lines; --csv: a file for
+          plotting); switches them off again on exit, Ctrl-C included.
+          examples:
+            gattclient sensortag 54:6C:0E:12:34:56 --sensors ir,humidity --period 500
+            gattclient --json --transport sim sensortag 54:6C:0E:9A:3B:01 --count 10
+        """,
+    "dump": """
+        gattclient dump FILE [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
+          Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
+          --json: Wireshark's record schema, one record per ATT PDU and advertising report.
+          examples:
+            gattclient dump btsnoop_hci.log --att-only
+            gattclient --json dump session.btsnoop --handle 0x0025
+            gattclient dump --summary big.btsnoop
+        """,
+    "monitor": """
+        gattclient monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only | --adv-only]
+          Every adapter's HCI traffic (bluetoothd's included) from the kernel monitor channel, decoded live;
+          --record FILE keeps it. Needs CAP_NET_RAW.
+          examples:
+            gattclient monitor hci0 --att-only
+            gattclient --record session.btsnoop monitor --duration 60
+        """,
+]

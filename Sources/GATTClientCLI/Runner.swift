@@ -27,6 +27,9 @@ public func runGATTClient(
     case .help:
         output.write(usageText + "\n")
         return ExitCode.success.rawValue
+    case .commandHelp(let name):
+        output.write((commandHelpText[name] ?? usageText) + "\n")
+        return ExitCode.success.rawValue
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue

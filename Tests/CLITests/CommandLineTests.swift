@@ -36,7 +36,25 @@ import Testing
 
     @Test func helpAndNothing() throws {
         #expect(try parse([]).command == .help)
-        #expect(try parse(["--help", "dump"]).command == .help)
+        #expect(try parse(["--help", "dump"]).command == .commandHelp("dump"))
         #expect(usageText.contains("dump FILE"))
+    }
+}
+
+@Suite struct CommandHelpTests {
+    @Test func everyCommandHasHelpWithExamples() throws {
+        for (synopsis, _) in commandSummaries {
+            let name = String(synopsis.prefix { $0 != " " })
+            #expect(try parse([name, "--help"]).command == .commandHelp(name), "\(name)")
+            #expect(try parse(["help", name]).command == .commandHelp(name))
+            let text = try #require(commandHelpText[name], "\(name) has no help")
+            #expect(text.hasPrefix("gattclient \(name)"))
+            if name != "demo" { #expect(text.contains("examples:"), "\(name)") }
+        }
+        #expect(try parse(["--help"]).command == .help)
+    }
+
+    @Test func verboseTracesEveryATTPDU() throws {
+        #expect(try parse(["-v", "read", "AA:BB:CC:DD:EE:FF", "2A19"]).options.verbosity == 1)
     }
 }

@@ -29,11 +29,12 @@ struct GATTSession {
             throw error
         }
         var bearerChannel = channel
+        if options.verbosity > 0 { bearerChannel = TracingATTChannel(channel) }
         if let path = options.record {
             // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.
             do {
                 bearerChannel = try RecordingATTChannel(
-                    wrapping: channel, path: path,
+                    wrapping: bearerChannel, path: path,
                     peer: RecordingATTChannel.Peer(address: peer.address, addressType: LEAddressType(peer.type)))
             } catch {
                 await channel.close()
