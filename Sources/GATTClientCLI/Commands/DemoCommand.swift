@@ -13,7 +13,7 @@ struct DemoCommand {
     var sensorSeconds: Double = 3
 
     func run(options: GlobalOptions, output: inout BufferedOutput) async throws {
-        let simulation = try await SimulatedCentral.open(.simulator(devices: []))
+        let simulation = try await SimulatedCentral.open(.simulator(devices: []), record: options.record)
         let shared = KeepOpen(simulation)
         let tag = PeerAddress(address: EmulatedSensorTag.defaultAddress, type: .public)
         let board = PeerAddress(address: EmulatedBluefruit.defaultAddress, type: .random)
@@ -95,6 +95,7 @@ struct DemoCommand {
 private struct KeepOpen: Central, Scanner {
     let base: SimulatedCentral
     init(_ base: SimulatedCentral) { self.base = base }
+    var recordsHCI: Bool { base.recordsHCI }
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         try await base.connect(to: peer, timeout: timeout)
     }

@@ -30,7 +30,7 @@ struct GATTSession {
         }
         var bearerChannel = channel
         if options.verbosity > 0 { bearerChannel = TracingATTChannel(channel) }
-        if let path = options.record {
+        if let path = options.record, !central.recordsHCI {
             // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.
             do {
                 bearerChannel = try RecordingATTChannel(

@@ -41,6 +41,13 @@ protocol Central: Sendable {
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel
     /// Releases the transport.
     func close() async
+    /// Whether `--record` is already writing this transport's HCI traffic (the user-space host),
+    /// so the session does not also record at the ATT level.
+    var recordsHCI: Bool { get }
+}
+
+extension Central {
+    var recordsHCI: Bool { false }
 }
 
 /// A failure with the exit code and JSON `kind` it maps to.
@@ -78,9 +85,9 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     case .replay(let path):
         return ReplayCentral(path: path, matchAny: replayMatchAny)
     case .userChannel, .tcp, .unix, .serial:
-        return try await UserSpaceCentral.open(parsed, timeout: .milliseconds(Int64(options.timeout * 1000)))
+        return try await UserSpaceCentral.open(parsed, timeout: .milliseconds(Int64(options.timeout * 1000)), record: options.record)
     case .simulator:
-        return try await SimulatedCentral.open(parsed)
+        return try await SimulatedCentral.open(parsed, record: options.record)
     }
 }
 

@@ -16,26 +16,45 @@ protocol Scanner: Sendable {
 /// and the simulator's virtual controller).
 final class UserSpaceCentral: Central, Scanner {
     let host: LEHost
+    let recordsHCI: Bool
 
-    init(host: LEHost) { self.host = host }
+    init(host: LEHost, recordsHCI: Bool) {
+        self.host = host
+        self.recordsHCI = recordsHCI
+    }
 
-    static func open(_ uri: TransportURI, timeout: Duration) async throws -> UserSpaceCentral {
+    static func open(_ uri: TransportURI, timeout: Duration, record: String? = nil) async throws -> UserSpaceCentral {
         let transport: any HCITransport
         do {
             transport = try await uri.openRawTransport(connectTimeout: timeout)
         } catch {
             throw CommandFailure("\(uri): \(error)", kind: "transport", exitCode: .unavailable)
         }
-        return try await start(transport, name: uri.description)
+        return try await start(transport, name: uri.description, record: record)
+    }
+
+    /// Wraps `transport` in a recorder when `--record` asks for one (every HCI packet, both ways).
+    static func recording(_ transport: any HCITransport, _ path: String?) throws -> any HCITransport {
+        guard let path else { return transport }
+        do {
+            return try RecordingHCITransport(wrapping: transport, path: path)
+        } catch {
+            transport.close(reason: "--record failed")
+            throw CommandFailure("--record \(path): \(error)", kind: "record")
+        }
     }
 
     /// `commandTimeout`: how long a command may wait for its Command Complete/Status (2 s for a
     /// real controller, as the host issue asks).
-    static func start(_ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2)) async throws -> UserSpaceCentral {
+    static func start(
+        _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), record: String? = nil
+    ) async throws -> UserSpaceCentral {
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = commandTimeout
+        let transport = try recording(transport, record)
         do {
-            return UserSpaceCentral(host: try await LEHost.start(transport: transport, configuration: configuration))
+            return UserSpaceCentral(
+                host: try await LEHost.start(transport: transport, configuration: configuration), recordsHCI: record != nil)
         } catch {
             throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
         }
@@ -151,7 +170,9 @@ final class SimulatedCentral: Central, Scanner {
         self.central = central
     }
 
-    static func open(_ uri: TransportURI) async throws -> SimulatedCentral {
+    var recordsHCI: Bool { central.recordsHCI }
+
+    static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
             guard let started = try await Simulation.start(uri) else {
@@ -163,7 +184,8 @@ final class SimulatedCentral: Central, Scanner {
         }
         // The virtual controller answers in microseconds; a longer bound only matters on a
         // machine so loaded that the in-process controller task is not scheduled for seconds.
-        let central = try await UserSpaceCentral.start(simulation.hostTransport, name: uri.description, commandTimeout: .seconds(15))
+        let central = try await UserSpaceCentral.start(
+            simulation.hostTransport, name: uri.description, commandTimeout: .seconds(15), record: record)
         return SimulatedCentral(simulation: simulation, central: central)
     }
 
