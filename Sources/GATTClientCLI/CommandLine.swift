@@ -25,6 +25,8 @@ public struct GlobalOptions: Equatable, Sendable {
     /// `--replay-match any`: a replayed capture answers each request with the first unused
     /// recorded response to an identical request, whatever the order.
     public var replayMatchAny = false
+    /// `--replay-conn H`: the recorded connection to replay when a capture holds several.
+    public var replayConnection: UInt16?
 
     public init() {}
 }
@@ -125,7 +127,7 @@ public let commandSummaries: [(String, String)] = [
 public let usageText: String = {
     var text = """
     usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [--security LEVEL]
-                  [--replay-match strict|any] [-v] COMMAND ...
+                  [--replay-match strict|any] [--replay-conn H] [-v] COMMAND ...
 
     commands:
 
@@ -195,6 +197,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 throw UsageError("--security is low, medium, high or fips, not '\(level)'")
             }
             options.security = level
+        case "--replay-conn":
+            options.replayConnection = try parseHandle(try take(), what: "--replay-conn", allowZero: true, maximum: 0x0EFF)
         case "--replay-match":
             switch try take() {
             case "any": options.replayMatchAny = true

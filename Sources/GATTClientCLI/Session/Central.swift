@@ -83,7 +83,7 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     case .kernel(let index):
         return try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
     case .replay(let path):
-        return ReplayCentral(path: path, matchAny: replayMatchAny)
+        return ReplayCentral(path: path, matchAny: replayMatchAny, connection: options.replayConnection)
     case .userChannel, .tcp, .unix, .serial:
         return try await UserSpaceCentral.open(parsed, timeout: .milliseconds(Int64(options.timeout * 1000)), record: options.record)
     case .simulator:
@@ -134,14 +134,18 @@ struct KernelCentral: Central {
 struct ReplayCentral: Central {
     let path: String
     let matchAny: Bool
+    /// The recorded connection handle to replay (`--replay-conn`); else the one to the peer, else
+    /// the first.
+    var connection: UInt16? = nil
 
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         do {
             // The recorded bearer to that peer when the capture names peers; else its first bearer.
             let capture = try ReplayCapture(path: path)
-            let named = capture.bearers.contains { $0.peerAddress == peer.address }
+            let named = connection == nil && capture.bearers.contains { $0.peerAddress == peer.address }
             return try ReplayATTChannel(
-                capture: capture, peerAddress: named ? peer.address : nil, matching: matchAny ? .anyOrder : .strict)
+                capture: capture, connectionHandle: connection, peerAddress: named ? peer.address : nil,
+                matching: matchAny ? .anyOrder : .strict)
         } catch {
             throw CommandFailure("replay: \(error)", kind: "replay")
         }
