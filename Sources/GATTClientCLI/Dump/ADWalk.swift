@@ -12,7 +12,7 @@ enum ADWalk {
     /// Whether `AdvertisingData(bytes).isWellFormed`: no Length runs past the end and every
     /// structure of a known type has the shape its type requires. A zero Length ends the data
     /// early (the rest is padding, not a problem).
-    static func isWellFormed(_ bytes: [UInt8]) -> Bool {
+    static func isWellFormed(_ bytes: ArraySlice<UInt8>) -> Bool {
         bytes.withUnsafeBufferPointer { buffer in
             var index = 0
             let count = buffer.count
@@ -29,6 +29,8 @@ enum ADWalk {
             return true
         }
     }
+
+    static func isWellFormed(_ bytes: [UInt8]) -> Bool { isWellFormed(bytes[...]) }
 
     /// Whether a structure of AD type `type` with `dataCount` data octets (the last being
     /// `lastOctet`) parses as its typed `ADStructure`; unknown types always do (as `.other`).

@@ -141,7 +141,7 @@ struct CaptureSummary {
     }
 }
 
-struct SummaryVisitor: CaptureVisitor {
+struct SummaryVisitor: CaptureCountingVisitor {
     var summary = CaptureSummary()
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
@@ -157,12 +157,7 @@ struct SummaryVisitor: CaptureVisitor {
         if error != nil { summary.malformedPackets += 1 }
         switch packet {
         case .command(let opcode, _)?:
-            if let count = summary.commandCounts[opcode.rawValue] {
-                summary.commandCounts[opcode.rawValue] = count + 1
-            } else {
-                summary.commandCounts[opcode.rawValue] = 1
-                summary.commandNames[opcode.rawValue] = opcode.description
-            }
+            countCommand(opcode)
         case .event(let event)?:
             let key = event.summaryKey
             if summary.eventNames[key] == nil { summary.eventNames[key] = event.summaryName }
@@ -171,12 +166,53 @@ struct SummaryVisitor: CaptureVisitor {
         }
     }
 
+    private mutating func countCommand(_ opcode: HCIOpcode) {
+        if let count = summary.commandCounts[opcode.rawValue] {
+            summary.commandCounts[opcode.rawValue] = count + 1
+        } else {
+            summary.commandCounts[opcode.rawValue] = 1
+            summary.commandNames[opcode.rawValue] = opcode.description
+        }
+    }
+
+    // The records `CaptureDecoder.count` checks in place: the same counts as above.
+
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.command.rawValue)] += 1
+        countCommand(opcode)
+    }
+
+    mutating func count(aclPacket record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.acl.rawValue)] += 1
+    }
+
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
+        // HCIEvent.summaryKey and summaryName of an LE Meta event.
+        let key = 0x100 | Int(subevent.rawValue)
+        if summary.eventNames[key] == nil { summary.eventNames[key] = "LE Meta: \(subevent)" }
+        summary.eventCounts[key] += 1
+    }
+
+    mutating func count(advertisingReport subevent: LESubeventCode, data: ArraySlice<UInt8>, record: CaptureRecord) {
+        summary.advertisingReportCounts[Int(subevent.rawValue)] += 1
+        if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
+    }
+
+    mutating func count(notification wellFormed: Bool, record: CaptureRecord) {
+        summary.attOpcodeCounts[Int(ATTOpcode.handleValueNotification.rawValue)] += 1
+        if !wellFormed { summary.attMalformed += 1 }
+    }
+
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
         summary.advertisingReportCounts[Int(advertisingReport.subevent.rawValue)] += 1
         let wellFormed: Bool
         switch advertisingReport.report {
-        case .legacy(let report): wellFormed = ADWalk.isWellFormed(report.data)
-        case .extended(let report): wellFormed = ADWalk.isWellFormed(report.data)
+        case .legacy(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
+        case .extended(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
         case .directed: wellFormed = true
         }
         if !wellFormed { summary.malformedAdvertisingData += 1 }

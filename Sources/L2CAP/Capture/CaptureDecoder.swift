@@ -53,6 +53,25 @@ public protocol CaptureVisitor {
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord)
 }
 
+/// What `CaptureDecoder.count(_:visitor:)` reports for the records it checks in place, without
+/// building packet values (for counting, as `dump --summary` does). Every other record, and
+/// every record the in-place checks do not accept, goes through the `CaptureVisitor` calls of
+/// `decode(_:visitor:)`.
+public protocol CaptureCountingVisitor: CaptureVisitor {
+    /// A well-formed HCI command packet (checked as `HCIPacket` checks it).
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord)
+    /// A well-formed ACL data packet (checked as `ACLDataPacket` checks it); what its L2CAP frame
+    /// carries follows.
+    mutating func count(aclPacket record: CaptureRecord)
+    /// A well-formed LE Advertising Report or LE Extended Advertising Report event (checked as
+    /// `HCIEvent` checks it); each report's data follows, in order.
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord)
+    /// One report of that event: its advertising data.
+    mutating func count(advertisingReport subevent: LESubeventCode, data: ArraySlice<UInt8>, record: CaptureRecord)
+    /// A Handle Value Notification on the ATT fixed channel, and whether it decodes strictly.
+    mutating func count(notification wellFormed: Bool, record: CaptureRecord)
+}
+
 /// Decodes capture records at every layer (used by `gattclient dump`, replay and monitor): HCI packets, advertising reports, ACL → L2CAP
 /// reassembly per connection and direction, ATT on the fixed channel 0x0004.
 public struct CaptureDecoder: Sendable {
@@ -88,9 +107,114 @@ public struct CaptureDecoder: Sendable {
             receivedReassembler.reset(handle: event.connectionHandle)
             creditBasedChannels.reset(handle: event.connectionHandle)
         case .acl(let acl):
-            self.acl(acl, record: record, visitor: &visitor)
+            self.acl(handle: handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...], record: record,
+                     visitor: &visitor, counting: false)
         default:
             break
+        }
+    }
+
+    /// Counts `record` with the same results as `decode(_:visitor:)`, checking the common
+    /// records (commands, ACL data, advertising report events, notifications) in place in the
+    /// file buffer instead of building their values; the rest are decoded.
+    public mutating func count<V: CaptureCountingVisitor>(_ record: CaptureRecord, visitor: inout V) {
+        let bytes = record.bytes
+        let start = bytes.startIndex
+        switch record.kind {
+        case .packet(.acl):
+            // ACLDataPacket: Handle ≤ 0x0EFF, Data_Total_Length equal to what follows.
+            guard bytes.count >= 4 else { break }
+            let field = UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8
+            let handle = field & 0x0FFF
+            let length = Int(bytes[start + 2]) | Int(bytes[start + 3]) << 8
+            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { break }
+            visitor.count(aclPacket: record)
+            let notification = acl(
+                handle: handle, packetBoundary: UInt8(field >> 12 & 0b11), data: bytes.dropFirst(4), record: record,
+                visitor: &visitor, counting: true)
+            if let notification { visitor.count(notification: notification, record: record) }
+            return
+        case .packet(.command):
+            // HCIPacket: opcode, Parameter_Total_Length equal to what follows.
+            guard bytes.count >= 3, Int(bytes[start + 2]) == bytes.count - 3 else { break }
+            visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8), record: record)
+            return
+        case .packet(.event):
+            // HCIEvent: code, Parameter_Total_Length equal to what follows; LE Meta 0x3E.
+            guard bytes.count >= 4, bytes[start] == 0x3E, Int(bytes[start + 1]) == bytes.count - 2 else { break }
+            let subevent = LESubeventCode(rawValue: bytes[start + 2])
+            let parameters = bytes.dropFirst(3)
+            switch subevent.rawValue {
+            case 0x02:
+                guard Self.isWellFormedLegacyReports(parameters) else { break }
+                visitor.count(advertisingReportEvent: subevent, record: record)
+                Self.forEachLegacyReportData(parameters) { visitor.count(advertisingReport: subevent, data: $0, record: record) }
+                return
+            case 0x0D:
+                guard Self.isWellFormedExtendedReports(parameters) else { break }
+                visitor.count(advertisingReportEvent: subevent, record: record)
+                Self.forEachExtendedReportData(parameters) { visitor.count(advertisingReport: subevent, data: $0, record: record) }
+                return
+            default:
+                break
+            }
+        default:
+            break
+        }
+        decode(record, visitor: &visitor)
+    }
+
+    /// LE Advertising Report parameters as `LEAdvertisingReportEvent` accepts them: Num_Reports
+    /// 1–25, each report 9 octets, Data_Length ≤ 31, data, RSSI; nothing after the last.
+    static func isWellFormedLegacyReports(_ p: ArraySlice<UInt8>) -> Bool {
+        guard let first = p.first else { return false }
+        let count = Int(first)
+        guard LEAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * 10 else { return false }
+        var index = p.startIndex + 1
+        for _ in 0..<count {
+            guard p.endIndex - index >= 10 else { return false }
+            let length = Int(p[index + 8])
+            guard length <= LEAdvertisingReport.maxDataLength, p.endIndex - index >= 10 + length else { return false }
+            index += 10 + length
+        }
+        return index == p.endIndex
+    }
+
+    static func forEachLegacyReportData(_ p: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
+        var index = p.startIndex + 1
+        for _ in 0..<Int(p[p.startIndex]) {
+            let length = Int(p[index + 8])
+            body(p[(index + 9)..<(index + 9 + length)])
+            index += 10 + length
+        }
+    }
+
+    /// LE Extended Advertising Report parameters as `LEExtendedAdvertisingReportEvent` accepts
+    /// them: Num_Reports 1–10, each report 23 octets, Data_Length, data; nothing after the last.
+    static func isWellFormedExtendedReports(_ p: ArraySlice<UInt8>) -> Bool {
+        guard let first = p.first else { return false }
+        let count = Int(first)
+        let fixed = LEExtendedAdvertisingReport.fixedLength
+        guard LEExtendedAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * fixed else {
+            return false
+        }
+        var index = p.startIndex + 1
+        for _ in 0..<count {
+            guard p.endIndex - index >= fixed else { return false }
+            let length = Int(p[index + fixed - 1])
+            guard p.endIndex - index >= fixed + length else { return false }
+            index += fixed + length
+        }
+        return index == p.endIndex
+    }
+
+    static func forEachExtendedReportData(_ p: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
+        let fixed = LEExtendedAdvertisingReport.fixedLength
+        var index = p.startIndex + 1
+        for _ in 0..<Int(p[p.startIndex]) {
+            let length = Int(p[index + fixed - 1])
+            body(p[(index + fixed)..<(index + fixed + length)])
+            index += fixed + length
         }
     }
 
@@ -113,35 +237,47 @@ public struct CaptureDecoder: Sendable {
         }
     }
 
-    private mutating func acl<V: CaptureVisitor>(_ acl: ACLDataPacket, record: CaptureRecord, visitor: inout V) {
+    /// The fragment of an ACL data packet. When `counting` (from `count(_:visitor:)`), a Handle
+    /// Value Notification on the ATT fixed channel is not decoded nor visited: the result says
+    /// whether it is well-formed (nil otherwise).
+    @discardableResult
+    private mutating func acl<V: CaptureVisitor>(
+        handle: UInt16, packetBoundary: UInt8, data: ArraySlice<UInt8>, record: CaptureRecord, visitor: inout V, counting: Bool
+    ) -> Bool? {
         let output: L2CAPReassembler.Output
         if record.direction == .sent {
-            output = sentReassembler.receive(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...])
+            output = sentReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
         } else {
-            output = receivedReassembler.receive(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...])
+            output = receivedReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
         }
         if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
-        guard let frame = output.frame else { return }
+        guard let frame = output.frame else { return nil }
         if frame.channelID == L2CAPBasicFrame.attributeProtocolCID {
-            visitor.visit(att: att(frame.payload, handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
-            return
+            // HandleValueNotification: opcode, a non-zero Attribute Handle, any value.
+            let payload = frame.payload
+            if counting, payload.first == ATTOpcode.handleValueNotification.rawValue {
+                return payload.count >= 3 && (payload[payload.startIndex + 1] != 0 || payload[payload.startIndex + 2] != 0)
+            }
+            visitor.visit(att: att(payload, handle: handle, channel: frame.channelID, direction: record.direction), record: record)
+            return nil
         }
         let direction: CreditBasedChannelTracker.Direction = record.direction == .received ? .incoming : .outgoing
         if frame.channelID == L2CAPBasicFrame.leSignalingCID {
-            creditBasedChannels.signaling(frame.payload, handle: acl.handle, direction: direction)
+            creditBasedChannels.signaling(frame.payload, handle: handle, direction: direction)
         } else if frame.channelID >= 0x0040,
-                  creditBasedChannels.carriesATT(handle: acl.handle, direction: direction, cid: frame.channelID) {
-            switch creditBasedChannels.kFrame(frame.payload, handle: acl.handle, direction: direction, cid: frame.channelID) {
+                  creditBasedChannels.carriesATT(handle: handle, direction: direction, cid: frame.channelID) {
+            switch creditBasedChannels.kFrame(frame.payload, handle: handle, direction: direction, cid: frame.channelID) {
             case .sdu(let sdu):
-                visitor.visit(att: att(sdu[...], handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
+                visitor.visit(att: att(sdu[...], handle: handle, channel: frame.channelID, direction: record.direction), record: record)
             case .incomplete:
                 break
             case .dropped(let reason):
-                visitor.visit(sduDrop: reason, connectionHandle: acl.handle, channelID: frame.channelID, record: record)
+                visitor.visit(sduDrop: reason, connectionHandle: handle, channelID: frame.channelID, record: record)
             }
-            return
+            return nil
         }
-        visitor.visit(l2capFrame: frame, connectionHandle: acl.handle, direction: record.direction, record: record)
+        visitor.visit(l2capFrame: frame, connectionHandle: handle, direction: record.direction, record: record)
+        return nil
     }
 
     private mutating func att(_ bytes: ArraySlice<UInt8>, handle: UInt16, channel: UInt16, direction: CaptureDirection) -> ATTItem {
