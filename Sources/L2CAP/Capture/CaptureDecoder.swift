@@ -107,7 +107,7 @@ public struct CaptureDecoder: Sendable {
             receivedReassembler.reset(handle: event.connectionHandle)
             creditBasedChannels.reset(handle: event.connectionHandle)
         case .acl(let acl):
-            self.acl(handle: handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...], record: record,
+            self.acl(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...], record: record,
                      visitor: &visitor, counting: false)
         default:
             break
