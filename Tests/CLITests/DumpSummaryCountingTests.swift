@@ -21,6 +21,8 @@ import Testing
         visitor.summary.write(json: false, file: "f", damage: reader.damage?.description, output: &text)
         var json = BufferedOutput.capturing()
         visitor.summary.write(json: true, file: "f", damage: reader.damage?.description, output: &json)
+        text.flush()
+        json.flush()
         return text.capturedLines + json.capturedLines
     }
 
