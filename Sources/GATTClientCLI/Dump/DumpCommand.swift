@@ -121,7 +121,7 @@ struct JSONDumpVisitor: CaptureVisitor {
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         // Every record moves the time origin, as Wireshark's `time` counts from frame 1.
-        _ = writer.time(of: record)
+        writer.noteTime(of: record)
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
