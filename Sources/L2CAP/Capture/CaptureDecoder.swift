@@ -237,6 +237,16 @@ public struct CaptureDecoder: Sendable {
         }
     }
 
+    /// A start fragment carrying a whole B-frame (Length equal to what follows, within the
+    /// reassemblers' default limit), as `L2CAPReassembler.receive` returns it.
+    private static func wholeFrame(packetBoundary: UInt8, data: ArraySlice<UInt8>, limit: Int) -> L2CAPBasicFrame? {
+        guard packetBoundary & 0b01 == 0, data.count >= 4 else { return nil }
+        let start = data.startIndex
+        let length = Int(data[start]) | Int(data[start + 1]) << 8
+        guard data.count == 4 + length, length <= limit else { return nil }
+        return L2CAPBasicFrame(channelID: UInt16(data[start + 2]) | UInt16(data[start + 3]) << 8, payload: data.dropFirst(4))
+    }
+
     /// The fragment of an ACL data packet. When `counting` (from `count(_:visitor:)`), a Handle
     /// Value Notification on the ATT fixed channel is not decoded nor visited: the result says
     /// whether it is well-formed (nil otherwise).
@@ -244,14 +254,25 @@ public struct CaptureDecoder: Sendable {
     private mutating func acl<V: CaptureVisitor>(
         handle: UInt16, packetBoundary: UInt8, data: ArraySlice<UInt8>, record: CaptureRecord, visitor: inout V, counting: Bool
     ) -> Bool? {
-        let output: L2CAPReassembler.Output
-        if record.direction == .sent {
-            output = sentReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+        let sent = record.direction == .sent
+        let frame: L2CAPBasicFrame
+        let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
+        let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
+        if idle, let whole = Self.wholeFrame(packetBoundary: packetBoundary, data: data, limit: limit) {
+            // What the reassembler would return for it (no partial frame to drop, nothing to
+            // keep), without asking it.
+            frame = whole
         } else {
-            output = receivedReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+            let output: L2CAPReassembler.Output
+            if sent {
+                output = sentReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+            } else {
+                output = receivedReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+            }
+            if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
+            guard let complete = output.frame else { return nil }
+            frame = complete
         }
-        if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
-        guard let frame = output.frame else { return nil }
         if frame.channelID == L2CAPBasicFrame.attributeProtocolCID {
             // HandleValueNotification: opcode, a non-zero Attribute Handle, any value.
             let payload = frame.payload
