@@ -12,28 +12,31 @@ enum ADWalk {
     /// Whether `AdvertisingData(bytes).isWellFormed`: no Length runs past the end and every
     /// structure of a known type has the shape its type requires. A zero Length ends the data
     /// early (the rest is padding, not a problem).
-    static func isWellFormed(_ bytes: ArraySlice<UInt8>) -> Bool {
-        bytes.withUnsafeBufferPointer { buffer in
-            var index = 0
-            let count = buffer.count
-            while index < count {
-                let length = Int(buffer[index])
-                if length == 0 { return true }
-                guard length <= count - index - 1 else { return false }
-                let type = buffer[index + 1]
-                let dataCount = length - 1
-                guard hasValidShape(type: type, dataCount: dataCount, lastOctet: dataCount > 0 ? buffer[index + length] : 0)
-                else { return false }
-                index += 1 + length
-            }
-            return true
+    static func isWellFormed(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = buffer.count
+        while index < count {
+            let length = Int(buffer[index])
+            if length == 0 { return true }
+            guard length <= count - index - 1 else { return false }
+            let type = buffer[index + 1]
+            let dataCount = length - 1
+            guard hasValidShape(type: type, dataCount: dataCount, lastOctet: dataCount > 0 ? buffer[index + length] : 0)
+            else { return false }
+            index += 1 + length
         }
+        return true
+    }
+
+    static func isWellFormed(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { isWellFormed($0) }
     }
 
     static func isWellFormed(_ bytes: [UInt8]) -> Bool { isWellFormed(bytes[...]) }
 
     /// Whether a structure of AD type `type` with `dataCount` data octets (the last being
     /// `lastOctet`) parses as its typed `ADStructure`; unknown types always do (as `.other`).
+    @inline(__always)
     static func hasValidShape(type: UInt8, dataCount n: Int, lastOctet: UInt8) -> Bool {
         switch type {
         case 0x01, 0x0A, 0x1C: return n == 1  // Flags, TX Power Level, LE Role

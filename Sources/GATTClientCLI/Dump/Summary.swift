@@ -197,7 +197,7 @@ struct SummaryVisitor: CaptureCountingVisitor {
         summary.eventCounts[key] += 1
     }
 
-    mutating func count(advertisingReport subevent: LESubeventCode, data: ArraySlice<UInt8>, record: CaptureRecord) {
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
         summary.advertisingReportCounts[Int(subevent.rawValue)] += 1
         if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
     }

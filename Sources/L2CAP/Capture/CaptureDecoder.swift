@@ -66,8 +66,9 @@ public protocol CaptureCountingVisitor: CaptureVisitor {
     /// A well-formed LE Advertising Report or LE Extended Advertising Report event (checked as
     /// `HCIEvent` checks it); each report's data follows, in order.
     mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord)
-    /// One report of that event: its advertising data.
-    mutating func count(advertisingReport subevent: LESubeventCode, data: ArraySlice<UInt8>, record: CaptureRecord)
+    /// One report of that event: its advertising data (in the file buffer, valid during the
+    /// call only).
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord)
     /// A Handle Value Notification on the ATT fixed channel, and whether it decodes strictly.
     mutating func count(notification wellFormed: Bool, record: CaptureRecord)
 }
@@ -118,104 +119,121 @@ public struct CaptureDecoder: Sendable {
     /// records (commands, ACL data, advertising report events, notifications) in place in the
     /// file buffer instead of building their values; the rest are decoded.
     public mutating func count<V: CaptureCountingVisitor>(_ record: CaptureRecord, visitor: inout V) {
-        let bytes = record.bytes
-        let start = bytes.startIndex
+        let counted = record.bytes.withUnsafeBufferPointer { bytes in
+            countInPlace(bytes, record: record, visitor: &visitor)
+        }
+        if !counted { decode(record, visitor: &visitor) }
+    }
+
+    /// Counts `record` (whose packet is `bytes`) when its checks can be made in place; false
+    /// when it must be decoded.
+    private mutating func countInPlace<V: CaptureCountingVisitor>(
+        _ bytes: UnsafeBufferPointer<UInt8>, record: CaptureRecord, visitor: inout V
+    ) -> Bool {
         switch record.kind {
         case .packet(.acl):
             // ACLDataPacket: Handle ≤ 0x0EFF, Data_Total_Length equal to what follows.
-            guard bytes.count >= 4 else { break }
-            let field = UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8
+            guard bytes.count >= 4 else { return false }
+            let field = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
             let handle = field & 0x0FFF
-            let length = Int(bytes[start + 2]) | Int(bytes[start + 3]) << 8
-            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { break }
+            let length = Int(bytes[2]) | Int(bytes[3]) << 8
+            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { return false }
             visitor.count(aclPacket: record)
+            let packetBoundary = UInt8(field >> 12 & 0b11)
+            // A whole B-frame on the ATT channel in one start fragment (L2CAP Length equal to
+            // what follows) carrying a notification, no partial frame pending in that
+            // direction: what the reassembler would return, read in place.
+            if packetBoundary & 0b01 == 0, length >= 5, Int(bytes[4]) | Int(bytes[5]) << 8 == length - 4,
+               bytes[6] == 0x04, bytes[7] == 0x00, bytes[8] == ATTOpcode.handleValueNotification.rawValue {
+                let sent = record.direction == .sent
+                let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
+                let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
+                if idle, length - 4 <= limit {
+                    // HandleValueNotification: opcode, a non-zero Attribute Handle, any value.
+                    visitor.count(notification: length - 4 >= 3 && (bytes[9] != 0 || bytes[10] != 0), record: record)
+                    return true
+                }
+            }
             let notification = acl(
-                handle: handle, packetBoundary: UInt8(field >> 12 & 0b11), data: bytes.dropFirst(4), record: record,
+                handle: handle, packetBoundary: packetBoundary, data: record.bytes.dropFirst(4), record: record,
                 visitor: &visitor, counting: true)
             if let notification { visitor.count(notification: notification, record: record) }
-            return
+            return true
         case .packet(.command):
             // HCIPacket: opcode, Parameter_Total_Length equal to what follows.
-            guard bytes.count >= 3, Int(bytes[start + 2]) == bytes.count - 3 else { break }
-            visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[start]) | UInt16(bytes[start + 1]) << 8), record: record)
-            return
+            guard bytes.count >= 3, Int(bytes[2]) == bytes.count - 3 else { return false }
+            visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8), record: record)
+            return true
         case .packet(.event):
             // HCIEvent: code, Parameter_Total_Length equal to what follows; LE Meta 0x3E.
-            guard bytes.count >= 4, bytes[start] == 0x3E, Int(bytes[start + 1]) == bytes.count - 2 else { break }
-            let subevent = LESubeventCode(rawValue: bytes[start + 2])
-            let parameters = bytes.dropFirst(3)
+            guard bytes.count >= 4, bytes[0] == 0x3E, Int(bytes[1]) == bytes.count - 2 else { return false }
+            let subevent = LESubeventCode(rawValue: bytes[2])
+            let parameters = UnsafeBufferPointer(rebasing: bytes[3...])
             switch subevent.rawValue {
             case 0x02:
-                guard Self.isWellFormedLegacyReports(parameters) else { break }
+                guard Self.isWellFormedLegacyReports(parameters) else { return false }
                 visitor.count(advertisingReportEvent: subevent, record: record)
-                Self.forEachLegacyReportData(parameters) { visitor.count(advertisingReport: subevent, data: $0, record: record) }
-                return
+                var index = 1
+                for _ in 0..<Int(parameters[0]) {
+                    let length = Int(parameters[index + 8])
+                    let data = UnsafeBufferPointer(rebasing: parameters[(index + 9)..<(index + 9 + length)])
+                    visitor.count(advertisingReport: subevent, data: data, record: record)
+                    index += 10 + length
+                }
+                return true
             case 0x0D:
-                guard Self.isWellFormedExtendedReports(parameters) else { break }
+                guard Self.isWellFormedExtendedReports(parameters) else { return false }
                 visitor.count(advertisingReportEvent: subevent, record: record)
-                Self.forEachExtendedReportData(parameters) { visitor.count(advertisingReport: subevent, data: $0, record: record) }
-                return
+                let fixed = LEExtendedAdvertisingReport.fixedLength
+                var index = 1
+                for _ in 0..<Int(parameters[0]) {
+                    let length = Int(parameters[index + fixed - 1])
+                    let data = UnsafeBufferPointer(rebasing: parameters[(index + fixed)..<(index + fixed + length)])
+                    visitor.count(advertisingReport: subevent, data: data, record: record)
+                    index += fixed + length
+                }
+                return true
             default:
-                break
+                return false
             }
         default:
-            break
+            return false
         }
-        decode(record, visitor: &visitor)
     }
 
     /// LE Advertising Report parameters as `LEAdvertisingReportEvent` accepts them: Num_Reports
     /// 1–25, each report 9 octets, Data_Length ≤ 31, data, RSSI; nothing after the last.
-    static func isWellFormedLegacyReports(_ p: ArraySlice<UInt8>) -> Bool {
+    static func isWellFormedLegacyReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = p.first else { return false }
         let count = Int(first)
         guard LEAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * 10 else { return false }
-        var index = p.startIndex + 1
+        var index = 1
         for _ in 0..<count {
-            guard p.endIndex - index >= 10 else { return false }
+            guard p.count - index >= 10 else { return false }
             let length = Int(p[index + 8])
-            guard length <= LEAdvertisingReport.maxDataLength, p.endIndex - index >= 10 + length else { return false }
+            guard length <= LEAdvertisingReport.maxDataLength, p.count - index >= 10 + length else { return false }
             index += 10 + length
         }
-        return index == p.endIndex
-    }
-
-    static func forEachLegacyReportData(_ p: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
-        var index = p.startIndex + 1
-        for _ in 0..<Int(p[p.startIndex]) {
-            let length = Int(p[index + 8])
-            body(p[(index + 9)..<(index + 9 + length)])
-            index += 10 + length
-        }
+        return index == p.count
     }
 
     /// LE Extended Advertising Report parameters as `LEExtendedAdvertisingReportEvent` accepts
     /// them: Num_Reports 1–10, each report 23 octets, Data_Length, data; nothing after the last.
-    static func isWellFormedExtendedReports(_ p: ArraySlice<UInt8>) -> Bool {
+    static func isWellFormedExtendedReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = p.first else { return false }
         let count = Int(first)
         let fixed = LEExtendedAdvertisingReport.fixedLength
         guard LEExtendedAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * fixed else {
             return false
         }
-        var index = p.startIndex + 1
+        var index = 1
         for _ in 0..<count {
-            guard p.endIndex - index >= fixed else { return false }
+            guard p.count - index >= fixed else { return false }
             let length = Int(p[index + fixed - 1])
-            guard p.endIndex - index >= fixed + length else { return false }
+            guard p.count - index >= fixed + length else { return false }
             index += fixed + length
         }
-        return index == p.endIndex
-    }
-
-    static func forEachExtendedReportData(_ p: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
-        let fixed = LEExtendedAdvertisingReport.fixedLength
-        var index = p.startIndex + 1
-        for _ in 0..<Int(p[p.startIndex]) {
-            let length = Int(p[index + fixed - 1])
-            body(p[(index + fixed)..<(index + fixed + length)])
-            index += fixed + length
-        }
+        return index == p.count
     }
 
     private func reports<V: CaptureVisitor>(_ meta: LEMetaEvent, record: CaptureRecord, visitor: inout V) {
