@@ -87,6 +87,20 @@ import Testing
             let frame = [UInt8(pdu.count), 0x00, 0x04, 0x00] + pdu
             try add(.acl, [0x40, 0x20, UInt8(frame.count), 0x00] + frame)
         }
+        // Every opcode checked in place, at lengths 1–6, handle zero and not, whole and in two
+        // fragments; and two decoded ones (Read By Type, Find Information).
+        for opcode: UInt8 in [0x01, 0x02, 0x03, 0x0A, 0x0B, 0x0C, 0x0D, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x08, 0x04] {
+            for length in 1...6 {
+                for filler: UInt8 in [0x00, 0x06] {
+                    let pdu = [opcode] + [UInt8](repeating: filler, count: length - 1)
+                    let frame = [UInt8(pdu.count), 0x00, 0x04, 0x00] + pdu
+                    try add(.acl, [0x40, 0x20, UInt8(frame.count), 0x00] + frame)
+                    let head = Array(frame.prefix(3)), tail = Array(frame.dropFirst(3))
+                    try add(.acl, [0x40, 0x20, UInt8(head.count), 0x00] + head)
+                    try add(.acl, [0x40, 0x10, UInt8(tail.count), 0x00] + tail)
+                }
+            }
+        }
         // ACL: bad handle, length mismatch, continuation without start, fragmented notification.
         try add(.acl, [0xFF, 0x2F, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00])
         try add(.acl, [0x40, 0x20, 0x05, 0x00, 0x00, 0x00, 0x04, 0x00])

@@ -202,9 +202,10 @@ struct SummaryVisitor: CaptureCountingVisitor {
         if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
     }
 
-    mutating func count(notification wellFormed: Bool, record: CaptureRecord) {
-        summary.attOpcodeCounts[Int(ATTOpcode.handleValueNotification.rawValue)] += 1
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
+        summary.attOpcodeCounts[Int(opcode.rawValue)] += 1
         if !wellFormed { summary.attMalformed += 1 }
+        if let errorCode { summary.attErrorCounts[Int(errorCode.rawValue)] += 1 }
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {

@@ -69,8 +69,10 @@ public protocol CaptureCountingVisitor: CaptureVisitor {
     /// One report of that event: its advertising data (in the file buffer, valid during the
     /// call only).
     mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord)
-    /// A Handle Value Notification on the ATT fixed channel, and whether it decodes strictly.
-    mutating func count(notification wellFormed: Bool, record: CaptureRecord)
+    /// An ATT PDU on the fixed channel whose strict decode `CaptureDecoder.inPlaceATTCheck`
+    /// decides without building it: its opcode, whether `ATTPDU(decoding:)` accepts it, and for an
+    /// accepted Error Response its Error Code. Other ATT PDUs arrive decoded, by `visit(att:record:)`.
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord)
 }
 
 /// Decodes capture records at every layer (used by `gattclient dump`, replay and monitor): HCI packets, advertising reports, ACL → L2CAP
@@ -141,23 +143,25 @@ public struct CaptureDecoder: Sendable {
             visitor.count(aclPacket: record)
             let packetBoundary = UInt8(field >> 12 & 0b11)
             // A whole B-frame on the ATT channel in one start fragment (L2CAP Length equal to
-            // what follows) carrying a notification, no partial frame pending in that
-            // direction: what the reassembler would return, read in place.
+            // what follows), no partial frame pending in that direction: what the reassembler
+            // would return, read in place.
             if packetBoundary & 0b01 == 0, length >= 5, Int(bytes[4]) | Int(bytes[5]) << 8 == length - 4,
-               bytes[6] == 0x04, bytes[7] == 0x00, bytes[8] == ATTOpcode.handleValueNotification.rawValue {
+               bytes[6] == 0x04, bytes[7] == 0x00,
+               let check = Self.inPlaceATTCheck(UnsafeBufferPointer(rebasing: bytes[8...])) {
                 let sent = record.direction == .sent
                 let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
                 let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
                 if idle, length - 4 <= limit {
-                    // HandleValueNotification: opcode, a non-zero Attribute Handle, any value.
-                    visitor.count(notification: length - 4 >= 3 && (bytes[9] != 0 || bytes[10] != 0), record: record)
+                    visitor.count(att: ATTOpcode(bytes[8]), wellFormed: check.wellFormed, errorCode: check.errorCode, record: record)
                     return true
                 }
             }
-            let notification = acl(
+            let counted = acl(
                 handle: handle, packetBoundary: packetBoundary, data: record.bytes.dropFirst(4), record: record,
                 visitor: &visitor, counting: true)
-            if let notification { visitor.count(notification: notification, record: record) }
+            if let counted {
+                visitor.count(att: counted.opcode, wellFormed: counted.wellFormed, errorCode: counted.errorCode, record: record)
+            }
             return true
         case .packet(.command):
             // HCIPacket: opcode, Parameter_Total_Length equal to what follows.
@@ -198,6 +202,34 @@ public struct CaptureDecoder: Sendable {
             }
         default:
             return false
+        }
+    }
+
+    /// Whether `ATTPDU(decoding:)` (no MTU) accepts `pdu`, for the opcodes whose parsers are a
+    /// fixed length or a fixed head and any value (the Error Code too, for an Error Response);
+    /// nil for the others, which must be decoded.
+    public static func inPlaceATTCheck(_ pdu: UnsafeBufferPointer<UInt8>) -> (wellFormed: Bool, errorCode: ATTErrorCode?)? {
+        guard let opcode = pdu.first else { return nil }
+        let count = pdu.count
+        switch opcode {
+        case 0x01:  // Error Response: Request Opcode In Error, Attribute Handle In Error, Error Code.
+            return count == 5 ? (true, ATTErrorCode(pdu[4])) : (false, nil)
+        case 0x02, 0x03:  // Exchange MTU Request / Response: one 16-bit MTU.
+            return (count == 3, nil)
+        case 0x0A:  // Read Request: Attribute Handle.
+            return (count == 3, nil)
+        case 0x0C:  // Read Blob Request: Attribute Handle, Value Offset.
+            return (count == 5, nil)
+        case 0x0B, 0x0D:  // Read Response, Read Blob Response: any value.
+            return (true, nil)
+        case 0x12, 0x52:  // Write Request, Write Command: Attribute Handle (any), any value.
+            return (count >= 3, nil)
+        case 0x13, 0x1E:  // Write Response, Handle Value Confirmation: the opcode alone.
+            return (count == 1, nil)
+        case 0x1B, 0x1D:  // Handle Value Notification / Indication: a non-zero handle, any value.
+            return (count >= 3 && (pdu[1] != 0 || pdu[2] != 0), nil)
+        default:
+            return nil
         }
     }
 
@@ -265,13 +297,20 @@ public struct CaptureDecoder: Sendable {
         return L2CAPBasicFrame(channelID: UInt16(data[start + 2]) | UInt16(data[start + 3]) << 8, payload: data.dropFirst(4))
     }
 
-    /// The fragment of an ACL data packet. When `counting` (from `count(_:visitor:)`), a Handle
-    /// Value Notification on the ATT fixed channel is not decoded nor visited: the result says
-    /// whether it is well-formed (nil otherwise).
+    /// An ATT PDU `count(_:visitor:)` checked in place instead of decoding it.
+    private struct CountedATT {
+        var opcode: ATTOpcode
+        var wellFormed: Bool
+        var errorCode: ATTErrorCode?
+    }
+
+    /// The fragment of an ACL data packet. When `counting` (from `count(_:visitor:)`), an ATT PDU
+    /// on the fixed channel that `inPlaceATTCheck` decides is neither decoded nor visited: it is
+    /// returned (nil otherwise).
     @discardableResult
     private mutating func acl<V: CaptureVisitor>(
         handle: UInt16, packetBoundary: UInt8, data: ArraySlice<UInt8>, record: CaptureRecord, visitor: inout V, counting: Bool
-    ) -> Bool? {
+    ) -> CountedATT? {
         let sent = record.direction == .sent
         let frame: L2CAPBasicFrame
         let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
@@ -292,10 +331,9 @@ public struct CaptureDecoder: Sendable {
             frame = complete
         }
         if frame.channelID == L2CAPBasicFrame.attributeProtocolCID {
-            // HandleValueNotification: opcode, a non-zero Attribute Handle, any value.
             let payload = frame.payload
-            if counting, payload.first == ATTOpcode.handleValueNotification.rawValue {
-                return payload.count >= 3 && (payload[payload.startIndex + 1] != 0 || payload[payload.startIndex + 2] != 0)
+            if counting, let check = payload.withUnsafeBufferPointer({ Self.inPlaceATTCheck($0) }) {
+                return CountedATT(opcode: ATTOpcode(payload[payload.startIndex]), wellFormed: check.wellFormed, errorCode: check.errorCode)
             }
             visitor.visit(att: att(payload, handle: handle, channel: frame.channelID, direction: record.direction), record: record)
             return nil

@@ -36,9 +36,9 @@ struct DecoderBenchmark {
         mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
             reports += 1
         }
-        mutating func count(notification wellFormed: Bool, record: CaptureRecord) {
+        mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
             att += 1
-            opcodes[Int(ATTOpcode.handleValueNotification.rawValue)] += 1
+            opcodes[Int(opcode.rawValue)] += 1
             if !wellFormed { attErrors += 1 }
         }
     }
