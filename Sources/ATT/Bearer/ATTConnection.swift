@@ -1,4 +1,5 @@
 import Bluetooth
+import Synchronization
 
 /// The async driver of one ATT bearer: runs ``ATTBearer`` over an ``ATTChannel`` and performs
 /// its actions.
@@ -11,6 +12,9 @@ import Bluetooth
 /// - Client: ``request(_:)`` (one outstanding, further ones queue), ``exchangeMTU(_:)``,
 ///   ``send(_:)`` for commands.
 /// - Server: ``setServerHandler(_:)``, ``send(_:)`` for notifications, ``indicate(_:)``.
+/// - Over an ``ATTBatchReceivingChannel`` the reader takes every SDU already received at once
+///   and runs the bearer over all of them before it suspends again; the notifications they
+///   carry reach a waiting consumer with one wake-up per batch, not one per PDU.
 /// - Notifications and indications from the peer arrive, in order, on ``inbound``. An
 ///   indication is confirmed when the consumer's iterator hands it over (when `next()` returns
 ///   it), never before; an indication nobody consumes stays unconfirmed, and the peer's 30 s
@@ -40,8 +44,10 @@ public actor ATTConnection {
     private var closedWaiters: [CheckedContinuation<String, Never>] = []
 
     private let outbox: AsyncStream<[UInt8]>.Continuation
-    private let inboundStream: AsyncStream<ATTPDU>
-    private let inboundContinuation: AsyncStream<ATTPDU>.Continuation
+    private let inboundQueue = ATTInboundQueue()
+    /// While the reader runs the bearer over a batch of SDUs: the consumer is woken once, at
+    /// the end of the batch.
+    private var deliveringBatch = false
     private let serverInbox: AsyncStream<ATTPDU>.Continuation
 
     /// Starts the connection's reader, writer and server tasks over `channel`.
@@ -66,7 +72,6 @@ public actor ATTConnection {
         self.logger = logger
         let (outStream, outbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
         self.outbox = outbox
-        (inboundStream, inboundContinuation) = AsyncStream<ATTPDU>.makeStream(bufferingPolicy: .unbounded)
         let (serverStream, serverInbox) = AsyncStream<ATTPDU>.makeStream(bufferingPolicy: .unbounded)
         self.serverInbox = serverInbox
         Task { await self.runReader() }
@@ -93,7 +98,7 @@ public actor ATTConnection {
     /// when this sequence's iterator returns it. The buffer is unbounded: nothing is dropped
     /// while the consumer is slow.
     public nonisolated var inbound: ATTInboundPDUs {
-        ATTInboundPDUs(stream: inboundStream, connection: self)
+        ATTInboundPDUs(queue: inboundQueue, connection: self)
     }
 
     // MARK: Client
@@ -200,8 +205,19 @@ public actor ATTConnection {
     private func runReader() async {
         let reason: String
         do {
-            for try await sdu in channel.incoming {
-                perform(bearer.receive(sdu))
+            if let batched = channel as? any ATTBatchReceivingChannel {
+                var sdus: [[UInt8]] = []
+                while try await batched.receiveAll(into: &sdus) {
+                    deliveringBatch = true
+                    for sdu in sdus { perform(bearer.receive(sdu)) }
+                    deliveringBatch = false
+                    sdus.removeAll(keepingCapacity: true)
+                    inboundQueue.wake()
+                }
+            } else {
+                for try await sdu in channel.incoming {
+                    perform(bearer.receive(sdu))
+                }
             }
             reason = "the ATT channel closed (disconnected)"
         } catch {
@@ -272,6 +288,8 @@ public actor ATTConnection {
     // MARK: Actions
 
     private func perform(_ actions: [ATTBearer.Action]) {
+        var delivered = false
+        defer { if delivered && !deliveringBatch { inboundQueue.wake() } }
         for action in actions {
             switch action {
             case .send(let sdu):
@@ -283,6 +301,9 @@ public actor ATTConnection {
             case .cancelTimer(let timer):
                 timers.removeValue(forKey: timer)?.cancel()
             case .deliverResponse(let id, let pdu):
+                // What arrived before the response is visible to the consumer before the
+                // requester resumes.
+                if delivered || deliveringBatch { inboundQueue.wake() }
                 requestWaiters.removeValue(forKey: id)?.resume(returning: .success(pdu))
             case .failTransaction(let id, let error):
                 if let waiter = requestWaiters.removeValue(forKey: id) {
@@ -293,7 +314,8 @@ public actor ATTConnection {
             case .indicationConfirmed(let id):
                 indicationWaiters.removeValue(forKey: id)?.resume(returning: .success(()))
             case .deliverNotification(let pdu), .deliverIndication(let pdu):
-                inboundContinuation.yield(pdu)
+                inboundQueue.append(pdu)
+                delivered = true
             case .deliverRequest(let pdu), .deliverCommand(let pdu):
                 serverInbox.yield(pdu)
             case .mtuChanged(let mtu):
@@ -305,11 +327,100 @@ public actor ATTConnection {
                 for timer in timers.values { timer.cancel() }
                 timers = [:]
                 outbox.finish()
-                inboundContinuation.finish()
+                inboundQueue.finish()
                 serverInbox.finish()
                 let waiters = closedWaiters
                 closedWaiters = []
                 for waiter in waiters { waiter.resume(returning: reason) }
+            }
+        }
+    }
+}
+
+/// A channel whose reader can take every SDU already received at once (the user-space L2CAP
+/// ATT channel): ``ATTConnection`` then runs its bearer over a whole batch per wake-up.
+public protocol ATTBatchReceivingChannel: ATTChannel {
+    /// Moves every received SDU not yet taken, in order, to the end of `sdus`, suspending only
+    /// while none is buffered. Returns false once the channel has finished (as `incoming`
+    /// finishes); throws what `incoming` would throw. One reader: use this or `incoming`.
+    func receiveAll(into sdus: inout [[UInt8]]) async throws -> Bool
+}
+
+/// The unbounded FIFO behind ``ATTConnection/inbound``: the reader appends under a lock and
+/// wakes the consumer once per batch; the consumer takes one PDU per `next()` and suspends only
+/// when none is buffered. Cancelling the waiting consumer ends it (as for an `AsyncStream`).
+final class ATTInboundQueue: Sendable {
+    private struct State {
+        var buffer: [ATTPDU] = []
+        var head = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var isFinished = false
+
+        mutating func takeWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !waiters.isEmpty else { return [] }
+            let taken = waiters
+            waiters = []
+            return taken
+        }
+    }
+
+    private let state = Mutex(State())
+
+    /// Buffers a PDU (dropped once finished); the consumer sees it at its next `next()` or when
+    /// woken.
+    func append(_ pdu: ATTPDU) {
+        state.withLock { state in
+            if !state.isFinished { state.buffer.append(pdu) }
+        }
+    }
+
+    /// Wakes a consumer waiting for a PDU.
+    func wake() {
+        let waiters = state.withLock { state in state.takeWaiters() }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Ends the sequence after the PDUs already buffered.
+    func finish() {
+        let waiters = state.withLock { state in
+            state.isFinished = true
+            return state.takeWaiters()
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// The next PDU; nil once finished and drained (or when the waiting task is cancelled).
+    func next() async -> ATTPDU? {
+        while true {
+            let (pdu, finished) = state.withLock { state -> (ATTPDU?, Bool) in
+                if state.head < state.buffer.count {
+                    let pdu = state.buffer[state.head]
+                    state.head += 1
+                    if state.head == state.buffer.count {
+                        state.buffer.removeAll(keepingCapacity: true)
+                        state.head = 0
+                    }
+                    return (pdu, false)
+                }
+                return (nil, state.isFinished)
+            }
+            if let pdu { return pdu }
+            if finished { return nil }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if state.head < state.buffer.count || state.isFinished { return true }
+                        if Task.isCancelled {
+                            state.isFinished = true
+                            return true
+                        }
+                        state.waiters.append(continuation)
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                finish()
             }
         }
     }
@@ -321,19 +432,19 @@ public struct ATTInboundPDUs: AsyncSequence, Sendable {
     public typealias Element = ATTPDU
     public typealias Failure = Never
 
-    let stream: AsyncStream<ATTPDU>
+    let queue: ATTInboundQueue
     let connection: ATTConnection
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream.makeAsyncIterator(), connection: connection)
+        AsyncIterator(queue: queue, connection: connection)
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<ATTPDU>.Iterator
+        let queue: ATTInboundQueue
         let connection: ATTConnection
 
         public mutating func next() async -> ATTPDU? {
-            guard let pdu = await base.next() else { return nil }
+            guard let pdu = await queue.next() else { return nil }
             if pdu.opcode == .handleValueIndication {
                 await connection.indicationHandedOver()
             }

@@ -23,7 +23,7 @@ public struct DumpCommand {
         var damage: String?
         if options.summary {
             var visitor = SummaryVisitor()
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            while let record = reader.next() { decoder.count(record, visitor: &visitor) }
             damage = reader.damage?.description
             visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
         } else if json {
@@ -121,7 +121,7 @@ struct JSONDumpVisitor: CaptureVisitor {
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         // Every record moves the time origin, as Wireshark's `time` counts from frame 1.
-        _ = writer.time(of: record)
+        writer.noteTime(of: record)
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {

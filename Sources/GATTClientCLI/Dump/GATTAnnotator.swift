@@ -9,18 +9,35 @@ import L2CAP
 /// `services --json` file) and decodes values of characteristics it knows (battery level,
 /// SensorTag readings, Nordic UART text, strings, CCCD writes).
 struct GATTAnnotator {
+    /// A UUID's name (or its text when it has none) and its text, built once per UUID.
+    struct UUIDText {
+        var name: String
+        var uuid: String
+
+        init(_ uuid: BluetoothUUID) {
+            name = GATTClientCLI.name(uuid)
+            self.uuid = uuid.description
+        }
+    }
+
     struct Annotation {
         var handle: UInt16
         var service: BluetoothUUID?
         var characteristic: BluetoothUUID?
         var descriptor: BluetoothUUID?
         var decoded: String?
+        /// The texts of `service`, `characteristic`, `descriptor` (from the annotator's cache).
+        var serviceText: UUIDText?
+        var characteristicText: UUIDText?
+        var descriptorText: UUIDText?
 
         var text: String {
             var parts: [String] = []
-            if let service { parts.append(name(service)) }
-            if let characteristic { parts.append(name(characteristic)) }
-            if let descriptor, descriptor != .bit16(0x2803) || characteristic == nil { parts.append(name(descriptor)) }
+            if let service { parts.append(serviceText?.name ?? name(service)) }
+            if let characteristic { parts.append(characteristicText?.name ?? name(characteristic)) }
+            if let descriptor, descriptor != .bit16(0x2803) || characteristic == nil {
+                parts.append(descriptorText?.name ?? name(descriptor))
+            }
             var out = parts.joined(separator: " / ")
             if let decoded { out += (out.isEmpty ? "" : ": ") + decoded }
             return out
@@ -28,16 +45,19 @@ struct GATTAnnotator {
 
         func write(into json: inout JSONWriter) {
             if let service {
-                json.field("service", name(service))
-                json.field("serviceUUID", service.description)
+                let text = serviceText ?? UUIDText(service)
+                json.field("service", text.name)
+                json.field("serviceUUID", text.uuid)
             }
             if let characteristic {
-                json.field("characteristic", name(characteristic))
-                json.field("characteristicUUID", characteristic.description)
+                let text = characteristicText ?? UUIDText(characteristic)
+                json.field("characteristic", text.name)
+                json.field("characteristicUUID", text.uuid)
             }
             if let descriptor {
-                json.field("descriptor", name(descriptor))
-                json.field("descriptorUUID", descriptor.description)
+                let text = descriptorText ?? UUIDText(descriptor)
+                json.field("descriptor", text.name)
+                json.field("descriptorUUID", text.uuid)
             }
             if let decoded { json.field("decoded", decoded) }
         }
@@ -56,6 +76,8 @@ struct GATTAnnotator {
     private var requests: [BearerKey: ATTPDU] = [:]
     /// The movement sensor's accelerometer range, per connection, from configuration writes.
     private var accelerometerRanges: [UInt16: SensorTag.AccelerometerRange] = [:]
+    /// Names and texts of the UUIDs seen so far (a capture names few, over and over).
+    private var uuidTexts: [BluetoothUUID: UUIDText] = [:]
 
     init(database: GATTDatabase? = nil) {
         seed = database.map { AttributeObserver(database: $0) }
@@ -84,7 +106,17 @@ struct GATTAnnotator {
             handle: handle, service: context.service, characteristic: context.characteristic,
             descriptor: context.isValue ? nil : context.descriptor)
         if let value { annotation.decoded = decode(value, context: context, connection: item.connectionHandle, isWrite: pdu.isWrite) }
+        annotation.serviceText = annotation.service.map { text(of: $0) }
+        annotation.characteristicText = annotation.characteristic.map { text(of: $0) }
+        annotation.descriptorText = annotation.descriptor.map { text(of: $0) }
         return annotation
+    }
+
+    private mutating func text(of uuid: BluetoothUUID) -> UUIDText {
+        if let text = uuidTexts[uuid] { return text }
+        let text = UUIDText(uuid)
+        uuidTexts[uuid] = text
+        return text
     }
 
     /// The attribute a PDU is about, and the value it carries.

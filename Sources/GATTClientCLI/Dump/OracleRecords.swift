@@ -22,15 +22,16 @@ struct OracleRecordWriter {
         }
     }
 
-    mutating func time(of record: CaptureRecord) -> String {
+    /// Moves the time origin to the first record (every record calls this, shown or not).
+    mutating func noteTime(of record: CaptureRecord) {
+        if origin == nil { origin = record.timestamp }
+    }
+
+    /// Microseconds since the first record.
+    mutating func microseconds(of record: CaptureRecord) -> Int64 {
         let start = origin ?? record.timestamp
         if origin == nil { origin = start }
-        let delta = record.timestamp - start
-        let seconds = delta / 1_000_000
-        let micros = (delta % 1_000_000).magnitude
-        let fraction = String(micros)
-        let sign = delta < 0 && seconds == 0 ? "-" : ""
-        return sign + String(seconds) + "." + String(repeating: "0", count: 6 - fraction.count) + fraction + "000"
+        return record.timestamp - start
     }
 
     // MARK: advertising reports
@@ -74,7 +75,7 @@ struct OracleRecordWriter {
             json.endObject()
             return
         }
-        json.field("time", time(of: record))
+        json.field("time", microseconds: microseconds(of: record))
         json.field("transport", transport)
         json.field("subevent", Int(item.subevent.rawValue))
         json.field("subevent_name", Self.subeventNames[item.subevent.rawValue] ?? "UNKNOWN")
@@ -91,7 +92,7 @@ struct OracleRecordWriter {
             address(report.addressType, report.address, into: &json)
             json.field("rssi", Int(report.rssi))
             json.field("direct_address_type", Int(report.directAddressType.rawValue))
-            json.field("direct_address", report.directAddress.format(uppercase: false))
+            json.field("direct_address", address: report.directAddress)
         case .extended(let report):
             json.field("event_type", Int(report.eventType.rawValue))
             address(report.addressType, report.address, into: &json)
@@ -102,7 +103,7 @@ struct OracleRecordWriter {
             json.field("periodic_interval", Int(report.periodicAdvertisingInterval))
             json.field("direct_address_type", Int(report.directAddressType.rawValue))
             json.field("tx_power", Int(report.txPower))
-            json.field("direct_address", report.directAddress.format(uppercase: false))
+            json.field("direct_address", address: report.directAddress)
         }
         if let data, let advertisingData {
             json.field("data_length", data.count)
@@ -126,7 +127,7 @@ struct OracleRecordWriter {
         } else {
             json.fieldNull("address_type_name")
         }
-        json.field("address", address.format(uppercase: false))
+        json.field("address", address: address)
     }
 
     // MARK: ATT
@@ -145,7 +146,7 @@ struct OracleRecordWriter {
             json.endObject()
             return
         }
-        json.field("time", time(of: record))
+        json.field("time", microseconds: microseconds(of: record))
         json.field("transport", transport)
         switch item.direction {
         case .sent: json.field("dir", "host_to_controller")

@@ -4,24 +4,82 @@ import HCI
 import L2CAP
 
 /// `dump --summary`: every record decoded at every layer, only counts printed.
+///
+/// Counting is by raw codes in flat tables (a name is built once per distinct code, at its
+/// first occurrence, and the tables are turned into name → count dictionaries only when
+/// printing), so a record costs no string building or hashing.
 struct CaptureSummary {
     var records = 0
-    var packetsByType: [String: Int] = [:]
-    var eventsByName: [String: Int] = [:]
-    var commandsByName: [String: Int] = [:]
-    var advertisingReports: [String: Int] = [:]
+    /// Per H4 packet type (raw value).
+    var packetTypeCounts = [Int](repeating: 0, count: 256)
+    /// Records that are not HCI packets (unknown indicator, empty), by description.
+    var otherRecordKinds: [String: Int] = [:]
+    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen.
+    var eventCounts = [Int](repeating: 0, count: HCIEvent.summaryKeyCount)
+    var eventNames = [String?](repeating: nil, count: HCIEvent.summaryKeyCount)
+    /// Per command opcode; `commandNames` holds the name of each opcode seen.
+    var commandCounts: [UInt16: Int] = [:]
+    var commandNames: [UInt16: String] = [:]
+    /// Advertising reports per LE Meta subevent code.
+    var advertisingReportCounts = [Int](repeating: 0, count: 256)
     var malformedAdvertisingData = 0
-    var attByOpcode: [UInt8: Int] = [:]
-    var attErrors: [UInt8: Int] = [:]
+    var attOpcodeCounts = [Int](repeating: 0, count: 256)
+    var attErrorCounts = [Int](repeating: 0, count: 256)
     var attMalformed = 0
     var otherL2CAP: [UInt16: Int] = [:]
     var l2capDrops = 0
     var malformedPackets = 0
     var notes = 0
 
+    var packetsByType: [String: Int] {
+        var table = otherRecordKinds
+        for (raw, count) in packetTypeCounts.enumerated() where count > 0 {
+            let name = HCIPacketType(rawValue: UInt8(raw)).map(\.description) ?? "packet type \(raw)"
+            table[name, default: 0] += count
+        }
+        return table
+    }
+
+    var eventsByName: [String: Int] {
+        var table: [String: Int] = [:]
+        for (key, count) in eventCounts.enumerated() where count > 0 {
+            table[eventNames[key] ?? "?", default: 0] += count
+        }
+        return table
+    }
+
+    var commandsByName: [String: Int] {
+        var table: [String: Int] = [:]
+        for (opcode, count) in commandCounts { table[commandNames[opcode] ?? "?", default: 0] += count }
+        return table
+    }
+
+    var advertisingReports: [String: Int] {
+        var table: [String: Int] = [:]
+        for (subevent, count) in advertisingReportCounts.enumerated() where count > 0 {
+            table[OracleRecordWriter.subeventNames[UInt8(subevent)] ?? "?", default: 0] += count
+        }
+        return table
+    }
+
+    var attByOpcode: [UInt8: Int] {
+        var table: [UInt8: Int] = [:]
+        for (opcode, count) in attOpcodeCounts.enumerated() where count > 0 { table[UInt8(opcode)] = count }
+        return table
+    }
+
+    var attErrors: [UInt8: Int] {
+        var table: [UInt8: Int] = [:]
+        for (code, count) in attErrorCounts.enumerated() where count > 0 { table[UInt8(code)] = count }
+        return table
+    }
+
     func write(json: Bool, file: String, damage: String?, output: inout BufferedOutput) {
-        let attTotal = attByOpcode.values.reduce(0, +)
-        let advTotal = advertisingReports.values.reduce(0, +)
+        let attTotal = attOpcodeCounts.reduce(0, +)
+        let advTotal = advertisingReportCounts.reduce(0, +)
+        let attByOpcode = self.attByOpcode, attErrors = self.attErrors, packetsByType = self.packetsByType
+        let eventsByName = self.eventsByName, commandsByName = self.commandsByName
+        let advertisingReports = self.advertisingReports
         let opcodes = attByOpcode.sorted { $0.key < $1.key }.map { (ATTOpcode(rawValue: $0.key).wiresharkName, $0.value) }
         let errors = attErrors.sorted { $0.key < $1.key }.map { code, count in
             (ATTErrorCode(rawValue: code).name ?? "0x" + hex(UInt16(code), 2), count)
@@ -83,42 +141,88 @@ struct CaptureSummary {
     }
 }
 
-struct SummaryVisitor: CaptureVisitor {
+struct SummaryVisitor: CaptureCountingVisitor {
     var summary = CaptureSummary()
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         summary.records += 1
         switch record.kind {
         case .packet(let type):
-            summary.packetsByType[type.description, default: 0] += 1
+            summary.packetTypeCounts[Int(type.rawValue)] += 1
         case .note:
             summary.notes += 1
         case .unknown, .empty:
-            summary.packetsByType["\(record.kind)", default: 0] += 1
+            summary.otherRecordKinds["\(record.kind)", default: 0] += 1
         }
         if error != nil { summary.malformedPackets += 1 }
         switch packet {
-        case .command(let opcode, _)?: summary.commandsByName[opcode.description, default: 0] += 1
-        case .event(let event)?: summary.eventsByName[event.summaryName, default: 0] += 1
+        case .command(let opcode, _)?:
+            countCommand(opcode)
+        case .event(let event)?:
+            let key = event.summaryKey
+            if summary.eventNames[key] == nil { summary.eventNames[key] = event.summaryName }
+            summary.eventCounts[key] += 1
         default: break
         }
     }
 
-    mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
-        summary.advertisingReports[OracleRecordWriter.subeventNames[advertisingReport.subevent.rawValue] ?? "?", default: 0] += 1
-        let data: [UInt8]
-        switch advertisingReport.report {
-        case .legacy(let report): data = report.data
-        case .extended(let report): data = report.data
-        case .directed: data = []
+    private mutating func countCommand(_ opcode: HCIOpcode) {
+        if let count = summary.commandCounts[opcode.rawValue] {
+            summary.commandCounts[opcode.rawValue] = count + 1
+        } else {
+            summary.commandCounts[opcode.rawValue] = 1
+            summary.commandNames[opcode.rawValue] = opcode.description
         }
-        if !AdvertisingData(data).isWellFormed { summary.malformedAdvertisingData += 1 }
+    }
+
+    // The records `CaptureDecoder.count` checks in place: the same counts as above.
+
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.command.rawValue)] += 1
+        countCommand(opcode)
+    }
+
+    mutating func count(aclPacket record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.acl.rawValue)] += 1
+    }
+
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
+        // HCIEvent.summaryKey and summaryName of an LE Meta event.
+        let key = 0x100 | Int(subevent.rawValue)
+        if summary.eventNames[key] == nil { summary.eventNames[key] = "LE Meta: \(subevent)" }
+        summary.eventCounts[key] += 1
+    }
+
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
+        summary.advertisingReportCounts[Int(subevent.rawValue)] += 1
+        if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
+    }
+
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
+        summary.attOpcodeCounts[Int(opcode.rawValue)] += 1
+        if !wellFormed { summary.attMalformed += 1 }
+        if let errorCode { summary.attErrorCounts[Int(errorCode.rawValue)] += 1 }
+    }
+
+    mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
+        summary.advertisingReportCounts[Int(advertisingReport.subevent.rawValue)] += 1
+        let wellFormed: Bool
+        switch advertisingReport.report {
+        case .legacy(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
+        case .extended(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
+        case .directed: wellFormed = true
+        }
+        if !wellFormed { summary.malformedAdvertisingData += 1 }
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
-        summary.attByOpcode[att.opcode.rawValue, default: 0] += 1
+        summary.attOpcodeCounts[Int(att.opcode.rawValue)] += 1
         if att.pdu == nil { summary.attMalformed += 1 }
-        if case .errorResponse(let response)? = att.pdu { summary.attErrors[response.errorCode.rawValue, default: 0] += 1 }
+        if case .errorResponse(let response)? = att.pdu { summary.attErrorCounts[Int(response.errorCode.rawValue)] += 1 }
     }
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {
@@ -135,6 +239,26 @@ struct SummaryVisitor: CaptureVisitor {
 }
 
 extension HCIEvent {
+    /// Size of the `summaryKey` space.
+    static let summaryKeyCount = 0x300
+
+    /// A small integer naming the event's `summaryName` (the same key always has the same
+    /// name): 0–6 for the decoded events, 0x100 + subevent code for LE Meta, 0x200 + event code
+    /// for the others.
+    var summaryKey: Int {
+        switch self {
+        case .commandComplete: return 0
+        case .commandStatus: return 1
+        case .disconnectionComplete: return 2
+        case .numberOfCompletedPackets: return 3
+        case .hardwareError: return 4
+        case .encryptionChange: return 5
+        case .dataBufferOverflow: return 6
+        case .leMeta(let meta): return 0x100 | Int(meta.subeventCode.rawValue)
+        case .unknown(let code, _): return 0x200 | Int(code.rawValue)
+        }
+    }
+
     /// The event's name for counting (LE Meta events by subevent).
     var summaryName: String {
         switch self {

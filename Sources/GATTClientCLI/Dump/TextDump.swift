@@ -84,7 +84,7 @@ struct TextDumpVisitor: CaptureVisitor {
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
         guard filter.showsAdvertising() else { return }
-        var line = shownRecord ? "        " + String(repeating: " ", count: 15) : prefix(record)
+        var line = shownRecord ? "        " + textIndent15 : prefix(record)
         let data: [UInt8]
         switch advertisingReport.report {
         case .legacy(let report):
@@ -101,17 +101,17 @@ struct TextDumpVisitor: CaptureVisitor {
         guard !data.isEmpty else { return }
         let ad = AdvertisingData(data)
         for structure in ad.structures {
-            output.writeLine(String(repeating: " ", count: 27) + visible("\(structure)"))
+            output.writeLine(textIndent27 + visible("\(structure)"))
         }
         for problem in ad.problems {
-            output.writeLine(String(repeating: " ", count: 27) + "malformed AD: \(problem)")
+            output.writeLine(textIndent27 + "malformed AD: \(problem)")
         }
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
         let annotation = annotator.annotate(att)
         guard filter.shows(att: att) else { return }
-        let head = shownRecord ? String(repeating: " ", count: 23) : prefix(record)
+        let head = shownRecord ? textIndent23 : prefix(record)
         var line = head + "  ATT conn 0x" + hex(att.connectionHandle, 4) + " "
             + (att.channelID == L2CAPBasicFrame.attributeProtocolCID ? "" : "EATT cid 0x" + hex(att.channelID, 4) + " ")
         if let pdu = att.pdu {
@@ -133,19 +133,19 @@ struct TextDumpVisitor: CaptureVisitor {
         case L2CAPBasicFrame.securityManagerCID: name = "SMP"
         default: name = "L2CAP"
         }
-        output.writeLine(String(repeating: " ", count: 23) + "  \(name) cid 0x" + hex(l2capFrame.channelID, 4)
+        output.writeLine(textIndent23 + "  \(name) cid 0x" + hex(l2capFrame.channelID, 4)
             + " len \(l2capFrame.payload.count): " + Hex.encode(l2capFrame.payload))
     }
 
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {
         guard filter.shows(packet: nil) || filter.options.connection == l2capDrop.handle else { return }
-        output.writeLine(String(repeating: " ", count: 23) + "  L2CAP handle 0x" + hex(l2capDrop.handle, 4)
+        output.writeLine(textIndent23 + "  L2CAP handle 0x" + hex(l2capDrop.handle, 4)
             + ": partial frame dropped: \(l2capDrop.reason)")
     }
 
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
         guard filter.shows(packet: nil) || filter.options.connection == connectionHandle else { return }
-        output.writeLine(String(repeating: " ", count: 23) + "  EATT handle 0x" + hex(connectionHandle, 4) + " cid 0x"
+        output.writeLine(textIndent23 + "  EATT handle 0x" + hex(connectionHandle, 4) + " cid 0x"
             + hex(channelID, 4) + ": SDU dropped: \(reason)")
     }
 
@@ -185,3 +185,8 @@ extension String {
         count >= length ? self : String(repeating: " ", count: length - count) + self
     }
 }
+
+// Indents built once (not per line).
+private let textIndent15 = String(repeating: " ", count: 15)
+private let textIndent23 = String(repeating: " ", count: 23)
+private let textIndent27 = String(repeating: " ", count: 27)

@@ -47,6 +47,41 @@ public struct JSONWriter: Sendable {
     public mutating func field<C: Collection>(_ key: String, hex value: C) where C.Element == UInt8 {
         writeKey(key); writeHex(value)
     }
+    /// A Bluetooth address as Wireshark prints it: `aa:bb:cc:dd:ee:ff` (most significant first).
+    public mutating func field(_ key: String, address: BluetoothAddress) {
+        writeKey(key)
+        bytes.append(UInt8(ascii: "\""))
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { table in
+            for index in stride(from: 5, through: 0, by: -1) {
+                let octet = UInt8(truncatingIfNeeded: address.rawValue >> (index * 8))
+                bytes.append(table[Int(octet >> 4)])
+                bytes.append(table[Int(octet & 0x0F)])
+                if index > 0 { bytes.append(UInt8(ascii: ":")) }
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A time in microseconds as a string of seconds with nine fraction digits, the last three
+    /// zero (`"12.345678000"`, `"-0.000001000"`): Wireshark's relative times.
+    public mutating func field(_ key: String, microseconds delta: Int64) {
+        writeKey(key)
+        bytes.append(UInt8(ascii: "\""))
+        let seconds = delta / 1_000_000
+        var micros = (delta % 1_000_000).magnitude
+        if delta < 0 && seconds == 0 { bytes.append(UInt8(ascii: "-")) }
+        writeInt(Int(seconds))
+        bytes.append(UInt8(ascii: "."))
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 9))
+        for index in stride(from: start + 5, through: start, by: -1) {
+            bytes[index] = UInt8(ascii: "0") + UInt8(micros % 10)
+            micros /= 10
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// A pre-encoded JSON fragment (trusted: produced by this writer).
     public mutating func field(_ key: String, raw fragment: String) { writeKey(key); bytes.append(contentsOf: fragment.utf8) }
 
@@ -61,15 +96,29 @@ public struct JSONWriter: Sendable {
     private mutating func writeBool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
 
     private mutating func writeInt(_ value: Int) {
-        if value == 0 { bytes.append(UInt8(ascii: "0")); return }
+        if value >= 0 && value < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
         var v = value.magnitude
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let start = bytes.count
-        while v > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
+        var digits = 0
+        var probe = v
+        while probe > 0 {
+            digits += 1
+            probe /= 10
         }
-        bytes[start...].reverse()
+        // Digits written in place, least significant last.
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var index = start + digits - 1
+            while v > 0 {
+                buffer[index] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                index -= 1
+            }
+        }
     }
 
     private mutating func writeDouble(_ value: Double) {
@@ -82,19 +131,35 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func writeHex<C: Collection>(_ value: C) where C.Element == UInt8 {
-        bytes.append(UInt8(ascii: "\""))
+        // Room for the quotes and two digits per octet, then filled in place.
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: 2 * value.count + 2))
         let digits: StaticString = "0123456789abcdef"
         digits.withUTF8Buffer { table in
-            for byte in value {
-                bytes.append(table[Int(byte >> 4)])
-                bytes.append(table[Int(byte & 0x0F)])
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                var index = start + 1
+                for byte in value {
+                    buffer[index] = table[Int(byte >> 4)]
+                    buffer[index + 1] = table[Int(byte & 0x0F)]
+                    index += 2
+                }
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     private mutating func writeString(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escape: copy their UTF-8 in one go.
+        var value = value
+        let copied = value.withUTF8 { utf8 -> Bool in
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

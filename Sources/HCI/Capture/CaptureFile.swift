@@ -26,33 +26,40 @@ public enum CaptureFile {
         guard status.st_mode & S_IFMT != S_IFDIR else {
             throw .system(operation: "read \(path)", errno: Errno(rawValue: EISDIR))
         }
-        // st_size is a hint (0 for pipes and /proc files): read until end of file.
+        // st_size is a hint (0 for pipes and /proc files): read until end of file. The buffer
+        // grows uninitialised (no zero-fill, no copy when the size was right): peak memory is
+        // the file plus one chunk, not twice the file.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(max(Int(status.st_size), 0) + 1)
-        var chunk = max(Int(status.st_size) + 1, 65_536)
-        while true {
-            let start = bytes.count
-            var failure: Errno?
-            var count = 0
-            bytes.append(contentsOf: repeatElement(0, count: chunk))
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                while true {
-                    let result = Glibc.read(descriptor, buffer.baseAddress! + start, chunk)
-                    if result >= 0 {
-                        count = result
+        var capacity = max(Int(status.st_size), 0) + 1
+        var failure: Errno?
+        while failure == nil {
+            if bytes.count == capacity { capacity = max(capacity * 2, bytes.count + 65_536) }
+            let filled = bytes.count
+            var reachedEnd = false
+            let grown = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                guard let base = buffer.baseAddress else { return }
+                if filled > 0 {
+                    bytes.withUnsafeBufferPointer { old in base.initialize(from: old.baseAddress!, count: filled) }
+                }
+                initialized = filled
+                // Fill the new capacity with read(2) until it is full or the file ends.
+                while initialized < capacity {
+                    let result = Glibc.read(descriptor, base + initialized, capacity - initialized)
+                    if result > 0 {
+                        initialized += result
+                    } else if result == 0 {
+                        reachedEnd = true
                         return
-                    }
-                    if errno != EINTR {
+                    } else if errno != EINTR {
                         failure = .current
                         return
                     }
                 }
             }
-            bytes.removeLast(chunk - count)
-            if let failure { throw .system(operation: "read \(path)", errno: failure) }
-            if count == 0 { break }
-            chunk = 65_536
+            bytes = grown
+            if reachedEnd { break }
         }
+        if let failure { throw .system(operation: "read \(path)", errno: failure) }
         return bytes
     }
 }

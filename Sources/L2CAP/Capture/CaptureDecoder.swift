@@ -53,6 +53,28 @@ public protocol CaptureVisitor {
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord)
 }
 
+/// What `CaptureDecoder.count(_:visitor:)` reports for the records it checks in place, without
+/// building packet values (for counting, as `dump --summary` does). Every other record, and
+/// every record the in-place checks do not accept, goes through the `CaptureVisitor` calls of
+/// `decode(_:visitor:)`.
+public protocol CaptureCountingVisitor: CaptureVisitor {
+    /// A well-formed HCI command packet (checked as `HCIPacket` checks it).
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord)
+    /// A well-formed ACL data packet (checked as `ACLDataPacket` checks it); what its L2CAP frame
+    /// carries follows.
+    mutating func count(aclPacket record: CaptureRecord)
+    /// A well-formed LE Advertising Report or LE Extended Advertising Report event (checked as
+    /// `HCIEvent` checks it); each report's data follows, in order.
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord)
+    /// One report of that event: its advertising data (in the file buffer, valid during the
+    /// call only).
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord)
+    /// An ATT PDU on the fixed channel whose strict decode `CaptureDecoder.inPlaceATTCheck`
+    /// decides without building it: its opcode, whether `ATTPDU(decoding:)` accepts it, and for an
+    /// accepted Error Response its Error Code. Other ATT PDUs arrive decoded, by `visit(att:record:)`.
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord)
+}
+
 /// Decodes capture records at every layer (used by `gattclient dump`, replay and monitor): HCI packets, advertising reports, ACL → L2CAP
 /// reassembly per connection and direction, ATT on the fixed channel 0x0004.
 public struct CaptureDecoder: Sendable {
@@ -88,10 +110,162 @@ public struct CaptureDecoder: Sendable {
             receivedReassembler.reset(handle: event.connectionHandle)
             creditBasedChannels.reset(handle: event.connectionHandle)
         case .acl(let acl):
-            self.acl(acl, record: record, visitor: &visitor)
+            self.acl(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...], record: record,
+                     visitor: &visitor, counting: false)
         default:
             break
         }
+    }
+
+    /// Counts `record` with the same results as `decode(_:visitor:)`, checking the common
+    /// records (commands, ACL data, advertising report events, notifications) in place in the
+    /// file buffer instead of building their values; the rest are decoded.
+    public mutating func count<V: CaptureCountingVisitor>(_ record: CaptureRecord, visitor: inout V) {
+        let counted = record.bytes.withUnsafeBufferPointer { bytes in
+            countInPlace(bytes, record: record, visitor: &visitor)
+        }
+        if !counted { decode(record, visitor: &visitor) }
+    }
+
+    /// Counts `record` (whose packet is `bytes`) when its checks can be made in place; false
+    /// when it must be decoded.
+    private mutating func countInPlace<V: CaptureCountingVisitor>(
+        _ bytes: UnsafeBufferPointer<UInt8>, record: CaptureRecord, visitor: inout V
+    ) -> Bool {
+        switch record.kind {
+        case .packet(.acl):
+            // ACLDataPacket: Handle ≤ 0x0EFF, Data_Total_Length equal to what follows.
+            guard bytes.count >= 4 else { return false }
+            let field = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
+            let handle = field & 0x0FFF
+            let length = Int(bytes[2]) | Int(bytes[3]) << 8
+            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { return false }
+            visitor.count(aclPacket: record)
+            let packetBoundary = UInt8(field >> 12 & 0b11)
+            // A whole B-frame on the ATT channel in one start fragment (L2CAP Length equal to
+            // what follows), no partial frame pending in that direction: what the reassembler
+            // would return, read in place.
+            if packetBoundary & 0b01 == 0, length >= 5, Int(bytes[4]) | Int(bytes[5]) << 8 == length - 4,
+               bytes[6] == 0x04, bytes[7] == 0x00,
+               let check = Self.inPlaceATTCheck(UnsafeBufferPointer(rebasing: bytes[8...])) {
+                let sent = record.direction == .sent
+                let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
+                let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
+                if idle, length - 4 <= limit {
+                    visitor.count(att: ATTOpcode(bytes[8]), wellFormed: check.wellFormed, errorCode: check.errorCode, record: record)
+                    return true
+                }
+            }
+            let counted = acl(
+                handle: handle, packetBoundary: packetBoundary, data: record.bytes.dropFirst(4), record: record,
+                visitor: &visitor, counting: true)
+            if let counted {
+                visitor.count(att: counted.opcode, wellFormed: counted.wellFormed, errorCode: counted.errorCode, record: record)
+            }
+            return true
+        case .packet(.command):
+            // HCIPacket: opcode, Parameter_Total_Length equal to what follows.
+            guard bytes.count >= 3, Int(bytes[2]) == bytes.count - 3 else { return false }
+            visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8), record: record)
+            return true
+        case .packet(.event):
+            // HCIEvent: code, Parameter_Total_Length equal to what follows; LE Meta 0x3E.
+            guard bytes.count >= 4, bytes[0] == 0x3E, Int(bytes[1]) == bytes.count - 2 else { return false }
+            let subevent = LESubeventCode(rawValue: bytes[2])
+            let parameters = UnsafeBufferPointer(rebasing: bytes[3...])
+            switch subevent.rawValue {
+            case 0x02:
+                guard Self.isWellFormedLegacyReports(parameters) else { return false }
+                visitor.count(advertisingReportEvent: subevent, record: record)
+                var index = 1
+                for _ in 0..<Int(parameters[0]) {
+                    let length = Int(parameters[index + 8])
+                    let data = UnsafeBufferPointer(rebasing: parameters[(index + 9)..<(index + 9 + length)])
+                    visitor.count(advertisingReport: subevent, data: data, record: record)
+                    index += 10 + length
+                }
+                return true
+            case 0x0D:
+                guard Self.isWellFormedExtendedReports(parameters) else { return false }
+                visitor.count(advertisingReportEvent: subevent, record: record)
+                let fixed = LEExtendedAdvertisingReport.fixedLength
+                var index = 1
+                for _ in 0..<Int(parameters[0]) {
+                    let length = Int(parameters[index + fixed - 1])
+                    let data = UnsafeBufferPointer(rebasing: parameters[(index + fixed)..<(index + fixed + length)])
+                    visitor.count(advertisingReport: subevent, data: data, record: record)
+                    index += fixed + length
+                }
+                return true
+            default:
+                return false
+            }
+        default:
+            return false
+        }
+    }
+
+    /// Whether `ATTPDU(decoding:)` (no MTU) accepts `pdu`, for the opcodes whose parsers are a
+    /// fixed length or a fixed head and any value (the Error Code too, for an Error Response);
+    /// nil for the others, which must be decoded.
+    public static func inPlaceATTCheck(_ pdu: UnsafeBufferPointer<UInt8>) -> (wellFormed: Bool, errorCode: ATTErrorCode?)? {
+        guard let opcode = pdu.first else { return nil }
+        let count = pdu.count
+        switch opcode {
+        case 0x01:  // Error Response: Request Opcode In Error, Attribute Handle In Error, Error Code.
+            return count == 5 ? (true, ATTErrorCode(pdu[4])) : (false, nil)
+        case 0x02, 0x03:  // Exchange MTU Request / Response: one 16-bit MTU.
+            return (count == 3, nil)
+        case 0x0A:  // Read Request: Attribute Handle.
+            return (count == 3, nil)
+        case 0x0C:  // Read Blob Request: Attribute Handle, Value Offset.
+            return (count == 5, nil)
+        case 0x0B, 0x0D:  // Read Response, Read Blob Response: any value.
+            return (true, nil)
+        case 0x12, 0x52:  // Write Request, Write Command: Attribute Handle (any), any value.
+            return (count >= 3, nil)
+        case 0x13, 0x1E:  // Write Response, Handle Value Confirmation: the opcode alone.
+            return (count == 1, nil)
+        case 0x1B, 0x1D:  // Handle Value Notification / Indication: a non-zero handle, any value.
+            return (count >= 3 && (pdu[1] != 0 || pdu[2] != 0), nil)
+        default:
+            return nil
+        }
+    }
+
+    /// LE Advertising Report parameters as `LEAdvertisingReportEvent` accepts them: Num_Reports
+    /// 1–25, each report 9 octets, Data_Length ≤ 31, data, RSSI; nothing after the last.
+    static func isWellFormedLegacyReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = p.first else { return false }
+        let count = Int(first)
+        guard LEAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * 10 else { return false }
+        var index = 1
+        for _ in 0..<count {
+            guard p.count - index >= 10 else { return false }
+            let length = Int(p[index + 8])
+            guard length <= LEAdvertisingReport.maxDataLength, p.count - index >= 10 + length else { return false }
+            index += 10 + length
+        }
+        return index == p.count
+    }
+
+    /// LE Extended Advertising Report parameters as `LEExtendedAdvertisingReportEvent` accepts
+    /// them: Num_Reports 1–10, each report 23 octets, Data_Length, data; nothing after the last.
+    static func isWellFormedExtendedReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = p.first else { return false }
+        let count = Int(first)
+        let fixed = LEExtendedAdvertisingReport.fixedLength
+        guard LEExtendedAdvertisingReportEvent.reportCountRange.contains(count), p.count - 1 >= count * fixed else {
+            return false
+        }
+        var index = 1
+        for _ in 0..<count {
+            guard p.count - index >= fixed else { return false }
+            let length = Int(p[index + fixed - 1])
+            guard p.count - index >= fixed + length else { return false }
+            index += fixed + length
+        }
+        return index == p.count
     }
 
     private func reports<V: CaptureVisitor>(_ meta: LEMetaEvent, record: CaptureRecord, visitor: inout V) {
@@ -113,35 +287,74 @@ public struct CaptureDecoder: Sendable {
         }
     }
 
-    private mutating func acl<V: CaptureVisitor>(_ acl: ACLDataPacket, record: CaptureRecord, visitor: inout V) {
-        let output: L2CAPReassembler.Output
-        if record.direction == .sent {
-            output = sentReassembler.receive(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...])
+    /// A start fragment carrying a whole B-frame (Length equal to what follows, within the
+    /// reassemblers' default limit), as `L2CAPReassembler.receive` returns it.
+    private static func wholeFrame(packetBoundary: UInt8, data: ArraySlice<UInt8>, limit: Int) -> L2CAPBasicFrame? {
+        guard packetBoundary & 0b01 == 0, data.count >= 4 else { return nil }
+        let start = data.startIndex
+        let length = Int(data[start]) | Int(data[start + 1]) << 8
+        guard data.count == 4 + length, length <= limit else { return nil }
+        return L2CAPBasicFrame(channelID: UInt16(data[start + 2]) | UInt16(data[start + 3]) << 8, payload: data.dropFirst(4))
+    }
+
+    /// An ATT PDU `count(_:visitor:)` checked in place instead of decoding it.
+    private struct CountedATT {
+        var opcode: ATTOpcode
+        var wellFormed: Bool
+        var errorCode: ATTErrorCode?
+    }
+
+    /// The fragment of an ACL data packet. When `counting` (from `count(_:visitor:)`), an ATT PDU
+    /// on the fixed channel that `inPlaceATTCheck` decides is neither decoded nor visited: it is
+    /// returned (nil otherwise).
+    @discardableResult
+    private mutating func acl<V: CaptureVisitor>(
+        handle: UInt16, packetBoundary: UInt8, data: ArraySlice<UInt8>, record: CaptureRecord, visitor: inout V, counting: Bool
+    ) -> CountedATT? {
+        let sent = record.direction == .sent
+        let frame: L2CAPBasicFrame
+        let idle = sent ? sentReassembler.partialFrameCount == 0 : receivedReassembler.partialFrameCount == 0
+        let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
+        if idle, let whole = Self.wholeFrame(packetBoundary: packetBoundary, data: data, limit: limit) {
+            // What the reassembler would return for it (no partial frame to drop, nothing to
+            // keep), without asking it.
+            frame = whole
         } else {
-            output = receivedReassembler.receive(handle: acl.handle, packetBoundary: acl.packetBoundary.rawValue, data: acl.data[...])
+            let output: L2CAPReassembler.Output
+            if sent {
+                output = sentReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+            } else {
+                output = receivedReassembler.receive(handle: handle, packetBoundary: packetBoundary, data: data)
+            }
+            if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
+            guard let complete = output.frame else { return nil }
+            frame = complete
         }
-        if let drop = output.drop { visitor.visit(l2capDrop: drop, record: record) }
-        guard let frame = output.frame else { return }
         if frame.channelID == L2CAPBasicFrame.attributeProtocolCID {
-            visitor.visit(att: att(frame.payload, handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
-            return
+            let payload = frame.payload
+            if counting, let check = payload.withUnsafeBufferPointer({ Self.inPlaceATTCheck($0) }) {
+                return CountedATT(opcode: ATTOpcode(payload[payload.startIndex]), wellFormed: check.wellFormed, errorCode: check.errorCode)
+            }
+            visitor.visit(att: att(payload, handle: handle, channel: frame.channelID, direction: record.direction), record: record)
+            return nil
         }
         let direction: CreditBasedChannelTracker.Direction = record.direction == .received ? .incoming : .outgoing
         if frame.channelID == L2CAPBasicFrame.leSignalingCID {
-            creditBasedChannels.signaling(frame.payload, handle: acl.handle, direction: direction)
+            creditBasedChannels.signaling(frame.payload, handle: handle, direction: direction)
         } else if frame.channelID >= 0x0040,
-                  creditBasedChannels.carriesATT(handle: acl.handle, direction: direction, cid: frame.channelID) {
-            switch creditBasedChannels.kFrame(frame.payload, handle: acl.handle, direction: direction, cid: frame.channelID) {
+                  creditBasedChannels.carriesATT(handle: handle, direction: direction, cid: frame.channelID) {
+            switch creditBasedChannels.kFrame(frame.payload, handle: handle, direction: direction, cid: frame.channelID) {
             case .sdu(let sdu):
-                visitor.visit(att: att(sdu[...], handle: acl.handle, channel: frame.channelID, direction: record.direction), record: record)
+                visitor.visit(att: att(sdu[...], handle: handle, channel: frame.channelID, direction: record.direction), record: record)
             case .incomplete:
                 break
             case .dropped(let reason):
-                visitor.visit(sduDrop: reason, connectionHandle: acl.handle, channelID: frame.channelID, record: record)
+                visitor.visit(sduDrop: reason, connectionHandle: handle, channelID: frame.channelID, record: record)
             }
-            return
+            return nil
         }
-        visitor.visit(l2capFrame: frame, connectionHandle: acl.handle, direction: record.direction, record: record)
+        visitor.visit(l2capFrame: frame, connectionHandle: handle, direction: record.direction, record: record)
+        return nil
     }
 
     private mutating func att(_ bytes: ArraySlice<UInt8>, handle: UInt16, channel: UInt16, direction: CaptureDirection) -> ATTItem {

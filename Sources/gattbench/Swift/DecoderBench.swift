@@ -7,7 +7,7 @@ import L2CAP
 /// per record without process start-up, file output or formatting, and its allocations.
 /// (Where `dump --summary`'s time goes, beside the whole-process figure.)
 struct DecoderBenchmark {
-    struct CountingVisitor: CaptureVisitor {
+    struct CountingVisitor: CaptureCountingVisitor {
         var records = 0
         var reports = 0
         var att = 0
@@ -28,13 +28,33 @@ struct DecoderBenchmark {
         mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {}
         mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {}
         mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {}
+
+        // `CaptureDecoder.count`: the records it checks in place.
+        mutating func count(command opcode: HCIOpcode, record: CaptureRecord) { records += 1 }
+        mutating func count(aclPacket record: CaptureRecord) { records += 1 }
+        mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord) { records += 1 }
+        mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
+            reports += 1
+        }
+        mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
+            att += 1
+            opcodes[Int(opcode.rawValue)] += 1
+            if !wellFormed { attErrors += 1 }
+        }
     }
 
     var path: String
     var runs = 3
 
     func run() throws {
-        print("\n== in-process CaptureDecoder (counting visitor, no output): \(path) ==")
+        try run(counting: false)
+        try run(counting: true)
+    }
+
+    /// `decode` (every record's values built) or `count` (what `dump --summary` uses).
+    func run(counting: Bool) throws {
+        let mode = counting ? "CaptureDecoder.count (in place, as dump --summary)" : "CaptureDecoder.decode (counting visitor)"
+        print("\n== in-process \(mode), no output: \(path) ==")
         var times: [UInt64] = []
         var readTimes: [UInt64] = []
         var allocations: UInt64 = 0
@@ -47,7 +67,11 @@ struct DecoderBenchmark {
             let start = Clock.threadCPU
             readTimes.append(start - read)
             let before = gattbench_allocation_count()
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            if counting {
+                while let record = reader.next() { decoder.count(record, visitor: &visitor) }
+            } else {
+                while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            }
             allocations = gattbench_allocation_count() - before
             times.append(Clock.threadCPU - start)
             if let damage = reader.damage { throw BenchError("\(path) is damaged: \(damage)") }

@@ -7,23 +7,25 @@ import ATT
 /// it is on air) and throws `L2CAPError.queueFull` when the connection's queue is full.
 /// `incoming` yields the peer's ATT PDUs in order; it finishes on `close()`, and throws
 /// `L2CAPError.disconnected` (with the HCI Disconnection reason) when the link drops,
-/// `L2CAPError.transportClosed` when the transport goes.
+/// `L2CAPError.transportClosed` when the transport goes. `receiveAll(into:)` takes every PDU
+/// already received at once, with the same ending (one reader: use one or the other).
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §2.1 and Part F, §3.2.11
-public final class UserSpaceATTChannel: ATTChannel {
+public final class UserSpaceATTChannel: ATTBatchReceivingChannel {
     /// The LE connection handle.
     public let handle: UInt16
     public let incoming: AsyncThrowingStream<[UInt8], Error>
     private let id: UInt64
+    private let queue: ATTSDUQueue
     private let status: UserSpaceL2CAP.ChannelStatus
     private let host: UserSpaceL2CAP
 
     init(
-        handle: UInt16, id: UInt64, incoming: AsyncThrowingStream<[UInt8], Error>, status: UserSpaceL2CAP.ChannelStatus,
-        host: UserSpaceL2CAP
+        handle: UInt16, id: UInt64, queue: ATTSDUQueue, status: UserSpaceL2CAP.ChannelStatus, host: UserSpaceL2CAP
     ) {
         self.handle = handle
         self.id = id
-        self.incoming = incoming
+        self.queue = queue
+        self.incoming = AsyncThrowingStream { try await queue.next() }
         self.status = status
         self.host = host
     }
@@ -33,6 +35,13 @@ public final class UserSpaceATTChannel: ATTChannel {
 
     /// The fixed ATT channel has no L2CAP MTU of its own: only ATT_MTU limits.
     public var maximumSDUSize: Int? { nil }
+
+    /// Moves every received PDU not yet taken, in order, to the end of `sdus`, suspending only
+    /// while none is buffered. Returns false once the channel has finished; throws as
+    /// `incoming` does.
+    public func receiveAll(into sdus: inout [[UInt8]]) async throws -> Bool {
+        try await queue.receiveAll(into: &sdus)
+    }
 
     /// Queues one ATT PDU.
     /// - Throws: `L2CAPError` — `.queueFull`, `.channelClosed` after `close()`, `.disconnected`

@@ -46,7 +46,7 @@ public final class UserSpaceL2CAP: Sendable {
 
     struct Channel {
         let id: UInt64
-        let continuation: AsyncThrowingStream<[UInt8], Error>.Continuation
+        let queue: ATTSDUQueue
         let status: ChannelStatus
         /// Whether the user closed it or it failed: incoming SDUs are dropped.
         var isClosed = false
@@ -89,8 +89,7 @@ public final class UserSpaceL2CAP: Sendable {
     /// - Throws: `.connectionExists`, `.invalidArgument` (handle over 0x0EFF),
     ///   `.transportClosed` after `shutDown(_:)`.
     public func connectionOpened(handle: UInt16, role: LERole) throws(L2CAPError) -> UserSpaceATTChannel {
-        let (stream, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream(
-            bufferingPolicy: .bufferingOldest(maximumBufferedSDUs))
+        let queue = ATTSDUQueue(limit: maximumBufferedSDUs)
         let status = ChannelStatus()
         let id = try state.withLock { (state: inout State) throws(L2CAPError) -> UInt64 in
             if let reason = state.shutDownReason { throw L2CAPError.transportClosed(reason) }
@@ -98,11 +97,11 @@ public final class UserSpaceL2CAP: Sendable {
             try state.multiplexer.connectionOpened(handle: handle, role: role)
             let id = state.nextChannelID
             state.nextChannelID += 1
-            state.channels[handle] = Channel(id: id, continuation: continuation, status: status)
+            state.channels[handle] = Channel(id: id, queue: queue, status: status)
             return id
         }
         logger.debug("connection \(l2capHex(handle, 4)) open as \(role)")
-        return UserSpaceATTChannel(handle: handle, id: id, incoming: stream, status: status, host: self)
+        return UserSpaceATTChannel(handle: handle, id: id, queue: queue, status: status, host: self)
     }
 
     /// Feeds an ACL data packet from the controller.
@@ -135,7 +134,7 @@ public final class UserSpaceL2CAP: Sendable {
             state.shutDownReason = reason
             for (handle, channel) in state.channels {
                 channel.status.close(.transportClosed(reason))
-                channel.continuation.finish(throwing: L2CAPError.transportClosed(reason))
+                channel.queue.finish(throwing: L2CAPError.transportClosed(reason))
                 state.multiplexer.disconnected(handle: handle, reason: Self.closeReason, into: &state.scratch)
             }
             state.scratch.removeAll()
@@ -174,7 +173,7 @@ public final class UserSpaceL2CAP: Sendable {
             guard let channel = state.channels[handle], channel.id == id, !channel.isClosed else { return false }
             state.channels[handle]?.isClosed = true
             channel.status.close(.channelClosed(handle: handle))
-            channel.continuation.finish()
+            channel.queue.finish()
             outputContinuation.yield(.disconnect(handle: handle, reason: Self.closeReason))
             return true
         }
@@ -211,7 +210,7 @@ public final class UserSpaceL2CAP: Sendable {
                 }
                 if let channel = state.channels.removeValue(forKey: handle) {
                     channel.status.close(.disconnected(handle: handle, reason: reason))
-                    channel.continuation.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
+                    channel.queue.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
                 }
             }
         }
@@ -224,12 +223,12 @@ public final class UserSpaceL2CAP: Sendable {
             logger.debug("connection \(l2capHex(handle, 4)): ATT PDU after the channel closed, dropped")
             return
         }
-        if case .dropped = channel.continuation.yield(sdu) {
+        if channel.queue.push(sdu) == .full {
             let error = L2CAPError.receiveQueueOverflow(handle: handle, limit: maximumBufferedSDUs)
             logger.warning("\(error); disconnecting")
             state.channels[handle]?.isClosed = true
             channel.status.close(error)
-            channel.continuation.finish(throwing: error)
+            channel.queue.finish(throwing: error)
             outputContinuation.yield(.disconnect(handle: handle, reason: Self.closeReason))
         }
     }
