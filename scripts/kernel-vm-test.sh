@@ -74,6 +74,7 @@ done
 if [ -z "$python" ]; then
     [ $install = 1 ] || die "no python3 with bumble (pip install bumble)"
     say "pip install bumble"
+    python3 -m pip --version >/dev/null 2>&1 || timeout 600 apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
     timeout 600 python3 -m pip install -q bumble || timeout 600 python3 -m pip install -q --break-system-packages bumble
     python=$(python3 -c 'import sys; print(sys.executable)')
     "$python" -c 'import bumble' || die "bumble did not install"
@@ -101,6 +102,8 @@ if [ ! -f "$tree/lib/modules/$kver/modules.dep" ]; then
     depmod -b "$tree.partial" "$kver"
     rm -f "$deb"
     mv "$tree.partial" "$tree"
+    # Older kernels from previous runs.
+    find "$cache" -mindepth 1 -maxdepth 1 ! -name "$kver" -exec rm -rf {} +
 fi
 vmlinuz=$tree/boot/vmlinuz-$kver
 [ -f "$vmlinuz" ] || die "no $vmlinuz"

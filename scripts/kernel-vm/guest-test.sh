@@ -269,16 +269,19 @@ fi
 # --- check 6: no privilege, no capabilities: a clear permission error, exit 77 ------------------
 timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
 wait_for 5 is_up hci0
-for command in "scan --duration 2" "monitor --duration 2"; do
-    name=nonroot-${command%% *}
-    log "as nobody without capabilities: gattclient --transport hci0 $command"
+# transport|command|the capability the message must name
+for case in "hci0|scan --duration 2|CAP_NET_RAW" "hci0|monitor --duration 2|CAP_NET_RAW" \
+    "hci-user:0|scan --duration 2|CAP_NET_ADMIN"; do
+    IFS='|' read -r transport command capability <<<"$case"
+    name=nonroot-${transport%%:*}-${command%% *}
+    log "as nobody without capabilities: gattclient --transport $transport $command"
     timeout -k 2 20 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
-        -- "$GC" --transport hci0 $command >"$OUT/$name.out" 2>"$OUT/$name.err"
+        -- "$GC" --transport "$transport" $command >"$OUT/$name.out" 2>"$OUT/$name.err"
     nr_rc=$?
-    if [ $nr_rc = 77 ] && grep -q 'CAP_NET_' "$OUT/$name.err"; then
-        result PASS "6-no-privilege-${command%% *}" "exit 77: $(head -1 "$OUT/$name.err")"
+    if [ $nr_rc = 77 ] && grep -q "$capability" "$OUT/$name.err"; then
+        result PASS "6-no-privilege-${transport%%:*}-${command%% *}" "exit 77: $(head -1 "$OUT/$name.err")"
     else
-        result FAIL "6-no-privilege-${command%% *}" "exit $nr_rc: $(head -c 300 "$OUT/$name.err")"
+        result FAIL "6-no-privilege-${transport%%:*}-${command%% *}" "exit $nr_rc (want 77 naming $capability): $(head -c 300 "$OUT/$name.err")"
     fi
 done
 
@@ -287,21 +290,30 @@ if "$GC" --help 2>&1 | grep -q '^  peripheral'; then
     # One link per central at a time (btvirt mixes up connection handles otherwise).
     wait_for 10 no_links hci0
     P2=$(hciconfig hci2 | sed -n 's/.*BD Address: \([0-9A-F:]*\).*/\1/p')
-    timeout -k 2 60 "$GC" --transport hci2 peripheral sensortag >"$OUT/peripheral.out" 2>"$OUT/peripheral.err" &
+    timeout -k 2 90 "$GC" --transport hci2 peripheral sensortag --duration 60 </dev/null \
+        >"$OUT/peripheral.out" 2>"$OUT/peripheral.err" &
     PERIPHERAL_PID=$!
     PIDS+=($PERIPHERAL_PID)
-    sleep 3
+    wait_for 15 is_up hci2
+    sleep 2
     c5=()
-    primary=$(timeout 20 gatttool -i hci0 -b "$P2" -t public --primary 2>&1 | tee "$OUT/gatttool-primary.txt")
-    echo "$primary" | grep -qi 'uuid: 0000aa00' && c5+=("gatttool --primary: $(echo "$primary" | wc -l) services") \
+    primary=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --primary 2>&1 | tee "$OUT/gatttool-primary.txt")
+    echo "$primary" | grep -qi 'uuid: f000aa00-0451-4000-b000-000000000000' \
+        && c5+=("gatttool --primary: $(echo "$primary" | grep -c 'uuid:') services, SensorTag's F000AA00 among them") \
         || c5+=("FAIL gatttool --primary: $(echo "$primary" | head -3 | tr '\n' ' ')")
-    sleep 3
-    name_hex=$(timeout 20 gatttool -i hci0 -b "$P2" -t public --char-read --uuid=2a00 2>&1 | tee "$OUT/gatttool-read.txt")
-    echo "$name_hex" | grep -q 'value:' && c5+=("gatttool --char-read 2a00: $(echo "$name_hex" | head -1)") \
-        || c5+=("FAIL gatttool --char-read: $(echo "$name_hex" | head -2 | tr '\n' ' ')")
+    characteristics=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --characteristics 2>&1 | tee "$OUT/gatttool-characteristics.txt")
+    [ "$(echo "$characteristics" | grep -c 'char value handle')" -gt 10 ] \
+        && c5+=("--characteristics: $(echo "$characteristics" | grep -c 'char value handle')") \
+        || c5+=("FAIL gatttool --characteristics: $(echo "$characteristics" | head -2 | tr '\n' ' ')")
+    name=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --char-read --uuid=2a00 2>&1 | tee "$OUT/gatttool-read.txt")
+    # "CC2650 SensorTag" in gatttool's hex
+    echo "$name" | grep -q 'value: 43 43 32 36 35 30 20 53 65 6e 73 6f 72 54 61 67' \
+        && c5+=("--char-read --uuid=2a00: 'CC2650 SensorTag' ($(echo "$name" | head -1 | tr -s ' \t' ' '))") \
+        || c5+=("FAIL gatttool --char-read --uuid=2a00: $(echo "$name" | head -2 | tr '\n' ' ')")
     kill -INT $PERIPHERAL_PID 2>/dev/null
+    wait_for 5 sh -c "! kill -0 $PERIPHERAL_PID 2>/dev/null"
     if printf '%s\n' "${c5[@]}" | grep -q '^FAIL'; then
-        result FAIL 5-peripheral "$P2 on hci2: $(printf '%s; ' "${c5[@]}") stderr: $(head -c 200 "$OUT/peripheral.err")"
+        result FAIL 5-peripheral "$P2 on hci2: $(printf '%s; ' "${c5[@]}") stderr: $(head -c 300 "$OUT/peripheral.err")"
     else
         result PASS 5-peripheral "$P2 on hci2: $(printf '%s; ' "${c5[@]}")"
     fi
