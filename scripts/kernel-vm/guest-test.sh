@@ -203,7 +203,24 @@ if [ -n "$first_att" ] && [ -n "$first_enc" ]; then
 elif [ -n "$first_att" ]; then
     order="ATT PDUs on an unencrypted link"
 fi
-detail="exit $secure_rc; hci0 sent $smp_request SMP Pairing Request(s) right after link-up ($smp pairing PDUs in all; $smp_before SMP PDUs in the whole trace before, without --security); $encrypted 'Encryption: Enabled' events; $order; agent: $(grep -c confirmed "$OUT/mgmt-confirm.out") Just Works confirmation(s)"
+# For comparison (reported, not judged): BlueZ's gatttool asks for the same level the same way
+# (BT_SECURITY before connect); where do its ATT PDUs go?
+wait_for 10 no_links hci0
+"$KVM_PYTHON" "$KVM_SCRIPTS/mgmt_confirm.py" --lifetime 30 >"$OUT/mgmt-confirm-gatttool.out" 2>&1 &
+PIDS+=($!)
+wait_for 5 grep -q listening "$OUT/mgmt-confirm-gatttool.out"
+mark2=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+timeout 30 gatttool -i hci0 -b "$PEER" -t public --sec-level=medium --char-read --uuid=2a00 >"$OUT/gatttool-secure.txt" 2>&1
+sleep 1
+tail -n +"$mark2" "$OUT/btmon.txt" >"$OUT/btmon-security-gatttool.txt"
+g_att=$(grep -n 'ATT: ' "$OUT/btmon-security-gatttool.txt" | head -1 | cut -d: -f1)
+g_enc=$(grep -n 'Encryption Change' "$OUT/btmon-security-gatttool.txt" | head -1 | cut -d: -f1)
+g_order="gatttool --sec-level=medium: $(head -1 "$OUT/gatttool-secure.txt" | tr -s ' \t' ' ' | cut -c1-60)"
+if [ -n "$g_att" ] && [ -n "$g_enc" ]; then
+    [ "$g_enc" -lt "$g_att" ] && g_order="$g_order; its first ATT PDU after the Encryption Change" \
+        || g_order="$g_order; its first ATT PDU before the Encryption Change too"
+fi
+detail="exit $secure_rc; hci0 sent $smp_request SMP Pairing Request(s) right after link-up ($smp pairing PDUs in all; $smp_before SMP PDUs in the whole trace before, without --security); $encrypted 'Encryption: Enabled' events; $order; agent: $(grep -c confirmed "$OUT/mgmt-confirm.out") Just Works confirmation(s); for comparison, $g_order"
 if [ $secure_rc = 0 ] && [ "$smp_request" -gt 0 ] && [ "$smp_before" = 0 ] && [ "$encrypted" -gt 0 ]; then
     result PASS 7-security "$detail"
 else
