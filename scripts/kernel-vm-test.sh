@@ -14,7 +14,8 @@
 #   4  `gattclient monitor` shows the ATT traffic of check 2
 #   5  `gattclient peripheral sensortag` on hci2, read by BlueZ's gatttool on hci0
 #   6  without privilege and capabilities: exit 77 and the capability named
-#   7  --security medium: BT_SECURITY on the ATT socket, the kernel encrypts the link
+#   7  --security medium: BT_SECURITY on the ATT socket, the kernel pairs and encrypts the link
+#   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #
 # Usage: scripts/kernel-vm-test.sh [--no-install] [--no-build] [--keep] [--timeout S]
