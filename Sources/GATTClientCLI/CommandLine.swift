@@ -87,6 +87,7 @@ public enum Command: Equatable, Sendable {
     case sensortag(PeerAddress, SensorTagOptions)
     case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
     case demo
+    case peripheral(PeripheralOptions)
 }
 
 /// `sensortag ADDR` options.
@@ -122,6 +123,8 @@ public let commandSummaries: [(String, String)] = [
      "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
     ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
+    ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S]",
+     "advertise and serve GATT (stdin: notify|indicate|set HANDLE HEX; ends at EOF unless --duration)"),
 ]
 
 public let usageText: String = {
@@ -165,7 +168,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     /// Options that take a value, per command.
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
-        "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller",
+        "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
     ]
 
     while index < arguments.count {
@@ -361,6 +364,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration))
     case "services", "read", "write", "subscribe":
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
+    case "peripheral":
+        return Invocation(options: options, command: .peripheral(try parsePeripheralCommand(rest, commandOptions)))
     default:
         throw UsageError("unknown command '\(name)'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", "))
     }

@@ -35,6 +35,8 @@ public func runGATTClient(
         return ExitCode.success.rawValue
     case .services, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo:
         return runGATT(invocation, output: &output, errors: errors)
+    case .peripheral(let options):
+        return runPeripheral(options, invocation: invocation, output: &output, errors: errors)
     case .monitor(let options):
         return runMonitor(options, invocation: invocation, output: &output, errors: errors)
     case .dump(let options):

@@ -18,6 +18,14 @@ public enum GATTPeripheralEvent: Hashable, Sendable {
     case disconnected(HCIStatus)
 }
 
+/// The connection under a ``GATTPeripheral`` served over an ATT channel of a real host (see
+/// ``GATTPeripheral/connected(channel:link:parameters:)``): how the firmware ends it and asks
+/// for other connection parameters.
+public protocol GATTPeripheralLink: Sendable {
+    func disconnect(reason: HCIStatus) async
+    func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async
+}
+
 /// The firmware behind a ``GATTPeripheral``: it may refuse writes before they are stored
 /// (`checkWrite`, synchronous and pure: an application error such as TI's 0x80) and reacts to
 /// events. `handle(_:peripheral:)` runs before the request's response leaves, so a
@@ -32,22 +40,44 @@ public protocol GATTPeripheralFirmware: Sendable {
 /// answered Pairing Not Supported by ``SecurityManagerResponder``) and an ATT bearer
 /// (``ATTConnection`` with Rx MTU `rxMTU`) served by our ``GATTServer``.
 ///
+/// The same object also serves an ATT channel of a real host (our `LEHost` accepting a
+/// connection as peripheral): ``connected(channel:link:parameters:)``.
+///
 /// One central at a time, as the emulated devices allow.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §2.1 (fixed channels), §4; Vol 3, Part H, §3.5.5
 public actor GATTPeripheral {
+    private enum Link {
+        /// The virtual link: L2CAP frames are ours to carry.
+        case virtual(VirtualLinkConnection)
+        /// A real host's connection: the bearer runs on its ATT channel.
+        case external(any GATTPeripheralLink)
+    }
+
     private struct Session {
-        let link: VirtualLinkConnection
+        let link: Link
         let connection: ATTConnection
         let client: GATTServer.ClientID
-        /// Our end of the in-memory channel under the bearer: SDUs the bearer sends appear
-        /// here and go to the link; SDUs from the link are sent into it.
-        let channel: InMemoryATTChannel
-        let forwarder: Task<Void, Never>
+        /// Our end of the in-memory channel under the bearer (virtual link only): SDUs the
+        /// bearer sends appear here and go to the link; SDUs from the link are sent into it.
+        let channel: InMemoryATTChannel?
+        let forwarder: Task<Void, Never>?
+    }
+
+    /// How ``push(_:handle:as:)`` delivered a value.
+    public enum PushOutcome: Hashable, Sendable {
+        /// Sent (an indication: and confirmed).
+        case sent
+        /// Stored; no central is connected.
+        case notConnected
+        /// Stored; the characteristic does not have the notify (indicate) property.
+        case notPermitted
+        /// Stored; the central's Client Characteristic Configuration does not enable it.
+        case notEnabled(ClientCharacteristicConfiguration)
     }
 
     private var server: GATTServer
     private let initialDatabase: AttributeDatabase
-    private let rxMTU: Int
+    private var rxMTU: Int
     private let clock: any ATTClock
     private let firmware: any GATTPeripheralFirmware
     private let logger: Logger
@@ -101,6 +131,54 @@ public actor GATTPeripheral {
         }
     }
 
+    /// Sets our Rx MTU (offered in Exchange MTU) for the next connection; refused (false)
+    /// while a central is connected.
+    @discardableResult
+    public func setRxMTU(_ mtu: Int) -> Bool {
+        guard session == nil else { return false }
+        rxMTU = max(ATTPDU.defaultLEMTU, min(mtu, 0xFFFF))
+        server = GATTServer(database: server.database, configuration: .init(rxMTU: rxMTU))
+        return true
+    }
+
+    /// Our Rx MTU.
+    public var serverRxMTU: Int { rxMTU }
+
+    /// The connected central's Client Characteristic Configuration of the value at
+    /// `valueHandle` (empty when not connected or not configured).
+    public func clientConfiguration(ofValue valueHandle: UInt16) -> ClientCharacteristicConfiguration {
+        guard let session else { return [] }
+        return server.clientConfiguration(ofValue: valueHandle, for: session.client)
+    }
+
+    /// Stores `value` at the characteristic value `handle` and sends it as `indication` (awaiting
+    /// the confirmation) or notification when the connected central enabled that kind in its
+    /// Client Characteristic Configuration; the value is cut to ATT_MTU − 3 octets.
+    /// Throws `noAttribute`/`valueTooLong` as storing does, `.att` when sending fails.
+    public func push(_ value: [UInt8], handle: UInt16, indication: Bool) async throws(GATTError) -> PushOutcome {
+        _ = try server.updateValue(value, handle: handle)
+        guard let session else { return .notConnected }
+        let properties = server.database.properties(ofValue: handle) ?? []
+        guard properties.contains(indication ? .indicate : .notify) else { return .notPermitted }
+        let configuration = server.clientConfiguration(ofValue: handle, for: session.client)
+        guard configuration.contains(indication ? .indications : .notifications) else {
+            return .notEnabled(configuration)
+        }
+        let mtu = await session.connection.mtu
+        let fitted = Array(value.prefix(mtu - 3))
+        do throws(ATTError) {
+            if indication {
+                try await session.connection.indicate(HandleValueIndication(handle: handle, value: fitted))
+            } else {
+                try await session.connection.send(
+                    .handleValueNotification(HandleValueNotification(handle: handle, value: fitted)))
+            }
+        } catch {
+            throw .att(error)
+        }
+        return .sent
+    }
+
     /// Stores `value` at `handle` without telling anyone (firmware-internal state).
     public func setValue(_ value: [UInt8], handle: UInt16) throws(GATTError) {
         // The PDUs updateValue would send are dropped: nobody is told.
@@ -109,14 +187,21 @@ public actor GATTPeripheral {
 
     /// Ends the connection from the peripheral's side.
     public func disconnect() async {
-        guard let link = session?.link else { return }
-        await link.disconnect(reason: .remoteUserTerminatedConnection)
+        switch session?.link {
+        case .virtual(let link): await link.disconnect(reason: .remoteUserTerminatedConnection)
+        case .external(let link): await link.disconnect(reason: .remoteUserTerminatedConnection)
+        case nil: return
+        }
     }
 
     /// Sends an L2CAP Connection Parameter Update Request (what TI's firmware does shortly
     /// after connecting, and on a Connection Control CCC2 write).
     public func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {
-        guard let link = session?.link else { return }
+        guard let sessionLink = session?.link else { return }
+        guard case .virtual(let link) = sessionLink else {
+            if case .external(let link) = sessionLink { await link.requestConnectionParameters(request) }
+            return
+        }
         let identifier = nextSignalingIdentifier
         nextSignalingIdentifier = nextSignalingIdentifier == 0xFF ? 1 : nextSignalingIdentifier + 1
         do {
@@ -149,17 +234,37 @@ public actor GATTPeripheral {
                 // The channel failed: the session is being dropped.
             }
         }
-        session = Session(link: link, connection: connection, client: client, channel: ourEnd, forwarder: forwarder)
+        session = Session(
+            link: .virtual(link), connection: connection, client: client, channel: ourEnd, forwarder: forwarder)
         let parameters = await link.parameters() ?? .init(interval: 0, latency: 0, supervisionTimeout: 0)
         await firmware.handle(.connected(parameters), peripheral: self)
     }
 
+    /// A central connected through a real host: the bearer runs on `channel` (its ATT fixed
+    /// channel; the host's L2CAP answers signaling and SMP), `link` ends the connection and asks
+    /// for parameters. The firmware hears `.connected(parameters)`. Call
+    /// ``disconnected(reason:)`` when the connection ends.
+    public func connected(
+        channel: any ATTChannel, link: any GATTPeripheralLink, parameters: VirtualLinkConnection.Parameters
+    ) async {
+        if session != nil { await dropSession(reason: .connectionTerminatedByLocalHost, notify: false) }
+        let handler: ATTConnection.ServerHandler = { [weak self] pdu in
+            await self?.respond(to: pdu)
+        }
+        let connection = ATTConnection(
+            channel: channel, configuration: ATTBearer.Configuration(rxMTU: rxMTU), clock: clock, logger: logger,
+            serverHandler: handler)
+        let client = server.connect(mtu: ATTPDU.defaultLEMTU)
+        session = Session(link: .external(link), connection: connection, client: client, channel: nil, forwarder: nil)
+        await firmware.handle(.connected(parameters), peripheral: self)
+    }
+
     public func received(_ frame: L2CAPBasicFrame) async {
-        guard let session else { return }
+        guard let session, case .virtual(let link) = session.link, let channel = session.channel else { return }
         switch frame.channelID {
         case L2CAPBasicFrame.attributeProtocolCID:
             do {
-                try await session.channel.send(Array(frame.payload))
+                try await channel.send(Array(frame.payload))
             } catch {
                 logger.warning("emulated peripheral: ATT SDU not delivered: \(error)")
             }
@@ -168,14 +273,14 @@ public actor GATTPeripheral {
             if let report = outcome.report { logger.debug("emulated peripheral: signaling \(report)") }
             if let response = outcome.response {
                 do {
-                    await session.link.send(channelID: L2CAPBasicFrame.leSignalingCID, payload: try response.encode())
+                    await link.send(channelID: L2CAPBasicFrame.leSignalingCID, payload: try response.encode())
                 } catch {
                     logger.warning("emulated peripheral: signaling response not encoded: \(error)")
                 }
             }
         case L2CAPBasicFrame.securityManagerCID:
             if case .pairingFailed(let failed, _, _) = securityManager.receive(frame.payload) {
-                await session.link.send(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode())
+                await link.send(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode())
             }
         default:
             // No other channel exists: frames to unknown CIDs are discarded (Vol 3 Part A §2.1).
@@ -196,8 +301,12 @@ public actor GATTPeripheral {
         guard let session else { return }
         self.session = nil
         server.disconnect(session.client)
-        await session.channel.close()
-        session.forwarder.cancel()
+        if let channel = session.channel {
+            await channel.close()
+        } else {
+            await session.connection.close()
+        }
+        session.forwarder?.cancel()
         if notify { await firmware.handle(.disconnected(reason), peripheral: self) }
     }
 

@@ -216,6 +216,10 @@ extension LEHost {
                     || (completion.role == .central && completion.peerAddress == pending.address
                         && completion.peerAddressType.addressType == pending.type)
             } ?? false
+        if completion.status == .success, acceptsPeripheralConnection(completion) {
+            acceptPeripheralConnection(completion)
+            return
+        }
         guard completion.status == .success else {
             if matches {
                 signal(.connection, .connectFailed(completion.status))
@@ -254,6 +258,7 @@ extension LEHost {
         if complete.status == .success, let connection = connections.removeValue(forKey: complete.connectionHandle) {
             connection.ended(complete.reason)
             logger.info("\(connection) down: \(complete.reason)")
+            peripheralConnectionEnded(handle: complete.connectionHandle)
             signal(.update(complete.connectionHandle), .disconnected(complete))
         }
         signal(.disconnection(complete.connectionHandle), .disconnected(complete))

@@ -120,6 +120,9 @@ public actor LEHost {
     var scan: ScanSession?
     var scanStop: Task<Void, Never>?
 
+    // Advertising, the peripheral role (LEHost+Advertise.swift).
+    var advertising: AdvertisingSession?
+
     private init(
         driver: HCIControllerDriver, l2cap: UserSpaceL2CAP, info: ControllerInfo, configuration: Configuration,
         logger: Logger
@@ -314,6 +317,7 @@ public actor LEHost {
             scan.continuation.finish(throwing: LEHostError.closed(reason))
             self.scan = nil
         }
+        advertisingEnded()
         for connection in connections.values { connection.hostEnded() }
         connections.removeAll()
         logger.debug("LE host ended: \(reason)")

@@ -1,0 +1,308 @@
+import ATT
+import Bluetooth
+import Emulator
+import Foundation
+import GATT
+import HCI
+import L2CAP
+import Synchronization
+
+/// A central that connected to our advertising.
+struct AcceptedCentral: Sendable {
+    /// Its ATT channel (fixed CID 0x0004).
+    let channel: any ATTChannel
+    let peer: String
+    /// Ends the connection, asks for parameters (what the emulated firmware uses).
+    let link: any GATTPeripheralLink
+    let parameters: VirtualLinkConnection.Parameters
+    /// Waits for the end of the connection; returns the reason (nil when only the channel
+    /// closed, as on the kernel path).
+    let ended: @Sendable () async -> HCIStatus?
+}
+
+/// What `gattclient peripheral` needs from a transport: advertising and accepting centrals.
+protocol PeripheralHost: Sendable {
+    /// The address centrals connect to.
+    var address: BluetoothAddress { get }
+    /// Starts advertising; the stream yields each central that connects.
+    func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral>
+    func close() async
+}
+
+/// Opens the peripheral side of the transport `--transport` names (default: the first kernel
+/// adapter).
+func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> any PeripheralHost {
+    let parsed: TransportURI
+    do {
+        parsed = try TransportURI(parsing: uri ?? "hci0")
+    } catch {
+        throw CommandFailure("\(error)", kind: "usage", exitCode: .usage)
+    }
+    switch parsed {
+    case .kernel(let index):
+        return try KernelPeripheralHost(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
+    case .replay:
+        throw CommandFailure("peripheral: a replayed capture cannot accept connections", kind: "usage", exitCode: .usage)
+    case .userChannel, .tcp, .unix, .serial:
+        let transport: any HCITransport
+        do {
+            transport = try await parsed.openRawTransport(connectTimeout: .milliseconds(Int64(options.timeout * 1000)))
+        } catch {
+            throw CommandFailure("\(parsed): \(error)", kind: "transport", exitCode: .unavailable)
+        }
+        return try await UserSpacePeripheralHost.start(transport, name: parsed.description)
+    case .simulator(let names):
+        // Our host's controller on a virtual link with the named emulated devices (none unless
+        // named): centrals of the same process (tests) reach it through `simulation.link`.
+        let simulation: Simulation
+        do {
+            simulation = try await Simulation.start(devices: names.isEmpty ? [] : try Simulation.devices(named: names))
+        } catch {
+            throw CommandFailure("\(parsed): \(error)", kind: "usage", exitCode: .usage)
+        }
+        return try await UserSpacePeripheralHost.start(
+            simulation.hostTransport, name: parsed.description, commandTimeout: .seconds(15), simulation: simulation)
+    }
+}
+
+/// Our user-space host as peripheral: `LEHost.advertise` on a raw HCI transport.
+final class UserSpacePeripheralHost: PeripheralHost {
+    let host: LEHost
+    let simulation: Simulation?
+
+    init(host: LEHost, simulation: Simulation? = nil) {
+        self.host = host
+        self.simulation = simulation
+    }
+
+    static func start(
+        _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), simulation: Simulation? = nil,
+        logger: Logger = .disabled
+    ) async throws -> UserSpacePeripheralHost {
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = commandTimeout
+        do {
+            let host = try await LEHost.start(transport: transport, configuration: configuration, logger: logger)
+            return UserSpacePeripheralHost(host: host, simulation: simulation)
+        } catch {
+            await simulation?.stop()
+            throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
+        }
+    }
+
+    var address: BluetoothAddress { host.info.address }
+
+    func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
+        let connections: AsyncStream<LEConnection>
+        do {
+            connections = try await host.advertise(parameters)
+        } catch {
+            throw CommandFailure("advertising: \(error)", kind: "adapter")
+        }
+        let host = host
+        return AsyncStream { continuation in
+            let task = Task {
+                for await connection in connections {
+                    let parameters = connection.parameters
+                    continuation.yield(
+                        AcceptedCentral(
+                            channel: connection.channel, peer: "\(connection.peerAddress) (\(connection.peerAddressType))",
+                            link: HostPeripheralLink(host: host, connection: connection),
+                            parameters: .init(
+                                interval: parameters.interval, latency: parameters.peripheralLatency,
+                                supervisionTimeout: parameters.supervisionTimeout),
+                            ended: {
+                                for await reason in connection.disconnected { return reason }
+                                return connection.disconnectionReason
+                            }))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    func close() async {
+        try? await host.stopAdvertising()
+        await host.close()
+        await simulation?.stop()
+    }
+}
+
+/// The emulated firmware's view of an `LEHost` connection: a disconnect is HCI_Disconnect,
+/// a parameter request is HCI_LE_Connection_Update from the peripheral (its controller runs the
+/// Connection Parameters Request procedure), in its own task so a write's response is not held.
+struct HostPeripheralLink: GATTPeripheralLink {
+    let host: LEHost
+    let connection: LEConnection
+
+    func disconnect(reason: HCIStatus) async {
+        _ = try? await host.disconnect(connection, reason: reason)
+    }
+
+    func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {
+        let parameters = LEConnectionParameters(
+            connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
+            maxLatency: request.peripheralLatency, supervisionTimeout: request.timeoutMultiplier)
+        let host = host
+        let connection = connection
+        Task {
+            do {
+                _ = try await host.updateParameters(connection, parameters)
+            } catch {
+                printError("gattclient: peripheral: connection parameter request refused: \(error)")
+            }
+        }
+    }
+}
+
+/// The kernel path: bluetoothd-free advertising through the management socket (connectable,
+/// advertising on) with our advertising data written through a raw HCI socket, and an L2CAP LE
+/// socket listening on the ATT fixed channel (CID 4). bluetoothd's own GATT server, when it
+/// runs, holds that channel: listening then fails with EADDRINUSE.
+final class KernelPeripheralHost: PeripheralHost {
+    let index: UInt16
+    let adapter: KernelAdapter
+    let security: L2CAPSecurityLevel?
+    private let listener = Mutex<KernelATTListener?>(nil)
+
+    init(index: UInt16, security: L2CAPSecurityLevel?) throws {
+        self.index = index
+        self.security = security
+        do {
+            adapter = try KernelHCI.adapter(index: index)
+        } catch {
+            throw CommandFailure.kernel(error, doing: "hci\(index)")
+        }
+    }
+
+    var address: BluetoothAddress { adapter.address }
+
+    func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
+        if let why = parameters.invalidity { throw CommandFailure("advertising: \(why)", kind: "usage", exitCode: .usage) }
+        let listening: KernelATTListener
+        do {
+            let management = try ManagementSocket.open()
+            defer { management.close() }
+            _ = try management.prepareForLowEnergy(index: index)
+            _ = try management.setConnectable(parameters.connectable, index: index)
+            listening = try KernelATTChannel.listen(adapter: adapter.address, security: security)
+            _ = try management.setAdvertising(parameters.connectable ? .connectable : .on, index: index)
+            // The kernel advertises its own data (flags, name); ours replaces it.
+            let socket = try HCISocket.openRaw(device: index, filter: HCIFilter(packetTypes: [.event], events: []))
+            defer { socket.close() }
+            try socket.send(
+                [HCIPacketType.command.rawValue]
+                    + HCICommandPacket(LESetAdvertisingDataCommand(advertisingData: parameters.advertisingData)).encode())
+            try socket.send(
+                [HCIPacketType.command.rawValue]
+                    + HCICommandPacket(LESetScanResponseDataCommand(scanResponseData: parameters.scanResponseData))
+                    .encode())
+        } catch let error as KernelBluetoothError {
+            throw CommandFailure.kernel(error, doing: "advertising on hci\(index)")
+        }
+        listener.withLock { $0 = listening }
+        return AsyncStream { continuation in
+            let task = Task {
+                while !Task.isCancelled {
+                    let channel: KernelATTChannel
+                    do {
+                        channel = try await listening.accept()
+                    } catch {
+                        printError("gattclient: peripheral: accepting on hci\(self.index): \(error)")
+                        break
+                    }
+                    let watched = WatchedATTChannel(channel)
+                    let peer = channel.peer.map { "\($0)" } ?? "unknown"
+                    continuation.yield(
+                        AcceptedCentral(
+                            channel: watched, peer: peer, link: KernelPeripheralLink(channel: channel),
+                            parameters: .init(interval: 0, latency: 0, supervisionTimeout: 0),
+                            ended: { await watched.waitUntilEnded() }))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    func close() async {
+        if let listening = listener.withLock({ $0 }) { await listening.close() }
+        if let management = try? ManagementSocket.open() {
+            _ = try? management.setAdvertising(.off, index: index)
+            management.close()
+        }
+    }
+}
+
+/// On the kernel path the link is the kernel's: closing the socket ends it (the kernel
+/// disconnects once no socket uses the link); parameter requests are the kernel's business.
+struct KernelPeripheralLink: GATTPeripheralLink {
+    let channel: KernelATTChannel
+
+    func disconnect(reason: HCIStatus) async { await channel.close() }
+
+    func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {}
+}
+
+/// Resumes its waiters once, when something ended.
+final class EndSignal: Sendable {
+    private let state = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func finish() {
+        let waiters = state.withLock { state in
+            state.ended = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state -> Bool in
+                if state.ended { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
+        }
+    }
+}
+
+/// An ATT channel whose end (the peer gone, or closed) can be awaited by someone other than its
+/// reader: the SDUs pass through unchanged.
+final class WatchedATTChannel: ATTChannel, Sendable {
+    let inner: any ATTChannel
+    let incoming: AsyncThrowingStream<[UInt8], Error>
+    private let done = EndSignal()
+    private let pump: Task<Void, Never>
+
+    init(_ inner: any ATTChannel) {
+        self.inner = inner
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream()
+        incoming = stream
+        let done = done
+        pump = Task {
+            do {
+                for try await sdu in inner.incoming { continuation.yield(sdu) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+            done.finish()
+        }
+    }
+
+    var maximumSDUSize: Int? { get async { await inner.maximumSDUSize } }
+
+    func send(_ sdu: [UInt8]) async throws { try await inner.send(sdu) }
+
+    func close() async { await inner.close() }
+
+    /// Returns once the channel's incoming SDUs ended.
+    func waitUntilEnded() async -> HCIStatus? {
+        await done.wait()
+        return nil
+    }
+}

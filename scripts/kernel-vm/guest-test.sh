@@ -1,0 +1,348 @@
+#!/bin/bash
+# The checks of issue 11, run as root inside the qemu guest (scripts/kernel-vm/guest-init.sh
+# starts it with a bound). Writes one `PASS|FAIL name: detail` line per check to
+# /kvm-out/results.txt and the artefacts next to it. Variables come from /kvm-out/env.sh:
+#   KVM_GATTCLIENT  the release gattclient (host path, seen through the overlay root)
+#   KVM_PYTHON      a python3 with bumble
+#   KVM_SCRIPTS     scripts/kernel-vm
+#
+# Controllers (btvirt -l3 -L: three LE-only VHCI controllers on one virtual air):
+#   hci0  our central: kernel path (raw HCI + L2CAP ATT socket), then the HCI user channel
+#   hci1  Bumble serving the CC2650-like database (HCI user channel)
+#   hci2  our `peripheral` under the kernel (check 5)
+set -u
+. /kvm-out/env.sh
+OUT=/kvm-out
+GC=$KVM_GATTCLIENT
+RESULTS=$OUT/results.txt
+: >"$RESULTS"
+PIDS=()
+
+log() { echo "[$(cut -d' ' -f1 /proc/uptime)] $*"; }
+result() { # result PASS|FAIL name detail...
+    local verdict=$1 name=$2; shift 2
+    echo "$verdict $name: $*" >>"$RESULTS"
+    log "$verdict $name: $*"
+}
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+    sleep 0.5
+    for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done
+}
+trap cleanup EXIT
+# gc NAME ARGS...: runs gattclient with a bound; stdout to $OUT/NAME.out, stderr to NAME.err,
+# exit code to $rc.
+gc() {
+    local name=$1; shift
+    log "gattclient $*"
+    timeout -k 2 45 "$GC" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    rc=$?
+    log "  -> exit $rc; stderr: $(head -c 400 "$OUT/$name.err" | tr '\n' ' ')"
+    return $rc
+}
+# wait_for SECONDS COMMAND...: polls a cheap condition every 0.2 s, bounded.
+wait_for() {
+    local limit=$1; shift
+    local end=$(( $(date +%s) + limit ))
+    until "$@"; do
+        [ "$(date +%s)" -ge "$end" ] && return 1
+        sleep 0.2
+    done
+}
+is_down() { hciconfig "$1" 2>/dev/null | grep -q DOWN; }
+is_up() { hciconfig "$1" 2>/dev/null | grep -q 'UP RUNNING'; }
+no_links() { [ -z "$(hcitool -i "$1" con 2>/dev/null | tail -n +2)" ]; }
+settings() { timeout 10 btmgmt --index "$1" info 2>/dev/null | grep 'current settings' | head -1; }
+
+# --- kernel modules, AF_ALG, AF_BLUETOOTH --------------------------------------------------
+log "modprobe"
+modprobe -a bluetooth hci_vhci ecdh_generic algif_skcipher algif_hash ecb cmac \
+    || result FAIL setup "modprobe failed"
+[ -e /dev/vhci ] || { result FAIL setup "no /dev/vhci after modprobe hci_vhci"; exit 1; }
+
+# --- btmon (live decode and btsnoop), btvirt -------------------------------------------------
+stdbuf -oL btmon -w "$OUT/btmon.snoop" >"$OUT/btmon.txt" 2>&1 &
+PIDS+=($!)
+btvirt -l3 -L >"$OUT/btvirt.log" 2>&1 &
+PIDS+=($!)
+wait_for 15 test -e /sys/class/bluetooth/hci2 || { result FAIL setup "btvirt created no hci2"; exit 1; }
+# A new VHCI controller is powered for setup and auto-powered off about 2 s later; the user
+# channel answers EBUSY meanwhile.
+wait_for 10 is_down hci0; wait_for 5 is_down hci1; wait_for 5 is_down hci2
+sleep 1
+hciconfig hci1 down
+log "controllers: $(hciconfig | grep -E '^hci|BD Address' | tr -s ' \t\n' ' ')"
+
+# --- the peer: Bumble on hci1 through the HCI user channel ------------------------------------
+"$KVM_PYTHON" "$KVM_SCRIPTS/hci_socket_peer.py" --index 1 --database "$OUT/peer-database.json" \
+    --lifetime 400 --verbose >"$OUT/peer.out" 2>"$OUT/peer.err" &
+PEER_PID=$!
+PIDS+=($PEER_PID)
+if ! wait_for 60 grep -q '^READY' "$OUT/peer.out"; then
+    result FAIL setup "Bumble peer on hci1 not ready: $(tail -3 "$OUT/peer.err" | tr '\n' ' ')"
+    exit 1
+fi
+PEER=$(sed -n 's/^READY \([0-9A-F:]*\)\/public.*/\1/p' "$OUT/peer.out")
+log "peer $PEER/public (Bumble on hci1)"
+
+# --- check 3b (part 1): hci0 is down and nobody ran btmgmt on it -------------------------------
+before=$(hciconfig hci0 | grep -oE 'UP RUNNING|DOWN' | head -1)
+before_settings=$(settings 0)
+
+# --- check 4 starts first: the monitor channel watches everything that follows ----------------
+timeout -k 2 180 "$GC" monitor --duration 150 >"$OUT/monitor.out" 2>"$OUT/monitor.err" &
+MONITOR_PID=$!
+PIDS+=($MONITOR_PID)
+sleep 2
+
+# --- check 1: scan on the kernel's raw HCI socket ----------------------------------------------
+scan_ok=0
+for attempt in 1 2 3; do
+    gc scan-text --transport hci0 scan --duration 3
+    text_rc=$rc
+    gc scan-json --transport hci0 --json scan --duration 3
+    json_rc=$rc
+    if [ $text_rc = 0 ] && [ $json_rc = 0 ] && grep -q "$PEER.*public.*CC2650 SensorTag" "$OUT/scan-text.out" \
+        && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" scan "$OUT/scan-json.out" "$PEER" "CC2650 SensorTag" public \
+            >"$OUT/scan-check.txt"; then
+        scan_ok=1; break
+    fi
+    # btvirt's controller reports an advertiser once per Scan/Advertise Enable: kick Bumble.
+    kill -USR1 $PEER_PID; sleep 1
+done
+if [ $scan_ok = 1 ]; then
+    result PASS 1-kernel-scan "text: $(grep "$PEER" "$OUT/scan-text.out" | grep 'CC2650' | head -1 | tr -s ' '); json: $(cat "$OUT/scan-check.txt") (attempt $attempt)"
+else
+    result FAIL 1-kernel-scan "exit $text_rc/$json_rc; text: $(head -c 300 "$OUT/scan-text.out"); json check: $(cat "$OUT/scan-check.txt" 2>/dev/null); stderr: $(head -c 300 "$OUT/scan-json.err")"
+fi
+
+# --- check 3b (part 2): our management-channel code prepared hci0 ------------------------------
+after=$(hciconfig hci0 | grep -oE 'UP RUNNING|DOWN' | head -1)
+after_settings=$(settings 0)
+if [ "$before" = DOWN ] && [ "$after" = "UP RUNNING" ] && echo "$after_settings" | grep -qw powered \
+    && echo "$after_settings" | grep -qw le; then
+    result PASS 3b-mgmt-prepare "hci0 before: $before ($before_settings); after our first command: $after ($after_settings)"
+else
+    result FAIL 3b-mgmt-prepare "hci0 before: $before ($before_settings); after: $after ($after_settings)"
+fi
+
+# --- check 2: GATT over the kernel L2CAP ATT socket ---------------------------------------------
+c2=()
+gc services-hci0 --transport hci0 --json services "$PEER" \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" services "$OUT/services-hci0.out" "$OUT/peer-database.json" >"$OUT/services-hci0.check" \
+    && c2+=("services: $(cat "$OUT/services-hci0.check")") || c2+=("FAIL services rc=$rc: $(cat "$OUT/services-hci0.check" 2>/dev/null)")
+# Device Name by UUID (Read Using Characteristic UUID) and the Model Number by handle
+gc read-name-hci0 --transport hci0 --json read "$PEER" 2A00 \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-name-hci0.out" "$(printf 'CC2650 SensorTag' | od -An -tx1 | tr -d ' \n')" >/dev/null \
+    && c2+=("read 2A00 'CC2650 SensorTag'") || c2+=("FAIL read 2A00 rc=$rc $(head -c 200 "$OUT/read-name-hci0.out")")
+# IR Temperature Config (F000AA02): write 01, read it back
+CONF_HANDLE=$("$KVM_PYTHON" -c "
+import json,sys
+for s in json.load(open('$OUT/peer-database.json'))['services']:
+    for c in s['characteristics']:
+        if c['uuid'].startswith('F000AA02'): print(c['valueHandle'])" 2>/dev/null)
+BATTERY_HANDLE=$("$KVM_PYTHON" -c "
+import json,sys
+for s in json.load(open('$OUT/peer-database.json'))['services']:
+    for c in s['characteristics']:
+        if c['uuid'].startswith('00002A19'): print(c['valueHandle'])" 2>/dev/null)
+gc write-hci0 --transport hci0 write "$PEER" "$CONF_HANDLE" 01 \
+    && gc read-conf-hci0 --transport hci0 --json --record "$OUT/read-hci0.btsnoop" read "$PEER" "$CONF_HANDLE" \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-conf-hci0.out" 01 >/dev/null \
+    && c2+=("write $CONF_HANDLE=01 and read back") || c2+=("FAIL write/read-back rc=$rc $(head -c 200 "$OUT/read-conf-hci0.out")")
+gc subscribe-hci0 --transport hci0 --json subscribe "$PEER" "$BATTERY_HANDLE" --count 3 \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" notifications "$OUT/subscribe-hci0.out" "$BATTERY_HANDLE" 3 >"$OUT/subscribe-hci0.check" \
+    && c2+=("subscribe: $(cat "$OUT/subscribe-hci0.check")") || c2+=("FAIL subscribe rc=$rc $(cat "$OUT/subscribe-hci0.check" 2>/dev/null)")
+# --record: our btsnoop, read back by our dump and by tshark
+if [ -s "$OUT/read-hci0.btsnoop" ]; then
+    gc dump-hci0 dump "$OUT/read-hci0.btsnoop"
+    dump_att=$(grep -c 'ATT' "$OUT/dump-hci0.out")
+    tshark_att=$(timeout 60 tshark -r "$OUT/read-hci0.btsnoop" -Y btatt 2>"$OUT/tshark.err" | tee "$OUT/tshark-hci0.txt" | wc -l)
+    if [ "$dump_att" -gt 0 ] && [ "$tshark_att" -gt 0 ]; then
+        c2+=("--record: dump $dump_att ATT lines, tshark $tshark_att btatt packets")
+    else
+        c2+=("FAIL --record: dump $dump_att ATT lines, tshark $tshark_att btatt packets ($(head -c 200 "$OUT/tshark.err"))")
+    fi
+else
+    c2+=("FAIL --record wrote nothing")
+fi
+if printf '%s\n' "${c2[@]}" | grep -q '^FAIL'; then
+    result FAIL 2-kernel-gatt "$(printf '%s; ' "${c2[@]}")"
+else
+    result PASS 2-kernel-gatt "$(printf '%s; ' "${c2[@]}")"
+fi
+
+# --- check 7: --security medium sets BT_SECURITY on the ATT socket ------------------------------
+# Wait for the kernel to drop the idle link so that the next connect starts a fresh link at the
+# requested level: the kernel then starts SMP pairing as soon as the link is up. For Just Works
+# it asks user space to confirm (bluetoothd's agent would); mgmt_confirm.py is that agent here.
+wait_for 10 no_links hci0
+"$KVM_PYTHON" "$KVM_SCRIPTS/mgmt_confirm.py" --lifetime 40 >"$OUT/mgmt-confirm.out" 2>&1 &
+AGENT_PID=$!
+PIDS+=($AGENT_PID)
+wait_for 5 grep -q listening "$OUT/mgmt-confirm.out"
+mark=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+gc read-secure-hci0 --transport hci0 --security medium --json read "$PEER" 2A00
+secure_rc=$rc
+sleep 1
+kill $AGENT_PID 2>/dev/null
+tail -n +"$mark" "$OUT/btmon.txt" >"$OUT/btmon-security.txt"
+smp_before=$(head -n $(( mark - 1 )) "$OUT/btmon.txt" | grep -c 'SMP: ')
+smp_request=$(grep -A1 '\[hci0\]' "$OUT/btmon-security.txt" | grep -c 'SMP: Pairing Request')
+smp=$(grep -cE 'SMP: Pairing (Request|Response|Confirm|Random)' "$OUT/btmon-security.txt")
+encrypted=$(grep -A3 'Encryption Change' "$OUT/btmon-security.txt" | grep -c 'Encryption: Enabled')
+# Where our client's first ATT PDU and the first Encryption Change sit in the trace (reported,
+# not judged: the kernel decides when the socket becomes writable).
+first_att=$(grep -n 'ATT: ' "$OUT/btmon-security.txt" | head -1 | cut -d: -f1)
+first_enc=$(grep -n 'Encryption Change' "$OUT/btmon-security.txt" | head -1 | cut -d: -f1)
+order="no ATT PDU seen"
+if [ -n "$first_att" ] && [ -n "$first_enc" ]; then
+    [ "$first_enc" -lt "$first_att" ] && order="link encrypted before the first ATT PDU" \
+        || order="note: the first ATT PDUs went out before the Encryption Change"
+elif [ -n "$first_att" ]; then
+    order="ATT PDUs on an unencrypted link"
+fi
+# For comparison (reported, not judged): BlueZ's gatttool asks for the same level the same way
+# (BT_SECURITY before connect); where do its ATT PDUs go?
+wait_for 10 no_links hci0
+"$KVM_PYTHON" "$KVM_SCRIPTS/mgmt_confirm.py" --lifetime 30 >"$OUT/mgmt-confirm-gatttool.out" 2>&1 &
+PIDS+=($!)
+wait_for 5 grep -q listening "$OUT/mgmt-confirm-gatttool.out"
+mark2=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+timeout 30 gatttool -i hci0 -b "$PEER" -t public --sec-level=medium --char-read --uuid=2a00 >"$OUT/gatttool-secure.txt" 2>&1
+sleep 1
+tail -n +"$mark2" "$OUT/btmon.txt" >"$OUT/btmon-security-gatttool.txt"
+g_att=$(grep -n 'ATT: ' "$OUT/btmon-security-gatttool.txt" | head -1 | cut -d: -f1)
+g_enc=$(grep -n 'Encryption Change' "$OUT/btmon-security-gatttool.txt" | head -1 | cut -d: -f1)
+g_order="gatttool --sec-level=medium: $(head -1 "$OUT/gatttool-secure.txt" | tr -s ' \t' ' ' | cut -c1-60)"
+if [ -n "$g_att" ] && [ -n "$g_enc" ]; then
+    [ "$g_enc" -lt "$g_att" ] && g_order="$g_order; its first ATT PDU after the Encryption Change" \
+        || g_order="$g_order; its first ATT PDU before the Encryption Change too"
+fi
+detail="exit $secure_rc; hci0 sent $smp_request SMP Pairing Request(s) right after link-up ($smp pairing PDUs in all; $smp_before SMP PDUs in the whole trace before, without --security); $encrypted 'Encryption: Enabled' events; $order; agent: $(grep -c confirmed "$OUT/mgmt-confirm.out") Just Works confirmation(s); for comparison, $g_order"
+if [ $secure_rc = 0 ] && [ "$smp_request" -gt 0 ] && [ "$smp_before" = 0 ] && [ "$encrypted" -gt 0 ]; then
+    result PASS 7-security "$detail"
+else
+    result FAIL 7-security "$detail; stderr: $(head -c 300 "$OUT/read-secure-hci0.err")"
+fi
+
+# --- check 4: the monitor channel showed the ATT traffic of check 2 -----------------------------
+kill -INT $MONITOR_PID 2>/dev/null
+wait_for 5 sh -c "! kill -0 $MONITOR_PID 2>/dev/null"
+monitor_att=$(grep -c 'ATT' "$OUT/monitor.out")
+monitor_read=$(grep -E 'ATT' "$OUT/monitor.out" | grep -ciE 'read')
+monitor_notify=$(grep -E 'ATT' "$OUT/monitor.out" | grep -ciE 'notif')
+if [ "$monitor_att" -gt 0 ] && [ "$monitor_read" -gt 0 ] && [ "$monitor_notify" -gt 0 ]; then
+    result PASS 4-monitor "$monitor_att ATT lines ($monitor_read reads, $monitor_notify notifications), e.g. $(grep 'ATT' "$OUT/monitor.out" | grep -i 'read' | head -1 | tr -s ' ')"
+else
+    result FAIL 4-monitor "$monitor_att ATT lines ($monitor_read reads, $monitor_notify notifications); stderr: $(head -c 300 "$OUT/monitor.err")"
+fi
+
+# --- check 3: the whole user-space host on the HCI user channel of hci0 -------------------------
+c3=()
+# hci0 is up under the kernel: the tool must say so clearly.
+gc user-busy --transport hci-user:0 scan --duration 2
+busy_rc=$rc
+if [ $busy_rc != 0 ] && grep -qiE 'down|busy|in use' "$OUT/user-busy.err"; then
+    c3+=("adapter up: exit $busy_rc, '$(head -1 "$OUT/user-busy.err")'")
+else
+    c3+=("FAIL adapter up: exit $busy_rc, '$(head -1 "$OUT/user-busy.err")'")
+fi
+# The kernel's links must be gone first: a controller going down does not tell btvirt's peer,
+# which would stay "connected" and stop advertising.
+wait_for 10 no_links hci0 || for handle in $(hcitool -i hci0 con | sed -n 's/.*handle \([0-9]*\).*/\1/p'); do
+    hcitool -i hci0 ledc "$handle"; done
+wait_for 10 no_links hci0 || log "hci0 still has links: $(hcitool -i hci0 con | tail -n +2)"
+hciconfig hci0 down
+wait_for 5 is_down hci0
+gc user-scan --transport hci-user:0 --json scan --duration 3 \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" scan "$OUT/user-scan.out" "$PEER" "CC2650 SensorTag" public >"$OUT/user-scan.check" \
+    || { kill -USR1 $PEER_PID; sleep 1; gc user-scan --transport hci-user:0 --json scan --duration 3 \
+        && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" scan "$OUT/user-scan.out" "$PEER" "CC2650 SensorTag" public >"$OUT/user-scan.check"; } \
+    && c3+=("scan: $(cat "$OUT/user-scan.check")") || c3+=("FAIL scan rc=$rc $(cat "$OUT/user-scan.check" 2>/dev/null)")
+gc services-user --transport hci-user:0 --json services "$PEER" \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" services "$OUT/services-user.out" "$OUT/peer-database.json" >"$OUT/services-user.check" \
+    && c3+=("services: $(cat "$OUT/services-user.check")") || c3+=("FAIL services rc=$rc $(cat "$OUT/services-user.check" 2>/dev/null)")
+gc write-user --transport hci-user:0 write "$PEER" "$CONF_HANDLE" 00 \
+    && gc read-user --transport hci-user:0 --json --record "$OUT/read-user.btsnoop" read "$PEER" "$CONF_HANDLE" \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-user.out" 00 >/dev/null \
+    && c3+=("write $CONF_HANDLE=00 and read back") || c3+=("FAIL write/read-back rc=$rc $(head -c 200 "$OUT/read-user.out")")
+gc subscribe-user --transport hci-user:0 --json subscribe "$PEER" "$BATTERY_HANDLE" --count 3 \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" notifications "$OUT/subscribe-user.out" "$BATTERY_HANDLE" 3 >"$OUT/subscribe-user.check" \
+    && c3+=("subscribe: $(cat "$OUT/subscribe-user.check")") || c3+=("FAIL subscribe rc=$rc $(cat "$OUT/subscribe-user.check" 2>/dev/null)")
+if [ -s "$OUT/read-user.btsnoop" ]; then
+    gc dump-user dump "$OUT/read-user.btsnoop"
+    tshark_user=$(timeout 60 tshark -r "$OUT/read-user.btsnoop" -Y btatt 2>/dev/null | wc -l)
+    [ "$(grep -c ATT "$OUT/dump-user.out")" -gt 0 ] && [ "$tshark_user" -gt 0 ] \
+        && c3+=("--record: dump and tshark ($tshark_user btatt) read it") || c3+=("FAIL --record capture unreadable")
+fi
+if printf '%s\n' "${c3[@]}" | grep -q '^FAIL'; then
+    result FAIL 3-user-channel "$(printf '%s; ' "${c3[@]}")"
+else
+    result PASS 3-user-channel "$(printf '%s; ' "${c3[@]}")"
+fi
+
+# --- check 6: no privilege, no capabilities: a clear permission error, exit 77 ------------------
+timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
+wait_for 5 is_up hci0
+# transport|command|the capability the message must name
+for case in "hci0|scan --duration 2|CAP_NET_RAW" "hci0|monitor --duration 2|CAP_NET_RAW" \
+    "hci-user:0|scan --duration 2|CAP_NET_ADMIN"; do
+    IFS='|' read -r transport command capability <<<"$case"
+    name=nonroot-${transport%%:*}-${command%% *}
+    log "as nobody without capabilities: gattclient --transport $transport $command"
+    timeout -k 2 20 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+        -- "$GC" --transport "$transport" $command >"$OUT/$name.out" 2>"$OUT/$name.err"
+    nr_rc=$?
+    if [ $nr_rc = 77 ] && grep -q "$capability" "$OUT/$name.err"; then
+        result PASS "6-no-privilege-${transport%%:*}-${command%% *}" "exit 77: $(head -1 "$OUT/$name.err")"
+    else
+        result FAIL "6-no-privilege-${transport%%:*}-${command%% *}" "exit $nr_rc (want 77 naming $capability): $(head -c 300 "$OUT/$name.err")"
+    fi
+done
+
+# --- check 5: our peripheral on hci2, read by BlueZ's gatttool on hci0 --------------------------
+if "$GC" --help 2>&1 | grep -q '^  peripheral'; then
+    # One link per central at a time (btvirt mixes up connection handles otherwise).
+    wait_for 10 no_links hci0
+    P2=$(hciconfig hci2 | sed -n 's/.*BD Address: \([0-9A-F:]*\).*/\1/p')
+    timeout -k 2 90 "$GC" --transport hci2 peripheral sensortag --duration 60 </dev/null \
+        >"$OUT/peripheral.out" 2>"$OUT/peripheral.err" &
+    PERIPHERAL_PID=$!
+    PIDS+=($PERIPHERAL_PID)
+    wait_for 15 is_up hci2
+    sleep 2
+    c5=()
+    primary=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --primary 2>&1 | tee "$OUT/gatttool-primary.txt")
+    echo "$primary" | grep -qi 'uuid: f000aa00-0451-4000-b000-000000000000' \
+        && c5+=("gatttool --primary: $(echo "$primary" | grep -c 'uuid:') services, SensorTag's F000AA00 among them") \
+        || c5+=("FAIL gatttool --primary: $(echo "$primary" | head -3 | tr '\n' ' ')")
+    characteristics=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --characteristics 2>&1 | tee "$OUT/gatttool-characteristics.txt")
+    [ "$(echo "$characteristics" | grep -c 'char value handle')" -gt 10 ] \
+        && c5+=("--characteristics: $(echo "$characteristics" | grep -c 'char value handle')") \
+        || c5+=("FAIL gatttool --characteristics: $(echo "$characteristics" | head -2 | tr '\n' ' ')")
+    name=$(timeout 30 gatttool -i hci0 -b "$P2" -t public --char-read --uuid=2a00 2>&1 | tee "$OUT/gatttool-read.txt")
+    # "CC2650 SensorTag" in gatttool's hex
+    echo "$name" | grep -q 'value: 43 43 32 36 35 30 20 53 65 6e 73 6f 72 54 61 67' \
+        && c5+=("--char-read --uuid=2a00: 'CC2650 SensorTag' ($(echo "$name" | head -1 | tr -s ' \t' ' '))") \
+        || c5+=("FAIL gatttool --char-read --uuid=2a00: $(echo "$name" | head -2 | tr '\n' ' ')")
+    kill -INT $PERIPHERAL_PID 2>/dev/null
+    wait_for 5 sh -c "! kill -0 $PERIPHERAL_PID 2>/dev/null"
+    if printf '%s\n' "${c5[@]}" | grep -q '^FAIL'; then
+        result FAIL 5-peripheral "$P2 on hci2: $(printf '%s; ' "${c5[@]}") stderr: $(head -c 300 "$OUT/peripheral.err")"
+    else
+        result PASS 5-peripheral "$P2 on hci2: $(printf '%s; ' "${c5[@]}")"
+    fi
+else
+    result PENDING 5-peripheral "this gattclient has no peripheral command (branch peripheral not merged)"
+fi
+
+# --- the kernel's crypto self-tests (SMP needs them) --------------------------------------------
+if dmesg | grep -qE 'alg: .*(test failed|failed)|WARNING: '; then
+    result FAIL kernel-crypto "$(dmesg | grep -E 'alg: .*failed|WARNING: ' | head -2 | tr '\n' ' ')"
+else
+    result PASS kernel-crypto "no crypto self-test failure or WARN in dmesg (SMP's AES/CMAC/ECDH are sound)"
+fi
+dmesg >"$OUT/dmesg.txt"
+log "done"
