@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import Foundation
 import GATT
+import HCI
 import Testing
 @testable import GATTClientCLI
 
@@ -149,5 +150,15 @@ final class InMemoryCentral: Central, @unchecked Sendable {
             try parse(["write", "AA:BB:CC:DD:EE:FF", "0x10", "01", "--long", "--reliable"])
         }
         #expect(throws: UsageError("'0g' is not hex (like 0100 or 01:00)")) { try parse(["write", "AA:BB:CC:DD:EE:FF", "0x10", "0g"]) }
+    }
+}
+
+@Suite struct TransportExitCodeTests {
+    @Test func permissionDeniedIsSeventySeven() {
+        let denied = HCIError.kernel(.system(operation: .openHCISocket(channel: .user, device: 0), errno: .permissionDenied))
+        #expect(denied.transportExitCode == .permission)
+        let missing = HCIError.kernel(.system(operation: .openHCISocket(channel: .user, device: 0), errno: .addressFamilyNotSupported))
+        #expect(missing.transportExitCode == .unavailable)
+        #expect(HCIError.transportClosed("gone").transportExitCode == .unavailable)
     }
 }

@@ -165,3 +165,13 @@ extension CommandFailure {
         return CommandFailure("\(what): \(error)", kind: "adapter", exitCode: code)
     }
 }
+
+extension HCIError {
+    /// The exit code for a transport that could not be opened: 77 when the kernel refused it
+    /// for want of a capability, 69 otherwise.
+    var transportExitCode: ExitCode {
+        if case .kernel(let kernel) = self, kernel.kind == .permissionDenied { return .permission }
+        if case .system(_, let errno) = self, errno == .permissionDenied || errno == .accessDenied { return .permission }
+        return .unavailable
+    }
+}

@@ -48,7 +48,7 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
         do {
             transport = try await parsed.openRawTransport(connectTimeout: .milliseconds(Int64(options.timeout * 1000)))
         } catch {
-            throw CommandFailure("\(parsed): \(error)", kind: "transport", exitCode: .unavailable)
+            throw CommandFailure("\(parsed): \(error)", kind: "transport", exitCode: error.transportExitCode)
         }
         return try await UserSpacePeripheralHost.start(transport, name: parsed.description)
     case .simulator(let names):

@@ -28,7 +28,7 @@ final class UserSpaceCentral: Central, Scanner {
         do {
             transport = try await uri.openRawTransport(connectTimeout: timeout)
         } catch {
-            throw CommandFailure("\(uri): \(error)", kind: "transport", exitCode: .unavailable)
+            throw CommandFailure("\(uri): \(error)", kind: "transport", exitCode: error.transportExitCode)
         }
         return try await start(transport, name: uri.description, record: record)
     }
