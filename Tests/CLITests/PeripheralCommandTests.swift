@@ -168,6 +168,14 @@ struct PeripheralServingTests {
         return (link, connection, GATTClient(connection: connection))
     }
 
+    /// Waits until the peripheral's host has no connection left and its command heard of it.
+    static func waitForDisconnection(_ rig: Rig) async throws {
+        try await withPeripheralTimeout(30, "the peripheral's disconnection") {
+            while await !rig.peripheralHost.host.activeConnections.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+
     static func json(_ line: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }
@@ -189,7 +197,7 @@ struct PeripheralServingTests {
             await #expect {
                 _ = try await client.write(handle: period.valueHandle, value: [0x05])
             } throws: { error in
-                guard case GATTError.att(.peerError(_, _, let code)) = error else { return false }
+                guard case GATTError.peerError(_, _, let code) = error else { return false }
                 return code.rawValue == 0x80
             }
             // Switching the IR sensor on makes it produce notified samples.
@@ -226,6 +234,7 @@ struct PeripheralServingTests {
             try await rig.central.disconnect(again)
             await secondConnection.close()
         }
+        try await Self.waitForDisconnection(rig)
         rig.lines.finish()
         let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
         await rig.central.close()
@@ -274,15 +283,19 @@ struct PeripheralServingTests {
             rig.lines.yield("indicate 18 56")
             var iterator = indications.makeAsyncIterator()
             #expect(try await iterator.next()?.value == [0x56])
+            // The client confirms after handing the value over: let the confirmation reach the server.
+            try await Task.sleep(for: .milliseconds(300))
             try await rig.central.disconnect(link)
             await connection.close()
         }
+        try await Self.waitForDisconnection(rig)
         rig.lines.finish()
         let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
         await rig.central.close()
         let objects = lines.compactMap(Self.json)
         #expect(objects.first?["mtu"] as? Int == 100)
         #expect(objects.contains { $0["command"] as? String == "indicate 18 56" && $0["result"] as? String == "ok" }, "\(lines)")
+        #expect(objects.compactMap { $0["event"] as? String } == ["advertising", "connected", "disconnected", "stopped"], "\(lines)")
     }
 
     @Test func withADurationTheEndOfInputDoesNotStopIt() async throws {
