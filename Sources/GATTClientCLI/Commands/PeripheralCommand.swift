@@ -380,3 +380,10 @@ func runPeripheral(_ options: PeripheralOptions, invocation: Invocation, output:
     output = result.1
     return result.0
 }
+
+extension PeripheralDevice {
+    /// The value handle of the first characteristic `uuid` names in the served database.
+    func valueHandle(of uuid: BluetoothUUID) async -> UInt16? {
+        await gatt.database.valueHandle(of: uuid)
+    }
+}
