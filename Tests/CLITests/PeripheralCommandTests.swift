@@ -322,4 +322,47 @@ struct PeripheralServingTests {
         #expect(lines.compactMap(Self.json).last?["event"] as? String == "stopped")
         await rig.central.close()
     }
+
+    @Test func theSimTransportPutsOurPeripheralOnAVirtualLinkOthersCanJoin() async throws {
+        var global = GlobalOptions()
+        global.transport = "sim"
+        global.json = true
+        let opened = try await openPeripheralHost(global.transport, options: global)
+        let host = try #require(opened as? UserSpacePeripheralHost)
+        let simulation = try #require(host.simulation)
+        #expect(simulation.sensorTag == nil && simulation.bluefruit == nil, "plain `sim`: no emulated device competes")
+        let (_, centralTransport) = await VirtualController.attach(
+            to: simulation.link, clock: ATTSystemClock(), configuration: .init(address: Self.centralAddress))
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = .seconds(15)
+        let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
+        let (input, lines) = AsyncStream.makeStream(of: String.self)
+        var command = PeripheralCommand(options: PeripheralOptions(device: .bluefruit))
+        command.host = host
+        command.input = input
+        let finalCommand = command
+        let serving = Task {
+            var output = BufferedOutput.capturing()
+            try await finalCommand.run(global: global, output: &output)
+            return output.capturedLines
+        }
+        try await withPeripheralTimeout(60, "the Bluefruit over sim") {
+            let link = try await central.connect(to: host.address, type: .public, timeout: .seconds(30))
+            let connection = ATTConnection(channel: link.channel)
+            let client = GATTClient(connection: connection)
+            let database = try await client.discoverDatabase()
+            let tx = try database.characteristic(uuid: NordicUART.tx)
+            let rx = try database.characteristic(uuid: NordicUART.rx)
+            let echo = try await client.subscribe(characteristic: tx)
+            _ = try await client.write(handle: rx.valueHandle, value: Array("sim".utf8))
+            var iterator = echo.makeAsyncIterator()
+            #expect(try await iterator.next()?.value == Array("sim".utf8))
+            try await central.disconnect(link)
+            await connection.close()
+        }
+        lines.finish()
+        let output = try await withPeripheralTimeout(60, "the command's end") { try await serving.value }
+        #expect(output.compactMap(Self.json).first?["device"] as? String == "bluefruit")
+        await central.close()
+    }
 }
