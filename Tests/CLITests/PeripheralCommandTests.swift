@@ -136,17 +136,18 @@ struct PeripheralServingTests {
         let command: Task<[String], any Error>
     }
 
-    static func start(_ options: PeripheralOptions) async throws -> Rig {
+    static func start(_ options: PeripheralOptions, extended: Bool = true) async throws -> Rig {
         let link = VirtualLink()
         let clock = ATTSystemClock()
         let (_, peripheralTransport) = await VirtualController.attach(
-            to: link, clock: clock, configuration: .init(address: peripheralAddress))
+            to: link, clock: clock, configuration: .init(address: peripheralAddress, extendedAdvertising: extended))
         let (_, centralTransport) = await VirtualController.attach(
             to: link, clock: clock, configuration: .init(address: centralAddress))
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = .seconds(15)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
         let host = try await UserSpacePeripheralHost.start(peripheralTransport, name: "virtual", commandTimeout: .seconds(15))
+        #expect(host.host.usesExtendedAdvertising == extended)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: options)
         command.host = host
@@ -270,7 +271,8 @@ struct PeripheralServingTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         var options = PeripheralOptions(device: .database(path: path))
         options.mtu = 100
-        let rig = try await Self.start(options)
+        // A controller without the extended commands: legacy advertising.
+        let rig = try await Self.start(options, extended: false)
         try await withPeripheralTimeout(120, "the database session") {
             let (link, connection, client) = try await Self.connect(rig)
             #expect(try await client.exchangeMTU(517) == 100)
