@@ -170,4 +170,56 @@ struct PeripheralInteropTests {
         #expect(events == ["advertising", "connected", "disconnected", "connected", "disconnected", "stopped"], "\(output)")
         #expect(objects.contains { $0["command"] as? String != nil && $0["result"] as? String == "ok" }, "\(output)")
     }
+
+    /// `../shared` beside the package, when present.
+    static let vectors = BumblePeer.packageRoot.deletingLastPathComponent()
+        .appendingPathComponent("shared/vectors/gatt-client-vectors.json")
+
+    @Test func bumblesClientReadsADatabaseLoadedFromTheVectors() async throws {
+        guard let data = FileManager.default.contents(atPath: Self.vectors.path),
+            let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let databases = root["databases"] as? [String: Any], let entry = databases["service_db_3"]
+        else {
+            print("PeripheralInteropTests: \(Self.vectors.path) absent; skipping the --database interop")
+            return
+        }
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("peripheral-interop-db-\(UInt32.random(in: 0...UInt32.max)).json").path
+        try JSONSerialization.data(withJSONObject: entry).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        let peer = try PeripheralInteropProcess("bumble_peer.py", ["--central-port", "0", "--lifetime", "120"])
+        defer { peer.stop() }
+        let ready = try await peer.nextLine(timeout: 30)
+        let central = try await peer.nextLine(timeout: 30)
+        let centralPort = String(central.split(separator: ":").last ?? "")
+        var global = GlobalOptions()
+        global.json = true
+        let host = try await openPeripheralHost(String(ready.dropFirst("READY ".count)), options: global)
+        let (input, lines) = AsyncStream.makeStream(of: String.self)
+        var command = PeripheralCommand(options: PeripheralOptions(device: .database(path: path)))
+        command.host = host
+        command.input = input
+        let finalCommand = command
+        let serving = Task {
+            var output = BufferedOutput.capturing()
+            try await finalCommand.run(global: global, output: &output)
+            return output.capturedLines
+        }
+        let client = try PeripheralInteropProcess(
+            "bumble_central.py",
+            ["--transport", "tcp-client:127.0.0.1:\(centralPort)", "--peer", "F0:F1:F2:F3:F4:F5/public", "--timeout", "30"])
+        defer { client.stop() }
+        let line = try await client.nextLine(timeout: 120)
+        let summary = try #require(Self.json(line), "\(line)")
+        #expect(summary["error"] == nil, "\(line)")
+        #expect(summary["mtu"] as? Int == 517, "a loaded database serves at Rx MTU 517 by default")
+        let services = (summary["services"] as? [String] ?? []).map { String($0.dropFirst("UUID-16:".count).prefix(4)) }
+        #expect(services == ["1800", "1801", "180D"], "\(line)")
+        #expect(summary["name"] as? String == "BlueZ")
+        #expect(summary["characteristics"] as? Int == 3)
+        #expect(summary["descriptors"] as? Int == 1)
+        lines.finish()
+        _ = try await serving.value
+    }
 }
