@@ -93,6 +93,25 @@ struct PeripheralCommandLineTests {
         #expect(advertising.invalidity == nil)
     }
 
+    @Test func stdinCommandsWithoutACentralAreAnsweredAndStored() async throws {
+        let device = try PeripheralDevice.make(PeripheralOptions(device: .bluefruit), address: .zero)
+        let command = PeripheralCommand(options: PeripheralOptions(device: .bluefruit))
+        let tx = try #require(await device.valueHandle(of: NordicUART.tx))
+        #expect(await command.perform("notify \(tx) 6869", on: device.gatt) == .error("no central is connected (value stored)"))
+        #expect(await device.gatt.value(at: tx) == [0x68, 0x69])
+        #expect(await command.perform("set \(tx) 41", on: device.gatt) == .ok)
+        #expect(await device.gatt.value(at: tx) == [0x41])
+        #expect(await command.perform("", on: device.gatt) == nil)
+        guard case .error(let tooLong) = await command.perform("set \(tx) \(String(repeating: "00", count: 21))", on: device.gatt)
+        else { Issue.record("a 21-octet TX value was accepted"); return }
+        #expect(tooLong.contains("21"), "\(tooLong)")
+        guard case .error(let missing) = await command.perform("set 0x0fff 00", on: device.gatt) else {
+            Issue.record("a value was stored at a missing handle")
+            return
+        }
+        #expect(!missing.isEmpty)
+    }
+
     @Test func theKernelPathFailsClearlyWithoutAnAdapter() async throws {
         // No adapter hci7 on a test machine: the failure must name it and map to an exit code.
         guard (try? KernelHCI.adapter(index: 7)) == nil else { return }
