@@ -273,6 +273,30 @@ struct PeripheralServingTests {
         #expect(results[5].2?.contains("has not enabled notifications") == true)
     }
 
+    @Test func theSensorTagsDisconnectRequestEndsTheLinkFromOurSideAndItAdvertisesAgain() async throws {
+        let rig = try await Self.start(PeripheralOptions(device: .sensortag))
+        try await withPeripheralTimeout(120, "the disconnect request") {
+            let (link, connection, client) = try await Self.connect(rig)
+            // Connection Control CCC3: writing 1 makes the firmware disconnect (through our host).
+            let request = try await client.discoverDatabase().characteristic(uuid: SensorTag.uuid(0xCCC3))
+            _ = try? await client.write(handle: request.valueHandle, value: [0x01])
+            var reasons = link.disconnected.makeAsyncIterator()
+            let reason = await reasons.next()
+            #expect(reason == .remoteUserTerminatedConnection, "the central hears the peripheral's disconnect")
+            await connection.close()
+            let (again, secondConnection, secondClient) = try await Self.connect(rig)
+            #expect(try await secondClient.exchangeMTU(517) == 23)
+            try await rig.central.disconnect(again)
+            await secondConnection.close()
+        }
+        try await Self.waitForDisconnection(rig)
+        rig.lines.finish()
+        let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
+        await rig.central.close()
+        let events = lines.compactMap(Self.json).compactMap { $0["event"] as? String }
+        #expect(events == ["advertising", "connected", "disconnected", "connected", "disconnected", "stopped"], "\(lines)")
+    }
+
     @Test func aDatabaseFileIsServedAtTheRequestedMTUWithIndications() async throws {
         let json = """
             {"services": [
