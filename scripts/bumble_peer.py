@@ -16,6 +16,10 @@ static one). Commands may be written to stdin, one a line, each answered in orde
 `RESULT ok ...` or `RESULT error ...` line on stdout (see `run_command`): `update KIND MIN MAX
 LATENCY TIMEOUT` (L2CAP Connection Parameter Update Request from the peripheral), `ll-update
 ...` (the link-layer Connection Parameters Request procedure), `disconnect KIND [REASON]`.
+With `--central-port N` (0: any free port) a second controller on the same link, with public
+address F0:F1:F2:F3:F4:F6, is exposed over TCP too, for a second host acting as central (for
+example Bumble's own host in scripts/bumble_central.py, against our host as peripheral); its
+address is announced after the DEVICE lines as `CENTRAL tcp:127.0.0.1:PORT`.
 The process exits after `--lifetime` seconds (default 120) or when stdin closes, so it can
 never outlive the test that started it. `--mtu N` limits the peripherals' ATT_MTU.
 
@@ -73,6 +77,8 @@ from bumble.link import LocalLink
 # The address our host's controller reports for Read BD_ADDR (a locally administered public
 # address; the link fix below lets a host use it).
 HOST_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F5'
+# The second exposed controller (`--central-port`).
+CENTRAL_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F6'
 # The SensorTag advertises with a public address in TI's OUI (54:6C:0E), as a CC2650 does;
 # the Bluefruit with a random static address (two most significant bits set), as the nRF51 does.
 SENSORTAG_ADDRESS = '54:6C:0E:12:34:56'
@@ -791,6 +797,13 @@ async def run(arguments) -> None:
         host='127.0.0.1', port=arguments.port)
     port = server.sockets[0].getsockname()[1]
 
+    central_server = None
+    if arguments.central_port is not None:
+        central_controller = StrictController('central', link=link, public_address=CENTRAL_CONTROLLER_ADDRESS)
+        central_server = await asyncio.start_server(
+            lambda reader, writer: serve_host(central_controller, reader, writer),
+            host='127.0.0.1', port=arguments.central_port)
+
     for kind, address_type, device in devices:
         await device.power_on()
         own = hci.OwnAddressType.PUBLIC if address_type == 'public' else hci.OwnAddressType.RANDOM
@@ -800,6 +813,8 @@ async def run(arguments) -> None:
     for kind, address_type, device in devices:
         address = device.public_address if address_type == 'public' else device.random_address
         print(f'DEVICE {kind} {address.to_string(with_type_qualifier=False)}/{address_type}', flush=True)
+    if central_server is not None:
+        print(f'CENTRAL tcp:127.0.0.1:{central_server.sockets[0].getsockname()[1]}', flush=True)
 
     waiters = [asyncio.ensure_future(asyncio.sleep(arguments.lifetime))]
     if not arguments.ignore_stdin:
@@ -809,6 +824,8 @@ async def run(arguments) -> None:
         waiter.cancel()
     log.info('exiting: %s', 'lifetime over' if waiters[0] in done else 'stdin closed')
     server.close()
+    if central_server is not None:
+        central_server.close()
 
 
 def main() -> None:
@@ -826,6 +843,8 @@ def main() -> None:
                         help='LE ACL buffers of the exposed controller (flow control enforced, default 8)')
     parser.add_argument('--extended-commands', action='store_true',
                         help='the exposed controller claims the extended scanning and initiating commands')
+    parser.add_argument('--central-port', type=int, default=None,
+                        help='also expose a second controller (a central for another host) on this TCP port (0: any)')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
     if not 23 <= arguments.mtu <= 517:

@@ -254,7 +254,7 @@ struct PeripheralCommand {
                     var json = JSONWriter()
                     json.beginObject()
                     json.field("command", line)
-                    if let error = answer.error {
+                    if case .error(let error) = answer {
                         json.field("result", "error")
                         json.field("error", error)
                     } else {
@@ -263,7 +263,10 @@ struct PeripheralCommand {
                     json.endObject()
                     output.writeLine(bytes: json.bytes)
                 } else {
-                    output.writeLine(answer.error.map { "error: \($0)" } ?? "ok")
+                    switch answer {
+                    case .ok: output.writeLine("ok")
+                    case .error(let error): output.writeLine("error: \(error)")
+                    }
                 }
                 output.flush()
             case .value(.connected(let central)):
@@ -292,35 +295,41 @@ struct PeripheralCommand {
         if let failure { throw failure }
     }
 
+    /// The one-line answer to a standard-input command.
+    enum Answer: Equatable, Sendable {
+        case ok
+        case error(String)
+    }
+
     /// Performs one standard-input line; nil for a blank line.
-    func perform(_ line: String, on gatt: GATTPeripheral) async -> (error: String?, Void)? {
+    func perform(_ line: String, on gatt: GATTPeripheral) async -> Answer? {
         let control: PeripheralControl
         do {
             guard let parsed = try PeripheralControl.parse(line) else { return nil }
             control = parsed
         } catch {
-            return (error.message, ())
+            return .error(error.message)
         }
         do throws(GATTError) {
             switch control {
             case .set(let handle, let value):
                 try await gatt.setValue(value, handle: handle)
-                return (nil, ())
+                return .ok
             case .notify(let handle, let value), .indicate(let handle, let value):
                 let indication: Bool
                 if case .indicate = control { indication = true } else { indication = false }
                 let kind = indication ? "indications" : "notifications"
                 switch try await gatt.push(value, handle: handle, indication: indication) {
-                case .sent: return (nil, ())
-                case .notConnected: return ("no central is connected (value stored)", ())
+                case .sent: return .ok
+                case .notConnected: return .error("no central is connected (value stored)")
                 case .notPermitted:
-                    return ("the characteristic at 0x\(hex(handle, 4)) does not allow \(kind) (value stored)", ())
+                    return .error("the characteristic at 0x\(hex(handle, 4)) does not allow \(kind) (value stored)")
                 case .notEnabled:
-                    return ("the central has not enabled \(kind) on 0x\(hex(handle, 4)) (value stored)", ())
+                    return .error("the central has not enabled \(kind) on 0x\(hex(handle, 4)) (value stored)")
                 }
             }
         } catch {
-            return ("\(error)", ())
+            return .error("\(error)")
         }
     }
 
@@ -379,4 +388,11 @@ func runPeripheral(_ options: PeripheralOptions, invocation: Invocation, output:
     }
     output = result.1
     return result.0
+}
+
+extension PeripheralDevice {
+    /// The value handle of the first characteristic `uuid` names in the served database.
+    func valueHandle(of uuid: BluetoothUUID) async -> UInt16? {
+        await gatt.database.valueHandle(of: uuid)
+    }
 }

@@ -1,7 +1,6 @@
 import ATT
 import Bluetooth
 import Emulator
-import Foundation
 import GATT
 import HCI
 import L2CAP
