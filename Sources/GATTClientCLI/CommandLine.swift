@@ -555,6 +555,17 @@ public let commandHelpText: [String: String] = [
             gattclient sensortag 54:6C:0E:12:34:56 --sensors ir,humidity --period 500
             gattclient --json --transport sim sensortag 54:6C:0E:9A:3B:01 --count 10
         """,
+    "peripheral": """
+        gattclient peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] --transport URI
+          Our stack as an advertising GATT server: the emulated CC2650 SensorTag or Bluefruit UART (with their
+          firmware behaviour), or a database loaded from JSON (the layout of the shared vectors' databases).
+          It advertises again after every disconnect. Lines on stdin drive values, each answered `ok` or
+          `error: ...`: notify HANDLE HEX, indicate HANDLE HEX (honouring the client's CCCD), set HANDLE HEX.
+          Ends at Ctrl-C, at --duration, or at the end of stdin when no --duration is given.
+          examples:
+            gattclient --transport tcp:127.0.0.1:9000 peripheral sensortag
+            echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60
+        """,
     "dump": """
         gattclient dump FILE [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
           Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
