@@ -81,7 +81,9 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     }
     switch parsed {
     case .kernel(let index):
-        return try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
+        var central = try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
+        central.scanRecording = options.record
+        return central
     case .replay(let path):
         return ReplayCentral(path: path, matchAny: replayMatchAny, connection: options.replayConnection)
     case .userChannel, .tcp, .unix, .serial:
@@ -97,6 +99,8 @@ struct KernelCentral: Central {
     let adapter: KernelAdapter
     /// `BT_SECURITY` for the ATT socket (`--security`).
     let security: L2CAPSecurityLevel?
+    /// `--record` for `scan`: the HCI commands we send and the events the raw socket gives us.
+    var scanRecording: String?
 
     init(index: UInt16, security: L2CAPSecurityLevel? = nil) throws {
         self.security = security

@@ -39,6 +39,11 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
     }
     switch parsed {
     case .kernel(let index):
+        if let path = options.record {
+            throw CommandFailure(
+                "peripheral --record \(path): on the kernel transport the kernel owns HCI; record with "
+                    + "`gattclient --record \(path) monitor hci\(index)` beside it", kind: "usage", exitCode: .usage)
+        }
         return try KernelPeripheralHost(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
     case .replay:
         throw CommandFailure("peripheral: a replayed capture cannot accept connections", kind: "usage", exitCode: .usage)
@@ -49,7 +54,8 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
         } catch {
             throw CommandFailure("\(parsed): \(error)", kind: "transport", exitCode: error.transportExitCode)
         }
-        return try await UserSpacePeripheralHost.start(transport, name: parsed.description)
+        return try await UserSpacePeripheralHost.start(
+            try UserSpaceCentral.recording(transport, options.record), name: parsed.description)
     case .simulator(let names):
         // Our host's controller on a virtual link with the named emulated devices (none unless
         // named): centrals of the same process (tests) reach it through `simulation.link`.
@@ -60,7 +66,8 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
             throw CommandFailure("\(parsed): \(error)", kind: "usage", exitCode: .usage)
         }
         return try await UserSpacePeripheralHost.start(
-            simulation.hostTransport, name: parsed.description, commandTimeout: .seconds(15), simulation: simulation)
+            try UserSpaceCentral.recording(simulation.hostTransport, options.record), name: parsed.description,
+            commandTimeout: .seconds(15), simulation: simulation)
     }
 }
 

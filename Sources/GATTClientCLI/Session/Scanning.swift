@@ -82,14 +82,26 @@ extension KernelCentral: Scanner {
         let filter = HCIFilter(packetTypes: [.event], events: [
             CommandCompleteEvent.eventCode, CommandStatusEvent.eventCode, HCIEventCode(rawValue: 0x3E),
         ])
+        // --record: what crosses the raw socket (our commands, the events), as an H4 btsnoop.
+        let recorder: Mutex<BTSnoopFileWriter?>
+        do {
+            recorder = Mutex(try scanRecording.map { path throws(HCIError) in try BTSnoopFileWriter(path: path, datalink: .h4) })
+        } catch {
+            throw CommandFailure("--record \(scanRecording ?? ""): \(error)", kind: "record")
+        }
+        @Sendable func record(_ type: HCIPacketType, _ bytes: ArraySlice<UInt8>, _ direction: CaptureDirection) {
+            recorder.withLock { writer in try? writer?.append(type, bytes, direction: direction, timestamp: CaptureTime.now()) }
+        }
         let socket: HCISocket
         do {
             socket = try HCISocket.openRaw(device: index, filter: filter)
-            let parameters = LESetScanParametersCommand(
-                leScanType: options.active ? .active : .passive, leScanInterval: options.interval, leScanWindow: options.window)
-            try socket.send([HCIPacketType.command.rawValue] + HCICommandPacket(parameters).encode())
-            try socket.send([HCIPacketType.command.rawValue]
-                + HCICommandPacket(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates)).encode())
+            let parameters = try HCICommandPacket(LESetScanParametersCommand(
+                leScanType: options.active ? .active : .passive, leScanInterval: options.interval, leScanWindow: options.window)).encode()
+            let enable = try HCICommandPacket(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates)).encode()
+            for command in [parameters, enable] {
+                record(.command, command[...], .sent)
+                try socket.send([HCIPacketType.command.rawValue] + command)
+            }
         } catch let error as KernelBluetoothError {
             throw CommandFailure.kernel(error, doing: "scanning on hci\(index)")
         }
@@ -111,8 +123,9 @@ extension KernelCentral: Scanner {
                         continuation.finish(throwing: error)
                         return
                     }
-                    guard let packet, packet.first == HCIPacketType.event.rawValue,
-                          let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { continue }
+                    guard let packet, packet.first == HCIPacketType.event.rawValue else { continue }
+                    record(.event, packet.dropFirst(), .received)
+                    guard let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { continue }
                     if case .commandComplete(let complete) = event, let status = complete.status, status != .success {
                         continuation.finish(throwing: CommandFailure("the controller refused \(complete.opcode): \(status)", kind: "hci", hciStatus: status.rawValue))
                         return
@@ -123,9 +136,14 @@ extension KernelCentral: Scanner {
             }
             continuation.onTermination = { _ in
                 stop.withLock { $0 = true }
-                try? socket.send([HCIPacketType.command.rawValue]
-                    + ((try? HCICommandPacket(LESetScanEnableCommand(leScanEnable: false)).encode()) ?? []))
+                let disable = (try? HCICommandPacket(LESetScanEnableCommand(leScanEnable: false)).encode()) ?? []
+                record(.command, disable[...], .sent)
+                try? socket.send([HCIPacketType.command.rawValue] + disable)
                 socket.close()
+                recorder.withLock { writer in
+                    try? writer?.close()
+                    writer = nil
+                }
             }
             thread.start()
         }
