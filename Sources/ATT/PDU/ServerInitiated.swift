@@ -2,7 +2,7 @@ import Bluetooth
 
 /// ATT_HANDLE_VALUE_NTF: an attribute value sent by the server, unacknowledged.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.7.1
-public struct HandleValueNotification: ATTPDUCodable {
+public struct HandleValueNotification: HandleValuePDU {
     public static let opcode = ATTOpcode.handleValueNotification
 
     /// Attribute Handle (never 0x0000).
@@ -15,25 +15,12 @@ public struct HandleValueNotification: ATTPDUCodable {
         self.value = value
     }
 
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        let op = Self.opcode
-        try reader.readOpcode(op)
-        handle = try reader.readNonZeroHandle(op, "Attribute Handle")
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 3 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeUInt16LE(handle)
-        writer.writeBytes(value)
-    }
+    public static var rejectsZeroHandle: Bool { true }
 }
 
 /// ATT_HANDLE_VALUE_IND: an attribute value sent by the server, to be confirmed.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.7.2
-public struct HandleValueIndication: ATTPDUCodable {
+public struct HandleValueIndication: HandleValuePDU {
     public static let opcode = ATTOpcode.handleValueIndication
 
     /// Attribute Handle (never 0x0000).
@@ -46,20 +33,7 @@ public struct HandleValueIndication: ATTPDUCodable {
         self.value = value
     }
 
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        let op = Self.opcode
-        try reader.readOpcode(op)
-        handle = try reader.readNonZeroHandle(op, "Attribute Handle")
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 3 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeUInt16LE(handle)
-        writer.writeBytes(value)
-    }
+    public static var rejectsZeroHandle: Bool { true }
 }
 
 /// ATT_HANDLE_VALUE_CFM: the client received an indication. No parameters.

@@ -2,7 +2,7 @@ import Bluetooth
 
 /// ATT_WRITE_REQ: write a value and expect a response.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.5.1
-public struct WriteRequest: ATTPDUCodable {
+public struct WriteRequest: HandleValuePDU {
     public static let opcode = ATTOpcode.writeRequest
 
     /// Attribute Handle. A server answers Invalid Handle for 0x0000.
@@ -15,20 +15,7 @@ public struct WriteRequest: ATTPDUCodable {
         self.value = value
     }
 
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        let op = Self.opcode
-        try reader.readOpcode(op)
-        handle = try reader.readUInt16LE(op, "Attribute Handle")
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 3 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeUInt16LE(handle)
-        writer.writeBytes(value)
-    }
+    public static var rejectsZeroHandle: Bool { false }
 }
 
 /// ATT_WRITE_RSP: the write succeeded. No parameters.
@@ -52,7 +39,7 @@ public struct WriteResponse: ATTPDUCodable {
 
 /// ATT_WRITE_CMD: write a value, no response.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.5.3
-public struct WriteCommand: ATTPDUCodable {
+public struct WriteCommand: HandleValuePDU {
     public static let opcode = ATTOpcode.writeCommand
 
     /// Attribute Handle. A server ignores a command it cannot perform.
@@ -65,20 +52,7 @@ public struct WriteCommand: ATTPDUCodable {
         self.value = value
     }
 
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        let op = Self.opcode
-        try reader.readOpcode(op)
-        handle = try reader.readUInt16LE(op, "Attribute Handle")
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 3 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeUInt16LE(handle)
-        writer.writeBytes(value)
-    }
+    public static var rejectsZeroHandle: Bool { false }
 }
 
 /// ATT_SIGNED_WRITE_CMD: a Write Command followed by a 12-octet Authentication Signature
