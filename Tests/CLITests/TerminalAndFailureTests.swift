@@ -1,0 +1,120 @@
+import Emulator
+import Foundation
+import Testing
+@testable import GATTClientCLI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a person at a terminal sees, and the failures they can provoke, each with one line and
+/// the documented exit code.
+/// Bytes read from the terminal by the draining thread.
+final class TerminalBuffer: @unchecked Sendable {
+    // Appended by the one draining thread, read after it signalled: the lock orders the two.
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    func append(_ more: ArraySlice<UInt8>) { lock.withLock { bytes += more } }
+    var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
+}
+
+@Suite struct TerminalAndFailureTests {
+    /// Runs the CLI with standard output on a pseudo-terminal; returns what the terminal got.
+    static func runOnTerminal(_ arguments: [String]) async -> (code: Int32, screen: String) {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var master: Int32 = -1, slave: Int32 = -1
+                guard openpty(&master, &slave, nil, nil, nil) == 0 else {
+                    continuation.resume(returning: (-1, ""))
+                    return
+                }
+                let null = open("/dev/null", O_WRONLY)
+                // Drain the terminal while the command runs so that it never blocks on a full pty.
+                let collected = TerminalBuffer()
+                let terminal = master
+                let done = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    while true {
+                        let count = read(terminal, &buffer, buffer.count)
+                        if count <= 0 { break }
+                        collected.append(buffer[0..<count])
+                    }
+                    done.signal()
+                }
+                let code = runGATTClient(arguments, standardOutput: slave, standardError: null)
+                close(slave)
+                close(null)
+                // The reader ends when the slave side is closed (EIO on the master); bounded.
+                _ = done.wait(timeout: .now() + 5)
+                close(master)
+                continuation.resume(returning: (code, collected.text))
+            }
+        }
+    }
+
+    @Test func scanUpdatesInPlaceOnATerminalOnly() async throws {
+        let terminal = await Self.runOnTerminal(["--transport", "sim", "scan", "--duration", "1.5"])
+        #expect(terminal.code == 0)
+        #expect(terminal.screen.contains("\u{1B}[2K"), "lines are cleared and redrawn")
+        #expect(terminal.screen.contains("\u{1B}["), "cursor moves up over the list")
+        #expect(terminal.screen.contains("s left"), "countdown")
+        #expect(terminal.screen.contains("CC2650 SensorTag"))
+        let piped = await runInProcess(["--transport", "sim", "scan", "--duration", "1"])
+        #expect(piped.code == 0)
+        #expect(!piped.stdout.contains("\u{1B}"), "no escape sequences when stdout is not a terminal")
+        #expect(piped.stdout.contains("CC2650 SensorTag"))
+    }
+
+    @Test func anATTErrorNamesItsCodeAndHandle() async {
+        let result = await runInProcess(["--json", "--transport", "sim", "read", "54:6C:0E:9A:3B:01", "0x0199"])
+        #expect(result.code == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        #expect(result.stderr.contains("Invalid Handle (0x01)") && result.stderr.contains("0x0199"))
+        #expect(result.stdout.contains(#""attError":1"#) && result.stdout.contains(#""handle":409"#))
+    }
+
+    @Test func aPeerDisconnectNamesTheReason() async {
+        // The emulated SensorTag's Connection Control "disconnect request" (CCC3) ends the link.
+        let result = await runInProcess(
+            ["--transport", "sim", "write", "54:6C:0E:9A:3B:01", "F000CCC3-0451-4000-B000-000000000000", "01"])
+        if result.code != 0 {
+            #expect(result.code == 1)
+            #expect(result.stderr.contains("closed") || result.stderr.contains("disconnect"), "\(result.stderr)")
+        }
+        // Either way the next command finds the device again (it advertises after a disconnect).
+        let again = await runInProcess(["--transport", "sim", "read", "54:6C:0E:9A:3B:01", "2A19"])
+        #expect(again.code == 0, "\(again.stderr)")
+    }
+
+    @Test func aConnectionThatCannotBeMadeTimesOut() async {
+        let started = ContinuousClock.now
+        let result = await runInProcess(["--json", "--timeout", "1", "--transport", "sim", "services", "C0:00:00:00:00:09/random"])
+        #expect(result.code == 1)
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(result.stdout.contains(#""kind":"connect""#), "\(result.stdout)")
+    }
+
+    @Test(arguments: [
+        (["read", "54:6C:0E:9A:3B:01", "zz"], "'zz' is neither a handle"),
+        (["write", "54:6C:0E:9A:3B:01", "0x0010", "0g"], "'0g' is not hex"),
+        (["services", "54:6C:0E:9A:3B"], "is not a Bluetooth address"),
+        (["scan", "--min-rssi", "loud"], "--min-rssi needs dBm"),
+        (["--transport", "bogus:1", "scan"], "invalid transport 'bogus:1'"),
+    ])
+    func badCommandLinesExit64WithTheirUsage(arguments: [String], message: String) async {
+        let result = await runInProcess(arguments)
+        #expect(result.code == 64, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test func noBluetoothInTheKernelPointsToSim() async {
+        let result = await runInProcess(["services", "54:6C:0E:9A:3B:01"])
+        // On a kernel with Bluetooth and an adapter this would connect; here (and in CI) it cannot.
+        if result.code == 69 {
+            #expect(result.stderr.contains("--transport sim"))
+        }
+        let monitor = await runInProcess(["monitor", "--duration", "0.2"])
+        #expect([0, 69, 77].contains(monitor.code))
+    }
+}
