@@ -1,0 +1,103 @@
+/// Per-command help with examples (`gattclient COMMAND --help`).
+public let commandHelpText: [String: String] = [
+    "demo": """
+        gattclient demo
+          The whole job on the built-in simulated devices (no hardware): scan, connect to the CC2650
+          SensorTag, discover it, read its device information, print IR temperature and humidity for a
+          few seconds, then round-trip text through the Bluefruit LE UART.
+        """,
+    "scan": """
+        gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
+          Advertisers, ADV and SCAN_RSP merged per device (active scan by default: a SensorTag sends its name
+          only in its scan response). On a terminal the list updates in place with a countdown; otherwise one
+          line per new or changed device (--all-reports: one line per report). --duration defaults to 10 s.
+          examples:
+            gattclient scan --name sensortag
+            gattclient --json --transport tcp:127.0.0.1:9000 scan --duration 3
+            gattclient --transport sim scan --service 6E400001-B5A3-F393-E0A9-E50E24DCCA9E
+        """,
+    "services": """
+        gattclient services ADDR [--random]
+          Discovers every service, included service, characteristic and descriptor (fewest ATT requests), and
+          prints a tree with SIG names, properties and handles; --json prints the database with attRequests.
+          examples:
+            gattclient services 54:6C:0E:12:34:56
+            gattclient --json --transport sim services E8:7F:3A:21:9C:05/random
+        """,
+    "read": """
+        gattclient read ADDR HANDLE|UUID [--long] [--random]
+        gattclient read ADDR --multiple H,H,...
+          By UUID: Read Using Characteristic UUID (no discovery); by handle: Read (--long: Read Blob until the end).
+          examples:
+            gattclient read 54:6C:0E:12:34:56 2A19
+            gattclient read 54:6C:0E:12:34:56 0x0021 --long
+            gattclient read 54:6C:0E:12:34:56 --multiple 0x0003,0x0021
+        """,
+    "write": """
+        gattclient write ADDR HANDLE|UUID HEX [--no-response | --long | --reliable] [--random]
+        gattclient write ADDR HANDLE|UUID --text STR [...]
+          Write Request by default; --no-response: Write Command; --long: Prepare/Execute Write; --reliable:
+          prepared writes checked against their echo. A UUID naming several characteristics is refused with
+          their handles.
+          examples:
+            gattclient write 54:6C:0E:12:34:56 F000AA02-0451-4000-B000-000000000000 01
+            gattclient write E8:7F:3A:21:9C:05/random 6E400002-B5A3-F393-E0A9-E50E24DCCA9E --text F --no-response
+        """,
+    "subscribe": """
+        gattclient subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S] [--random]
+          Writes the CCCD, prints every notification (or indication) with a timestamp and decoded value, and
+          switches the CCCD off at the end (count, duration, Ctrl-C or disconnect).
+          examples:
+            gattclient subscribe 54:6C:0E:12:34:56 F000AA01-0451-4000-B000-000000000000 --count 5
+            gattclient --json subscribe 54:6C:0E:12:34:56 0x0025 --duration 10
+        """,
+    "uart": """
+        gattclient uart ADDR [--random] [--with-response] [--duration S]
+        gattclient uart ADDR --send TEXT | --controller button:N | --controller color:R,G,B
+          Nordic UART Service (Adafruit Bluefruit LE): lines typed on stdin go to RX (split to ATT_MTU - 3,
+          write without response unless --with-response), TX notifications go to stdout. --send and
+          --controller send once and print what comes back for --duration (default 1 s).
+          examples:
+            gattclient uart E8:7F:3A:21:9C:05/random
+            echo F | gattclient uart E8:7F:3A:21:9C:05/random --duration 1
+            gattclient uart E8:7F:3A:21:9C:05/random --controller button:1
+        """,
+    "sensortag": """
+        gattclient sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS]
+                             [--count N] [--duration S] [--csv FILE] [--random]
+          Switches the sensors on (at --period; each has a minimum: ir 300 ms, others 100 ms), subscribes, and
+          prints one decoded reading per line with TI's conversions (--json: JSON Lines; --csv: a file for
+          plotting); switches them off again on exit, Ctrl-C included.
+          examples:
+            gattclient sensortag 54:6C:0E:12:34:56 --sensors ir,humidity --period 500
+            gattclient --json --transport sim sensortag 54:6C:0E:9A:3B:01 --count 10
+        """,
+    "peripheral": """
+        gattclient peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] --transport URI
+          Our stack as an advertising GATT server: the emulated CC2650 SensorTag or Bluefruit UART (with their
+          firmware behaviour), or a database loaded from JSON (the layout of the shared vectors' databases).
+          It advertises again after every disconnect. Lines on stdin drive values, each answered `ok` or
+          `error: ...`: notify HANDLE HEX, indicate HANDLE HEX (honouring the client's CCCD), set HANDLE HEX.
+          Ends at Ctrl-C, at --duration, or at the end of stdin when no --duration is given.
+          examples:
+            gattclient --transport tcp:127.0.0.1:9000 peripheral sensortag
+            echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60
+        """,
+    "dump": """
+        gattclient dump FILE [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
+          Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
+          --json: Wireshark's record schema, one record per ATT PDU and advertising report.
+          examples:
+            gattclient dump btsnoop_hci.log --att-only
+            gattclient --json dump session.btsnoop --handle 0x0025
+            gattclient dump --summary big.btsnoop
+        """,
+    "monitor": """
+        gattclient monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only | --adv-only]
+          Every adapter's HCI traffic (bluetoothd's included) from the kernel monitor channel, decoded live;
+          --record FILE keeps it. Needs CAP_NET_RAW.
+          examples:
+            gattclient monitor hci0 --att-only
+            gattclient --record session.btsnoop monitor --duration 60
+        """,
+]
