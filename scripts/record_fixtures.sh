@@ -29,6 +29,17 @@ while IFS='|' read -r name transport args; do
         uri=$transport
     fi
     echo "recording $name: gattclient --json --transport $transport $args"
+    if [[ "$name" == *-indications ]]; then
+        # The peer indicates while we are subscribed: start the subscription, then ask the
+        # Bumble peer (through its stdin) for three indications of Service Changed (0x000a).
+        # shellcheck disable=SC2086
+        "$bin" --json --record "$out/$name.btsnoop" --transport "$uri" $args > "$out/$name.out" &
+        client=$!
+        sleep 2
+        echo "indicate sensortag 0x000a 3" >&"${PEER[1]}"
+        wait "$client" || echo "  (exit $?)"
+        continue
+    fi
     # shellcheck disable=SC2086
     "$bin" --json --record "$out/$name.btsnoop" --transport "$uri" $args > "$out/$name.out" || echo "  (exit $?: a recorded failure)"
 done < "$out/MANIFEST"
