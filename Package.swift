@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "L2CAP", targets: ["L2CAP"]),
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "Emulator", targets: ["Emulator"]),
+        .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
     ],
     targets: [
