@@ -47,6 +47,8 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP"]),
+        // Hostile-peer and resource-bound tests (issue 9).
+        .testTarget(name: "RobustnessTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],
     swiftLanguageModes: [.v6]
 )

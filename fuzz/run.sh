@@ -27,6 +27,9 @@ target="$1"
 seconds="${2:-20}"
 shift $(( $# >= 2 ? 2 : 1 ))
 
+# The Swift runtime's crash backtracer trips AddressSanitizer; libFuzzer prints the stack.
+export SWIFT_BACKTRACE=enable=no
+
 if [[ "${FUZZ_NO_BUILD:-0}" != 1 ]]; then
     echo "building fuzz targets (swift build -c release -sanitize=fuzzer,address)…" >&2
     swift build -c release --package-path "$here" -Xswiftc -sanitize=fuzzer,address >&2

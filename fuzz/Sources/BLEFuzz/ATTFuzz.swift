@@ -42,7 +42,8 @@ enum ATTFuzz {
                 case .deliverRequest(let pdu): pendingRequests.append(pdu)
                 case .deliverNotification, .deliverIndication, .deliverCommand, .reportError: break
                 case .mtuChanged(let mtu):
-                    require(mtu >= lastMTU && mtu >= 23 && mtu <= max(rxMTU, 23), "ATT_MTU went \(lastMTU) → \(mtu)")
+                    // Our Rx MTU is the configured one, or what our own Exchange MTU Request offered.
+                    require(mtu >= lastMTU && mtu >= 23 && mtu <= max(bearer.rxMTU, 23), "ATT_MTU went \(lastMTU) → \(mtu)")
                     lastMTU = mtu
                 case .close:
                     closes += 1

@@ -56,7 +56,8 @@ struct FuzzTarget: Sendable {
 /// Aborts (a libFuzzer finding) when `condition` is false.
 func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
     if !condition() {
-        print("INVARIANT VIOLATED: \(message())")
+        let text = Array("INVARIANT VIOLATED: \(message())\n".utf8)
+        _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         abort()
     }
 }

@@ -134,7 +134,8 @@ enum GATTFuzz {
         var steps = 0
         while !input.isEmpty && steps < 300 {
             steps += 1
-            guard let request = try? ATTPDU(decoding: input.longChunk(limit: 600)) else { continue }
+            // The bearer hands the server only well-formed requests within ATT_MTU.
+            guard let request = try? ATTPDU(decoding: input.longChunk(limit: 600), mtu: mtu) else { continue }
             let response = server.respond(to: request, from: client)
             if case .exchangeMTURequest(let exchange) = request, case .exchangeMTUResponse(let answer)? = response {
                 mtu = max(23, min(Int(exchange.clientRxMTU), Int(answer.serverRxMTU)))
