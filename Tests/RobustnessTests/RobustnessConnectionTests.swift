@@ -119,6 +119,29 @@ struct RobustnessConnectionTests {
         await answers.value
     }
 
+    @Test("an over-MTU response through the bearer fails the request as malformed; the bearer goes on")
+    func overMTUResponse() async throws {
+        let (connection, client, peer) = makeLink()
+        let answers = Task {
+            var index = 0
+            for await sdu in peer.received where sdu.first == 0x0A {
+                index += 1
+                let value: [UInt8] = index == 1 ? Array(repeating: 0x41, count: 40) : [0x42]
+                try? await peer.send(.readResponse(ReadResponse(value: value)))
+                if index == 2 { return }
+            }
+        }
+        await #expect {
+            _ = try await client.read(handle: 0x0003)
+        } throws: { error in
+            guard case .att(.malformed(_, _, _, .exceedsMTU))? = error as? GATTError else { return false }
+            return true
+        }
+        #expect(try await bounded(10, "a read after the over-MTU answer") { try await client.read(handle: 0x0003) } == [0x42])
+        #expect(await connection.isOpen)
+        await answers.value
+    }
+
     @Test("unsolicited responses and confirmations are reported and dropped; requests still work")
     func unsolicitedResponses() async throws {
         let (connection, client, peer) = makeLink()
