@@ -126,7 +126,7 @@ struct RobustnessLinkTests {
             } catch {}
         }
         defer { fake.cancel() }
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .milliseconds(500))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(2))
         await driver.start()
         _ = try await driver.send(ResetCommand())
         let started = ContinuousClock.now
