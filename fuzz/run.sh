@@ -64,10 +64,10 @@ run_one() {
         status=FINDING
     fi
     local execs cov ft corp
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-    ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-    corp=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    ft=$(grep -ao 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    corp=$(grep -ao 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
     printf '%-18s %6ss %12s execs  cov %6s  ft %7s  corpus %6s  %s\n' \
         "$name" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$status"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$status" \

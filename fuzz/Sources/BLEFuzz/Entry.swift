@@ -119,7 +119,7 @@ enum FuzzTargets {
             name: "att-bearer-server", invariant: "ATT bearer, server role: same as client role, requests answered one at a time",
             run: { ATTFuzz.bearer($0, server: true) }),
         FuzzTarget(
-            name: "gatt-client", invariant: "GATT client procedures: requests fit ATT_MTU, an Error Response ends the procedure, done/fail is final, steps bounded",
+            name: "gatt-client", invariant: "GATT client procedures: requests fit ATT_MTU, done/fail is final, Attribute Not Found answers end it within a bound",
             run: GATTFuzz.clientProcedure),
         FuzzTarget(
             name: "gatt-server", invariant: "GATT server: never returns or changes an attribute the permissions forbid; every response fits ATT_MTU",
