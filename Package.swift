@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "L2CAP", targets: ["L2CAP"]),
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "Emulator", targets: ["Emulator"]),
+        .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
     ],
     targets: [
@@ -47,6 +48,8 @@ let package = Package(
         .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
+        // Hostile-peer and resource-bound tests (issue 9).
+        .testTarget(name: "RobustnessTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],
     swiftLanguageModes: [.v6]
 )

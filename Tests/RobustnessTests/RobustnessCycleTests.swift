@@ -1,0 +1,49 @@
+import ATT
+import Bluetooth
+import Foundation
+import GATT
+import Testing
+
+/// Open file descriptors of this process (/proc/self/fd).
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+@Suite("Robustness: connect/disconnect cycles")
+struct RobustnessCycleTests {
+    /// One connection to our GATT server: connect, read, discover, disconnect.
+    func cycle(_ host: GATTServerHost, linkLoss: Bool) async throws {
+        let (ours, theirs) = InMemoryATTChannel.pair()
+        let (serverConnection, _) = await host.serve(theirs)
+        let client = GATTClient(connection: ATTConnection(channel: ours), configuration: .manual)
+        #expect(try await client.read(handle: 0x0003) == Array("Peer".utf8))
+        _ = try await client.run(DiscoverAllPrimaryServices())
+        if linkLoss { ours.fail("link lost") } else { await client.close() }
+        _ = await serverConnection.waitUntilClosed()
+        _ = await client.connection.waitUntilClosed()
+    }
+
+    @Test("1 000 connect/disconnect cycles: no descriptor, client-state or memory growth")
+    func thousandCycles() async throws {
+        let host = GATTServerHost(server: try PeerDatabase.server())
+        for index in 0..<50 { try await cycle(host, linkLoss: index % 2 == 1) }  // warm-up
+        let descriptorsBefore = openDescriptorCount()
+        let residentBefore = residentBytes()
+        try await bounded(600, "1 000 cycles") {
+            for index in 0..<1_000 { try await self.cycle(host, linkLoss: index % 2 == 1) }
+        }
+        // The server forgets a client when its bearer closes (asynchronously): wait, bounded.
+        let clients = try await bounded(30, "the server forgetting its clients") { () async -> Int in
+            while await !host.state.connectedClients.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+            return 0
+        }
+        let descriptorsAfter = openDescriptorCount()
+        let residentAfter = residentBytes()
+        print(
+            "1000 cycles: descriptors \(descriptorsBefore) → \(descriptorsAfter), resident \(residentBefore / 1_048_576) MiB → \(residentAfter / 1_048_576) MiB, clients left \(clients)"
+        )
+        #expect(descriptorsAfter <= descriptorsBefore, "descriptors leaked")
+        let limit = (runsUnderAddressSanitizer ? 256 : 32) * 1_048_576
+        #expect(residentAfter - residentBefore < limit, "resident memory grew by \((residentAfter - residentBefore) / 1024) KiB")
+    }
+}

@@ -1,0 +1,140 @@
+import ATT
+import Bluetooth
+import Foundation
+import GATT
+import Testing
+
+/// Why a bounded wait gave up.
+struct RobustnessTimeout: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "no answer within the bound: \(what)" }
+}
+
+/// Runs `body`, failing with `RobustnessTimeout` if it takes longer than `seconds` (wall
+/// clock, generous for a loaded machine): every hostile scenario must end in bounded time.
+func bounded<T: Sendable>(
+    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw RobustnessTimeout(what: what) }
+        return value
+    }
+}
+
+/// The far end of an in-memory ATT channel, played by a test: what our side sent arrives,
+/// in order, on `received`.
+final class PeerEnd: Sendable {
+    let channel: InMemoryATTChannel
+    let received: AsyncStream<[UInt8]>
+    private let forwarder: Task<Void, Never>
+
+    init(_ channel: InMemoryATTChannel) {
+        self.channel = channel
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .unbounded)
+        received = stream
+        forwarder = Task {
+            do {
+                for try await sdu in channel.incoming { continuation.yield(sdu) }
+            } catch {}
+            continuation.finish()
+        }
+    }
+
+    func send(_ pdu: ATTPDU) async throws { try await channel.send(pdu.encoded) }
+
+    deinit { forwarder.cancel() }
+}
+
+/// Our side (an ATTConnection and a GATTClient that sends only what it is asked to) and the
+/// peer's end of the link.
+func makeLink(clock: any ATTClock = ATTSystemClock()) -> (ATTConnection, GATTClient, PeerEnd) {
+    let (ours, theirs) = InMemoryATTChannel.pair()
+    let connection = ATTConnection(channel: ours, clock: clock)
+    let client = GATTClient(connection: connection, configuration: .manual)
+    return (connection, client, PeerEnd(theirs))
+}
+
+extension GATTError {
+    var isBearerClosed: Bool {
+        if case .att(.bearerClosed) = self { return true }
+        return false
+    }
+}
+
+/// The resident set size of this process, from /proc/self/statm (pages × page size).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// True when this process runs under AddressSanitizer (its quarantine keeps up to 256 MiB of
+/// freed memory resident, so memory bounds get that much slack). The runtime is linked
+/// statically into the test binary; its entry point is exported.
+let runsUnderAddressSanitizer: Bool = {
+    if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil { return true }
+    return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+}()
+
+/// A small database for the peer's GATT server.
+///
+///     0x0001 Primary 0x1800   0x0002 decl   0x0003 Device Name "Peer" (read)
+///     0x0004 Primary 0x180F   0x0005 decl   0x0006 Battery Level (read, notify)  0x0007 CCCD
+///     0x0008 Primary 0xFFF0   0x0009 decl   0x000A long value, 300 octets (read, write)
+///                             0x000B decl   0x000C write-only (write)
+///                             0x000D decl   0x000E encrypted (read/write encrypted)
+enum PeerDatabase {
+    static let longValue = (0..<300).map { UInt8($0 & 0xFF) }
+
+    static func definitions() -> [ServiceDefinition] {
+        [
+            ServiceDefinition(
+                uuid: GATTUUID.genericAccess,
+                characteristics: [CharacteristicDefinition(uuid: GATTUUID.deviceName, properties: [.read], value: Array("Peer".utf8))]),
+            ServiceDefinition(
+                uuid: 0x180F,
+                characteristics: [
+                    CharacteristicDefinition(uuid: 0x2A19, properties: [.read, .notify], value: [0x64], descriptors: [.clientConfiguration()])
+                ]),
+            ServiceDefinition(
+                uuid: 0xFFF0,
+                characteristics: [
+                    CharacteristicDefinition(uuid: 0xFFF1, properties: [.read, .write], value: longValue),
+                    CharacteristicDefinition(uuid: 0xFFF2, properties: [.write], value: [0]),
+                    CharacteristicDefinition(
+                        uuid: 0xFFF3, properties: [.read, .write], permissions: [.readEncrypted, .writeEncrypted], value: Array("secret".utf8)),
+                ]),
+        ]
+    }
+
+    static func server(configuration: GATTServer.Configuration = GATTServer.Configuration()) throws -> GATTServer {
+        GATTServer(database: try AttributeDatabase(services: definitions()), configuration: configuration)
+    }
+}
+
+/// Serves `peer` from a GATT server until the `disconnectAt`-th request (0-based) arrives, then
+/// drops the link (a clean close, or a link loss). Returns how many requests it answered.
+func servePeer(_ peer: PeerEnd, disconnectAt: Int, linkLoss: Bool) -> Task<Int, Never> {
+    Task {
+        guard var server = try? PeerDatabase.server() else { return 0 }
+        let client = server.connect()
+        var answered = 0
+        for await sdu in peer.received {
+            guard let pdu = try? ATTPDU(decoding: sdu), pdu.opcode.kind == .request else { continue }
+            if answered == disconnectAt {
+                if linkLoss { peer.channel.fail("link lost") } else { await peer.channel.close() }
+                return answered
+            }
+            answered += 1
+            if let response = server.respond(to: pdu, from: client) { try? await peer.send(response) }
+        }
+        return answered
+    }
+}
