@@ -225,7 +225,9 @@ struct RobustnessConnectionTests {
         #expect(received.0 == count, "lost \(count - received.0) notifications")
         #expect(received.1, "notifications out of order")
         // Unbounded queues are allowed only for what is in flight: the flood must not stay resident.
-        let limit = (runsUnderAddressSanitizer ? 512 : 64) * 1_048_576
+        // The process is shared with every other suite running in parallel (their allocations count
+        // too): the bound catches a flood that stays resident, not a few MiB of neighbours.
+        let limit = (runsUnderAddressSanitizer ? 512 : 256) * 1_048_576
         #expect(growth < limit, "resident memory grew by \(growth / 1_048_576) MiB")
         #expect(await connection.isOpen)
     }

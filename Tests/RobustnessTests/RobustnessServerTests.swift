@@ -85,20 +85,22 @@ struct RobustnessServerTests {
         #expect(server.database.attribute(at: 0x000E)?.value == Array("secret".utf8))
     }
 
-    /// Known issue found by the `gatt-server` fuzz target: `GATTServer.respond(to:from:)` echoes
-    /// a Prepare Write Request longer than the client's ATT_MTU in a response just as long. Over
-    /// the stack this cannot happen (the ATT bearer refuses an over-MTU request with Invalid
-    /// PDU before the server sees it — checked below); called directly, the server trusts
-    /// its caller.
+    /// Found by the `gatt-server` fuzz target: `GATTServer.respond(to:from:)` echoed a Prepare
+    /// Write Request longer than the client's ATT_MTU in a response just as long. Fixed: the
+    /// server answers Invalid PDU itself (and the bearer refuses such a request first anyway —
+    /// checked below).
     @Test("fuzz regression: an over-MTU Prepare Write Request")
     func overMTUPrepareWrite() async throws {
         var server = try PeerDatabase.server()
         let client = server.connect(mtu: 23)
         let request = prepare(0x000A, offset: 0, Array(repeating: 0x16, count: 40))
         let answer = server.respond(to: request, from: client)
-        withKnownIssue("GATTServer.respond echoes an over-MTU Prepare Write (the bearer refuses it first)") {
-            #expect((answer?.encodedLength ?? 0) <= 23)
+        #expect((answer?.encodedLength ?? 0) <= 23)
+        guard case .errorResponse(let refusal)? = answer else {
+            Issue.record("expected Invalid PDU, got \(String(describing: answer))")
+            return
         }
+        #expect(refusal.errorCode == .invalidPDU)
         // Through the bearer: refused with Invalid PDU.
         var bearer = ATTBearer(configuration: ATTBearer.Configuration(acceptsRequests: true))
         let actions = bearer.receive(request.encoded)

@@ -182,6 +182,13 @@ public struct GATTServer: Sendable {
     /// command, or a PDU a server does not take (responses, notifications), gets `nil`.
     public mutating func respond(to pdu: ATTPDU, from client: ClientID) -> ATTPDU? {
         if clients[client] == nil { clients[client] = ClientState() }
+        // A PDU longer than the client's ATT_MTU is invalid (Vol 3 Part F §3.2.8): a request gets
+        // Invalid PDU, a command is ignored. (The bearer refuses it first when there is one; this
+        // keeps the sans-I/O server right when it is driven directly.)
+        if pdu.encodedLength > clients[client]?.mtu ?? ATTPDU.defaultLEMTU {
+            guard pdu.opcode.kind == .request else { return nil }
+            return error(pdu.opcode, 0x0000, .invalidPDU)
+        }
         if let refusal = pdu.validate() { return .errorResponse(refusal) }
         guard checkChangeAware(pdu, client) else {
             guard pdu.opcode.kind == .request else { return nil }
