@@ -165,14 +165,16 @@ struct TransportControllerDriverTests {
         answers[0x1009] = nil
         let fake = Self.fakeController(controller, answers: answers)
         defer { fake.cancel() }
-        // Long enough for the fake controller to answer on a loaded 2-core machine, short for a test.
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(1))
+        // Long enough for the fake controller (a task in this process) to answer while the whole
+        // suite runs in parallel on 2 cores; the exact 2 s product value and the timer logic are
+        // tested in the sans-I/O command-flow tests with injected times.
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(5))
         await driver.start()
         let started = ContinuousClock.now
         await #expect(throws: HCIError.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))) {
             _ = try await driver.send(ReadBDADDRCommand())
         }
-        #expect(ContinuousClock.now - started < .seconds(20), "bounded even on a loaded machine")
+        #expect(ContinuousClock.now - started < .seconds(30), "bounded even on a loaded machine")
         // The controller is usable afterwards: the timeout restored a credit.
         _ = try await driver.send(ResetCommand())
         await driver.close()
