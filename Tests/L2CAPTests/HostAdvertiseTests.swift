@@ -119,8 +119,13 @@ struct HostAdvertiseTests {
     static let scanResponse: [UInt8] = [0x05, 0x09] + Array("Ours".utf8)
 
     static func start(_ controller: AdvertiseScriptedController) async throws -> LEHost {
-        try await withHostTimeout(30) {
-            try await LEHost.start(transport: controller.hostTransport)
+        // The scripted controller is a task of this process: while the whole suite runs in
+        // parallel on 2 cores it may not be scheduled within the product's 2 s command timeout
+        // (not what these tests are about).
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = .seconds(30)
+        return try await withHostTimeout(60) {
+            try await LEHost.start(transport: controller.hostTransport, configuration: configuration)
         }
     }
 
