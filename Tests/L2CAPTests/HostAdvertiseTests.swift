@@ -124,8 +124,9 @@ struct HostAdvertiseTests {
         // (not what these tests are about).
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = .seconds(30)
+        let generous = configuration
         return try await withHostTimeout(60) {
-            try await LEHost.start(transport: controller.hostTransport, configuration: configuration)
+            try await LEHost.start(transport: controller.hostTransport, configuration: generous)
         }
     }
 
