@@ -32,3 +32,26 @@ extension HandleValuePDU {
         writer.writeBytes(value)
     }
 }
+
+/// The PDUs that are only an Attribute Value after the opcode: Read Response and Read Blob
+/// Response (§3.4.4.4, §3.4.4.6). One parser and encoder for both.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.4
+public protocol ValuePDU: ATTPDUCodable {
+    /// Attribute Value (or part of it).
+    var value: [UInt8] { get set }
+    init(value: [UInt8])
+}
+
+extension ValuePDU {
+    public init(parsing reader: inout ByteReader) throws(ATTError) {
+        try reader.readOpcode(Self.opcode)
+        self.init(value: reader.readValue())
+    }
+
+    public var encodedLength: Int { 1 + value.count }
+
+    public func write(to writer: inout ByteWriter) {
+        writer.writeUInt8(Self.opcode.rawValue)
+        writer.writeBytes(value)
+    }
+}

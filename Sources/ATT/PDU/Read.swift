@@ -27,25 +27,13 @@ public struct ReadRequest: ATTPDUCodable {
 
 /// ATT_READ_RSP: the value read (at most ATT_MTU − 1 octets).
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.4.4
-public struct ReadResponse: ATTPDUCodable {
+public struct ReadResponse: ValuePDU {
     public static let opcode = ATTOpcode.readResponse
 
     /// Attribute Value.
     public var value: [UInt8]
 
     public init(value: [UInt8]) { self.value = value }
-
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        try reader.readOpcode(Self.opcode)
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 1 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeBytes(value)
-    }
 }
 
 /// ATT_READ_BLOB_REQ: part of a long attribute value, from an offset.
@@ -82,25 +70,13 @@ public struct ReadBlobRequest: ATTPDUCodable {
 
 /// ATT_READ_BLOB_RSP: part of a value, from the requested offset.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.4.6
-public struct ReadBlobResponse: ATTPDUCodable {
+public struct ReadBlobResponse: ValuePDU {
     public static let opcode = ATTOpcode.readBlobResponse
 
     /// Part Attribute Value.
     public var value: [UInt8]
 
     public init(value: [UInt8]) { self.value = value }
-
-    public init(parsing reader: inout ByteReader) throws(ATTError) {
-        try reader.readOpcode(Self.opcode)
-        value = reader.readValue()
-    }
-
-    public var encodedLength: Int { 1 + value.count }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(Self.opcode.rawValue)
-        writer.writeBytes(value)
-    }
 }
 
 extension ByteReader {
