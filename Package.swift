@@ -40,14 +40,17 @@ let package = Package(
             dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "CGattBenchMalloc"],
             path: "Sources/gattbench/Swift"
         ),
+        // Test helpers shared by the test targets (child processes spawned without leaks).
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
-        .testTarget(name: "HCITests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
+        .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
-        .testTarget(name: "L2CAPTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
-        .testTarget(name: "InteropTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
+        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],

@@ -3,6 +3,7 @@ import Bluetooth
 import HCI
 import Testing
 @testable import GATTClientCLI
+import TestSupport
 
 /// Paths of the package's fixtures and of the shared material beside the package.
 enum Paths {
@@ -133,14 +134,9 @@ struct DumpOracleSharedCaptureTests {
                       "android-pixel6-extadv-scan.btsnoop"])
     func matchesWiresharkOnEveryRecord(name: String) throws {
         let ours = try jsonObjects(try dump(Paths.sharedCaptures.appendingPathComponent(name).path).lines)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["zcat", Paths.sharedCaptures.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let (code, data) = try ChildProcess.run(
+            ["zcat", Paths.sharedCaptures.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
+        #expect(code == 0)
         let oracle = try jsonObjects(String(decoding: data, as: UTF8.self).components(separatedBy: "\n"))
             .filter { ["att", "adv_report"].contains($0["kind"] as? String ?? "") }
         let summary = try #require(try jsonObjects(String(decoding: data, as: UTF8.self).components(separatedBy: "\n"))

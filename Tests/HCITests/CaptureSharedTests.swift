@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import HCI
+import TestSupport
 
 /// The shared real-world captures (`<package root>/../shared/captures`, see its MANIFEST.md).
 enum CaptureShared {
@@ -92,15 +93,8 @@ struct CaptureSharedTests {
             print("skipped: /usr/bin/gzip or \(oraclePath) missing")
             return
         }
-        let gzip = Process()
-        gzip.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
-        gzip.arguments = ["-dc", oraclePath]
-        let pipe = Pipe()
-        gzip.standardOutput = pipe
-        try gzip.run()
-        let text = pipe.fileHandleForReading.readDataToEndOfFile()
-        gzip.waitUntilExit()
-        #expect(gzip.terminationStatus == 0)
+        let (code, text) = try ChildProcess.run(["/usr/bin/gzip", "-dc", oraclePath])
+        #expect(code == 0)
 
         var reader = try CaptureFile.open(path: CaptureShared.directory + "/" + file)
         let records = try reader.readAll()

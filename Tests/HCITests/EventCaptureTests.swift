@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import HCI
+import TestSupport
 
 /// The shared captures (`<package root>/../shared/captures`), when present.
 enum EventsSharedCaptures {
@@ -41,15 +42,9 @@ enum EventsSharedCaptures {
 
     /// The oracle's JSON lines for a capture (gunzipped with `zcat`).
     static func oracle(_ name: String) throws -> [[String: Any]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CaptureError("zcat failed for \(name)") }
+        let (code, data) = try ChildProcess.run(
+            ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
+        guard code == 0 else { throw CaptureError("zcat failed for \(name)") }
         return try data.split(separator: UInt8(ascii: "\n")).map {
             guard let object = try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] else {
                 throw CaptureError("oracle line is not an object")

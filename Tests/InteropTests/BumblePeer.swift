@@ -1,6 +1,7 @@
 import Bluetooth
 import Foundation
 import HCI
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -10,9 +11,9 @@ import HCI
 /// over TCP, with Bumble peripherals on its virtual link. Every wait is bounded; `stop()` kills
 /// the process and is safe to call more than once (tests call it in a `defer`).
 final class BumblePeer: @unchecked Sendable {
-    // @unchecked: `process` and the pipes are set once in init; `pending` (stdout bytes after
-    // the announcement) is only touched under `commandLock`; `stop` is idempotent and only
-    // signals/waits on the process, which Foundation's Process allows from any thread.
+    // @unchecked: `process` is set once in init; `pending` (stdout bytes after the
+    // announcement) is only touched under `commandLock`; `stop` is idempotent (ChildProcess.kill
+    // reaps under its own lock).
 
     /// `tcp:127.0.0.1:PORT` from the READY line.
     let uri: TransportURI
@@ -21,8 +22,7 @@ final class BumblePeer: @unchecked Sendable {
     /// Their address types (the SensorTag public, the Bluefruit random).
     let addressTypes: [String: AddressType]
 
-    private let process: Process
-    private let stdinPipe: Pipe
+    private let process: ChildProcess
     private let stdoutDescriptor: Int32
     /// Bytes read from stdout after the announcement lines, not yet a whole line.
     private var pending: [UInt8]
@@ -35,20 +35,15 @@ final class BumblePeer: @unchecked Sendable {
 
     /// Whether `python3 -c 'import bumble'` works here (checked once).
     static let isAvailable: Bool = {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", "import bumble"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        probe.standardInput = FileHandle.nullDevice
+        let probe: ChildProcess
         do {
-            try probe.run()
+            probe = try ChildProcess(
+                ["python3", "-c", "import bumble"], standardOutput: .null, standardError: .null)
         } catch {
             print("InteropTests skipped: cannot run python3 (\(error))")
             return false
         }
-        probe.waitUntilExit()
-        let available = probe.terminationStatus == 0 && FileManager.default.fileExists(atPath: script)
+        let available = probe.wait(timeout: 60) == 0 && FileManager.default.fileExists(atPath: script)
         if !available {
             print(
                 "InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing"
@@ -66,35 +61,29 @@ final class BumblePeer: @unchecked Sendable {
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
         readyTimeout: Double = 20
     ) throws {
-        process = Process()
-        stdinPipe = Pipe()
-        let stdoutPipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments =
+        // The peer exits when its stdin closes.
+        process = try ChildProcess(
             ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
-            + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : [])
-        process.standardInput = stdinPipe  // the peer exits when this closes
-        process.standardOutput = stdoutPipe
-        process.standardError = FileHandle.standardError
-        try process.run()
+                + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : []),
+            stdinPipe: true)
 
         var lines: [String] = []
         var rest: [UInt8] = []
-        stdoutDescriptor = stdoutPipe.fileHandleForReading.fileDescriptor
+        stdoutDescriptor = process.standardOutput
         do {
             lines = try Self.readLines(stdoutDescriptor, count: 1 + kinds.count, timeout: readyTimeout, buffer: &rest)
         } catch {
-            Self.terminate(process, stdinPipe)
+            Self.terminate(process)
             throw error
         }
         guard let ready = lines.first, ready.hasPrefix("READY ") else {
-            Self.terminate(process, stdinPipe)
+            Self.terminate(process)
             throw StartFailure(description: "bumble_peer.py did not print READY (got \(lines))")
         }
         do {
             uri = try TransportURI(parsing: String(ready.dropFirst("READY ".count)))
         } catch {
-            Self.terminate(process, stdinPipe)
+            Self.terminate(process)
             throw error
         }
         var devices: [String: BluetoothAddress] = [:]
@@ -129,7 +118,7 @@ final class BumblePeer: @unchecked Sendable {
     private func commandBlocking(_ line: String, timeout: Double) throws -> String {
         commandLock.lock()
         defer { commandLock.unlock() }
-        stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
+        try process.write(line + "\n")
         while true {
             let next = try Self.readLines(stdoutDescriptor, count: 1, timeout: timeout, buffer: &pending)
             if let result = next.first, result.hasPrefix("RESULT ") { return String(result.dropFirst(7)) }
@@ -157,14 +146,10 @@ final class BumblePeer: @unchecked Sendable {
     deinit { stop() }
 
     /// Kills the peer (SIGKILL after closing its stdin) and reaps it.
-    func stop() { Self.terminate(process, stdinPipe) }
+    func stop() { Self.terminate(process) }
 
-    private static func terminate(_ process: Process, _ stdin: Pipe) {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+    private static func terminate(_ process: ChildProcess) {
+        process.kill()
     }
 
     /// Reads `count` newline-terminated lines from `descriptor`, waiting at most `timeout` seconds.

@@ -4,6 +4,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 @testable import GATTClientCLI
 
 #if canImport(Glibc)
@@ -14,8 +15,7 @@ import Glibc
 /// Swift concurrency thread: every blocking read runs on a thread of its own).
 final class PeripheralInteropProcess: @unchecked Sendable {
     // @unchecked: `buffer` is only touched by `nextLine`, which the tests call sequentially.
-    let process = Process()
-    let stdinPipe = Pipe()
+    let process: ChildProcess
     private let stdoutDescriptor: Int32
     private var buffer: [UInt8] = []
     let name: String
@@ -24,25 +24,15 @@ final class PeripheralInteropProcess: @unchecked Sendable {
 
     init(_ script: String, _ arguments: [String]) throws {
         name = script
-        let stdoutPipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", BumblePeer.packageRoot.appendingPathComponent("scripts/\(script)").path] + arguments
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = FileHandle.standardError
-        stdoutDescriptor = stdoutPipe.fileHandleForReading.fileDescriptor
-        try process.run()
+        process = try ChildProcess(
+            ["python3", BumblePeer.packageRoot.appendingPathComponent("scripts/\(script)").path] + arguments,
+            stdinPipe: true)
+        stdoutDescriptor = process.standardOutput
     }
 
     deinit { stop() }
 
-    func stop() {
-        try? stdinPipe.fileHandleForWriting.close()
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    func stop() { process.kill() }
 
     /// The next line on stdout, within `timeout` seconds.
     func nextLine(timeout: Double) async throws -> String {

@@ -4,6 +4,7 @@ import HCI
 import Testing
 
 @testable import L2CAP
+import TestSupport
 
 /// The shared captures (`<package root>/../shared/captures`), when present.
 enum LESharedCaptures {
@@ -51,15 +52,9 @@ enum LESharedCaptures {
 
     /// The oracle's ATT records on CID 4: direction, connection handle, PDU hex.
     static func oracleATT(_ name: String) throws -> [LECaptureATT] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CaptureError("zcat failed for \(name)") }
+        let (code, data) = try ChildProcess.run(
+            ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
+        guard code == 0 else { throw CaptureError("zcat failed for \(name)") }
         var result: [LECaptureATT] = []
         for line in data.split(separator: UInt8(ascii: "\n")) {
             guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],

@@ -1,0 +1,12 @@
+#ifndef CTESTSUPPORT_H
+#define CTESTSUPPORT_H
+
+#include <spawn.h>
+
+/// pipe2(fds, O_CLOEXEC): 0, or -errno.
+int ctest_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addclosefrom_np(actions, from) (glibc 2.34+): 0, or an errno value.
+int ctest_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
+
+#endif

@@ -1,0 +1,213 @@
+import CTestSupport
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A child process for the tests (a Bumble peer, `zcat` of an oracle), spawned so that nothing
+/// of this process leaks into it and every wait on it is bounded.
+///
+/// Why not Foundation's `Process`: on Linux it closes the parent's descriptors in the child by
+/// listing them *before* `posix_spawn`, so a pipe or socket that another test thread opens in
+/// between is inherited. Foundation's own exit-notification socket has no close-on-exec either.
+/// With a 60 s Bumble peer spawned while another test ran `zcat`, the peer held the write end of
+/// `zcat`'s pipe: reading it to its end, and waiting for `zcat` to exit, then blocked until the
+/// peer exited — both Swift concurrency threads of a 2-core machine, so the whole test run
+/// stalled for a minute at a time. Here every pipe is opened close-on-exec and the child closes
+/// every descriptor above 2 itself (`posix_spawn_file_actions_addclosefrom_np`), whatever other
+/// threads open meanwhile.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `pid` and stdout are set once; `standardInput` is only changed by the test that
+    // owns the child (closeStandardInput), and the exit status is behind a Mutex.
+
+    public enum Output: Sendable {
+        /// A pipe this side reads (`standardOutput`).
+        case pipe
+        /// This process's own descriptor (stderr for diagnostics).
+        case inherit
+        /// /dev/null.
+        case null
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    public let pid: pid_t
+    /// The write end of the child's stdin, or -1 when stdin is /dev/null.
+    public private(set) var standardInput: Int32
+    /// The read end of the child's stdout, or -1 when stdout is not a pipe.
+    public let standardOutput: Int32
+    public let name: String
+
+    /// The `waitpid` status word once reaped (-1: reaped elsewhere).
+    private let status = Mutex<Int32?>(nil)
+
+    /// Spawns `arguments[0]` (looked up in PATH) with the others as its arguments.
+    public init(
+        _ arguments: [String], stdinPipe: Bool = false, standardOutput output: Output = .pipe,
+        standardError error: Output = .inherit
+    ) throws {
+        precondition(!arguments.isEmpty)
+        Self.ignoreBrokenPipes
+        name = arguments[0]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+
+        var input: [Int32] = [-1, -1]
+        var outputPipe: [Int32] = [-1, -1]
+        func closeAll() {
+            for descriptor in input + outputPipe where descriptor >= 0 { close(descriptor) }
+        }
+        if stdinPipe {
+            let result = ctest_pipe_cloexec(&input)
+            guard result == 0 else { throw Failure("pipe2: errno \(-result)") }
+            posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        switch output {
+        case .pipe:
+            let result = ctest_pipe_cloexec(&outputPipe)
+            guard result == 0 else {
+                closeAll()
+                throw Failure("pipe2: errno \(-result)")
+            }
+            posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+        case .null: posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        case .inherit: break
+        }
+        switch error {
+        case .null: posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        case .inherit, .pipe: break
+        }
+        // After the dup2s: the child keeps 0, 1 and 2 and nothing else.
+        let closing = ctest_spawn_addclosefrom(&actions, 3)
+        guard closing == 0 else {
+            closeAll()
+            throw Failure("posix_spawn_file_actions_addclosefrom_np: errno \(closing)")
+        }
+
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var child: pid_t = 0
+        let result = posix_spawnp(&child, arguments[0], &actions, nil, argv, environ)
+        // The child's ends belong to the child now.
+        if input[0] >= 0 { close(input[0]) }
+        if outputPipe[1] >= 0 { close(outputPipe[1]) }
+        guard result == 0 else {
+            if input[1] >= 0 { close(input[1]) }
+            if outputPipe[0] >= 0 { close(outputPipe[0]) }
+            throw Failure("cannot start \(arguments[0]): errno \(result)")
+        }
+        pid = child
+        standardInput = input[1]
+        standardOutput = outputPipe[0]
+    }
+
+    /// A write to a child that has exited fails with EPIPE instead of killing the test process.
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
+    deinit {
+        kill()
+        if standardInput >= 0 { close(standardInput) }
+        if standardOutput >= 0 { close(standardOutput) }
+    }
+
+    /// Writes `text` to the child's stdin (blocking; the child reads it).
+    public func write(_ text: String) throws {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { Glibc.write(standardInput, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Failure("\(name): writing to stdin failed: errno \(errno)")
+            }
+            offset += written
+        }
+        bytes.removeAll()
+    }
+
+    /// Closes the child's stdin (the Bumble scripts exit when it closes).
+    public func closeStandardInput() {
+        if standardInput >= 0 {
+            close(standardInput)
+            standardInput = -1
+        }
+    }
+
+    /// The exit status (`waitpid` status word) if the child has ended, reaping it; nil while it runs.
+    public func poll() -> Int32? {
+        status.withLock { status in
+            if let status { return status }
+            var word: Int32 = 0
+            let result = waitpid(pid, &word, WNOHANG)
+            if result == pid {
+                status = word
+            } else if result < 0 && errno == ECHILD {
+                status = -1
+            }
+            return status
+        }
+    }
+
+    /// Waits at most `timeout` seconds for the child to end; its exit code (128 + signal when
+    /// killed), or nil when it still runs.
+    public func wait(timeout: Double) -> Int32? {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            if let word = poll() { return Self.exitCode(word) }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(5_000)
+        }
+    }
+
+    /// SIGKILL (if still running) and reap; bounded.
+    public func kill() {
+        guard poll() == nil else { return }
+        _ = Glibc.kill(pid, SIGKILL)
+        _ = wait(timeout: 5)
+    }
+
+    /// Reads stdout to its end, waiting at most until `deadline`.
+    public func readToEnd(within timeout: Double) throws -> [UInt8] {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw Failure("\(name) did not finish its output within \(timeout) s") }
+            var entry = pollfd(fd: standardOutput, events: Int16(POLLIN), revents: 0)
+            let ready = Glibc.poll(&entry, 1, Int32(min(1000, left.components.seconds * 1000 + 1)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = chunk.withUnsafeMutableBytes { read(standardOutput, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw Failure("\(name): reading stdout failed: errno \(errno)")
+            }
+            if count == 0 { return result }
+            result += chunk[0..<count]
+        }
+    }
+
+    /// Runs `arguments` to completion: its stdout and exit code, bounded by `timeout`.
+    public static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32, output: [UInt8]) {
+        let child = try ChildProcess(arguments)
+        let output = try child.readToEnd(within: timeout)
+        guard let code = child.wait(timeout: timeout) else {
+            throw Failure("\(arguments[0]) did not exit within \(timeout) s")
+        }
+        return (code, output)
+    }
+
+    private static func exitCode(_ word: Int32) -> Int32 {
+        if word < 0 { return -1 }
+        let signal = word & 0x7F
+        return signal == 0 ? (word >> 8) & 0xFF : 128 + signal
+    }
+}
