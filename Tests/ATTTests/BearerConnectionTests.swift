@@ -222,7 +222,9 @@ struct BearerConnectionTests {
         await #expect(throws: ATTError.self) { try await client.send(F.notification(1, [1])) }
         // The channel was closed: the peer's stream ends.
         #expect(try await fromClient.next() == nil)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // The injected clock stood for 30 s; the wall clock, even with the whole suite running
+        // on 2 cores, saw far less.
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test func disconnectFailsPendingOperationsAtOnce() async throws {

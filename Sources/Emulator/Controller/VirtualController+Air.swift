@@ -134,13 +134,35 @@ extension VirtualController {
         let parameters = VirtualLinkConnection.Parameters(
             interval: requested.connectionIntervalMin, latency: requested.maxLatency,
             supervisionTimeout: requested.supervisionTimeout)
-        connections[handle] = Connection(remote: .peripheral(peripheral), parameters: parameters)
-        await emitConnectionComplete(status: .success, handle: handle, request: request, parameters: parameters)
+        connections[handle] = Connection(remote: .peripheral(peripheral), parameters: parameters, pending: .init())
+        // The peripheral's side learns of the connection first (its link layer answered the
+        // CONNECT_IND): once our host hears LE Connection Complete and sends its first PDU, the
+        // peripheral (a host behind another virtual controller included) is ready for it. What
+        // the peripheral sends meanwhile waits until our host knows the connection.
         let ownType: AddressType = request.ownAddressType == .random ? .random : .public
         let ownAddress = ownType == .random ? (randomAddress ?? configuration.address) : configuration.address
         await peripheral.connected(
             VirtualLinkConnection(
                 controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
+        await emitConnectionComplete(status: .success, handle: handle, request: request, parameters: parameters)
+        await releasePending(handle)
+    }
+
+    /// Our host knows connection `handle` now: forwards what the peripheral sent meanwhile, in
+    /// order (frames that arrive while this runs join the queue), then a disconnect it asked for.
+    func releasePending(_ handle: UInt16) async {
+        while var connection = connections[handle], var pending = connection.pending {
+            if pending.frames.isEmpty {
+                connection.pending = nil
+                connections[handle] = connection
+                if let reason = pending.disconnect { await peripheralDisconnect(handle: handle, reason: reason) }
+                return
+            }
+            let frame = pending.frames.removeFirst()
+            connection.pending = pending
+            connections[handle] = connection
+            await sendFrame(handle: handle, channelID: frame.channelID, payload: frame.payload)
+        }
     }
 
     /// LE Enhanced Connection Complete for a connection LE Extended Create Connection made,

@@ -57,6 +57,15 @@ public actor VirtualController {
     struct Connection {
         var remote: Remote
         var parameters: VirtualLinkConnection.Parameters
+        /// As central, until our host has heard LE Connection Complete: what the peripheral sent
+        /// meanwhile (held so that no data reaches the host before the connection does), and a
+        /// disconnect it asked for. `nil` once the host knows the connection.
+        var pending: Pending?
+
+        struct Pending {
+            var frames: [(channelID: UInt16, payload: [UInt8])] = []
+            var disconnect: HCIStatus?
+        }
 
         var peripheral: (any VirtualPeripheral)? {
             if case .peripheral(let peripheral) = remote { return peripheral }
@@ -299,13 +308,28 @@ public actor VirtualController {
     // MARK: Peripheral side
 
     func peripheralSend(handle: UInt16, channelID: UInt16, payload: [UInt8]) async -> Bool {
-        guard connections[handle] != nil else { return false }
+        guard var connection = connections[handle] else { return false }
+        if var pending = connection.pending {
+            guard pending.disconnect == nil else { return false }
+            pending.frames.append((channelID, payload))
+            connection.pending = pending
+            connections[handle] = connection
+            return true
+        }
         await sendFrame(handle: handle, channelID: channelID, payload: payload)
         return true
     }
 
     func peripheralDisconnect(handle: UInt16, reason: HCIStatus) async {
-        guard let connection = connections.removeValue(forKey: handle) else { return }
+        guard var connection = connections[handle] else { return }
+        if var pending = connection.pending {
+            // Our host has not heard of the connection yet: it ends right after it does.
+            if pending.disconnect == nil { pending.disconnect = reason }
+            connection.pending = pending
+            connections[handle] = connection
+            return
+        }
+        connections[handle] = nil
         reassembler.reset(handle: handle)
         await emit(
             .disconnectionComplete(
