@@ -194,7 +194,7 @@ struct DumpOracleSharedCaptureTests {
         #expect(handle.map { $0["frame"] as? Int } == [25, 27, 28, 29, 33, 35, 36, 47, 63, 64])
     }
 
-    @Test func truncatedFileDecodesUpToTheDamage() throws {
+    @Test func truncatedFileDecodesUpToTheDamage() async throws {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: Paths.fixture("bumble-sensortag-session.btsnoop")))
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("truncated-\(getpid()).btsnoop").path
         try bytes.prefix(1000).write(to: URL(fileURLWithPath: path))
@@ -203,19 +203,25 @@ struct DumpOracleSharedCaptureTests {
         let message = try #require(damage)
         #expect(message.contains("record"))
         #expect(lines.filter { $0.hasPrefix("#") }.count >= 20)
-        #expect(runGATTClientQuietly(["dump", path]) == 1)
+        #expect(await runGATTClientQuietly(["dump", path]) == 1)
     }
 
-    @Test func exitCodes() {
-        #expect(runGATTClientQuietly(["dump"]) == 64)
-        #expect(runGATTClientQuietly(["dump", "/nonexistent/capture.btsnoop"]) == 1)
-        #expect(runGATTClientQuietly(["frobnicate"]) == 64)
+    @Test func exitCodes() async {
+        #expect(await runGATTClientQuietly(["dump"]) == 64)
+        #expect(await runGATTClientQuietly(["dump", "/nonexistent/capture.btsnoop"]) == 1)
+        #expect(await runGATTClientQuietly(["frobnicate"]) == 64)
     }
 }
 
-/// Runs the CLI in process with its standard output and error sent to /dev/null.
-func runGATTClientQuietly(_ arguments: [String]) -> Int32 {
-    let null = open("/dev/null", O_WRONLY)
-    defer { close(null) }
-    return runGATTClient(arguments, standardOutput: null, standardError: null)
+/// Runs the CLI in process with its standard output and error sent to /dev/null, on a thread of
+/// its own: `runGATTClient` blocks its caller while its async work runs on the concurrency pool,
+/// which has only two threads here — blocking two of them at once would deadlock the suite.
+func runGATTClientQuietly(_ arguments: [String]) async -> Int32 {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            let null = open("/dev/null", O_WRONLY)
+            defer { close(null) }
+            continuation.resume(returning: runGATTClient(arguments, standardOutput: null, standardError: null))
+        }
+    }
 }

@@ -79,8 +79,8 @@ import Testing
 
     /// On this project's CI the kernel has no Bluetooth: the command says so and exits 69. On a
     /// machine with Bluetooth it runs for the duration (0) or lacks the capability (77).
-    @Test func exitsWithAClearCodeWithoutBluetooth() {
-        let code = runGATTClientQuietly(["monitor", "--duration", "0.2"])
+    @Test func exitsWithAClearCodeWithoutBluetooth() async {
+        let code = await runGATTClientQuietly(["monitor", "--duration", "0.2"])
         #expect([0, 69, 77].contains(code))
     }
 }
