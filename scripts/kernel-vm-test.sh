@@ -15,6 +15,8 @@
 #   5  `gattclient peripheral sensortag` on hci2, read by BlueZ's gatttool on hci0
 #   6  without privilege and capabilities: exit 77 and the capability named
 #   7  --security medium: BT_SECURITY on the ATT socket, the kernel pairs and encrypts the link
+#   8  an adapter powered off, and a dual-mode one with LE switched off: without CAP_NET_ADMIN
+#      exit 69 saying what to run; as root gattclient switches LE on itself
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #

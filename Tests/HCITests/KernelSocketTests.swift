@@ -233,6 +233,43 @@ struct KernelManagementSocketTests {
         }
     }
 
+    @Test("without CAP_NET_ADMIN: what is off and what to run, exit class unavailable")
+    func notReadyWithoutPrivilege() throws {
+        // The fixture's Current_Settings (0x08C0): powered off, LE off. Set Low Energy is refused
+        // with Permission Denied, as the kernel refuses an untrusted socket.
+        #expect(kernelControllerInfo.currentSettings.isDisjoint(with: [.powered, .lowEnergy]))
+        let info = "01 00 00 00 1B 01 04 00 00 " + Hex.encode(kernelControllerInfoReply)
+        try withFakeKernel([info, "02 00 00 00 03 00 0D 00 14"]) { socket, _ in
+            do throws(KernelBluetoothError) {
+                _ = try socket.prepareForLowEnergy(index: 0)
+                Issue.record("an untrusted socket changed the settings")
+            } catch {
+                #expect(error == .adapterNotReady(index: 0, poweredOff: true, leDisabled: true))
+                #expect(error.kind == .unavailable)
+                #expect(
+                    "\(error)"
+                        == "hci0 is powered off and has LE switched off (without bluetoothd nobody turns it on): run "
+                        + "`sudo btmgmt --index 0 le on && sudo btmgmt --index 0 power on`, or grant CAP_NET_ADMIN "
+                        + "(`\(KernelBluetoothError.setcapFix)`) and gattclient turns it on itself")
+            }
+        }
+        #expect(
+            "\(KernelBluetoothError.adapterNotReady(index: 1, poweredOff: true, leDisabled: false))".hasPrefix(
+                "hci1 is powered off (without bluetoothd nobody turns it on): run `sudo btmgmt --index 1 power on`"))
+    }
+
+    @Test("an adapter already ready needs no change (and so no privilege)")
+    func alreadyReady() throws {
+        var reply = kernelControllerInfoReply
+        reply[13] |= 0x01  // Current_Settings bit 0: powered
+        reply[14] |= 0x02  // bit 9: LE
+        try withFakeKernel(["01 00 00 00 1B 01 04 00 00 " + Hex.encode(reply)]) { socket, kernel in
+            let settings = try socket.prepareForLowEnergy(index: 0)
+            #expect(settings.isSuperset(of: [.powered, .lowEnergy]))
+            #expect(try sentCommands(kernel) == [kernelHex("04 00 00 00 00 00")], "only Read Controller Information")
+        }
+    }
+
     @Test("a controller without LE is refused with Not Supported")
     func noLowEnergy() throws {
         var reply = kernelControllerInfoReply

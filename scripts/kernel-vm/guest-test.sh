@@ -302,6 +302,60 @@ for case in "hci0|scan --duration 2|CAP_NET_RAW" "hci0|monitor --duration 2|CAP_
     fi
 done
 
+# --- check 8: an adapter powered off or with LE switched off (issue 6) ----------------------------
+# A user with CAP_NET_RAW (enough for the raw socket) but not CAP_NET_ADMIN cannot change the
+# adapter's settings: the tool must say what is off and what to run, exit 69. As root it fixes
+# them itself. LE can only be switched off on a dual-mode controller: a second btvirt makes one.
+as_raw_user() { # the capability of `setcap cap_net_raw+eip`, as uid nobody
+    setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,+net_raw --ambient-caps=-all,+net_raw \
+        --bounding-set=-all,+net_raw -- "$@"
+}
+c8=()
+wait_for 10 no_links hci0
+timeout 10 btmgmt --index 0 power off >/dev/null 2>&1
+wait_for 5 is_down hci0
+timeout -k 2 20 as_raw_user "$GC" --transport hci0 scan --duration 1 >"$OUT/off-scan.out" 2>"$OUT/off-scan.err"
+off_rc=$?
+if [ $off_rc = 69 ] && grep -q 'hci0 is powered off' "$OUT/off-scan.err" && grep -q 'btmgmt --index 0 power on' "$OUT/off-scan.err"; then
+    c8+=("powered off, CAP_NET_RAW only: exit 69: $(head -1 "$OUT/off-scan.err")")
+else
+    c8+=("FAIL powered off: exit $off_rc (want 69 naming btmgmt --index 0 power on): $(head -c 300 "$OUT/off-scan.err")")
+fi
+btvirt -l1 >"$OUT/btvirt-dual.log" 2>&1 &
+PIDS+=($!)
+if wait_for 15 test -e /sys/class/bluetooth/hci3; then
+    wait_for 10 is_down hci3
+    sleep 1
+    timeout 10 btmgmt --index 3 le off >"$OUT/le-off.txt" 2>&1
+    timeout 10 btmgmt --index 3 power on >>"$OUT/le-off.txt" 2>&1
+    wait_for 5 is_up hci3
+    before_le=$(settings 3)
+    timeout -k 2 20 as_raw_user "$GC" --transport hci3 scan --duration 1 >"$OUT/le-off-scan.out" 2>"$OUT/le-off-scan.err"
+    le_rc=$?
+    if echo "$before_le" | grep -qw le; then
+        c8+=("FAIL btmgmt did not switch LE off on hci3: $before_le")
+    elif [ $le_rc = 69 ] && grep -q 'hci3 has LE switched off' "$OUT/le-off-scan.err" \
+        && grep -q 'btmgmt --index 3 le on' "$OUT/le-off-scan.err"; then
+        c8+=("LE off on a dual-mode hci3, CAP_NET_RAW only: exit 69: $(head -1 "$OUT/le-off-scan.err")")
+    else
+        c8+=("FAIL LE off: exit $le_rc (want 69 naming btmgmt --index 3 le on): $(head -c 300 "$OUT/le-off-scan.err")")
+    fi
+    gc le-off-root --transport hci3 scan --duration 1
+    after_le=$(settings 3)
+    if [ $rc = 0 ] && echo "$after_le" | grep -qw le; then
+        c8+=("as root gattclient switched LE on itself (exit 0; $after_le)")
+    else
+        c8+=("FAIL as root: exit $rc, settings after: $after_le; $(head -c 200 "$OUT/le-off-root.err")")
+    fi
+else
+    c8+=("FAIL a second btvirt made no hci3: $(head -c 200 "$OUT/btvirt-dual.log")")
+fi
+if printf '%s\n' "${c8[@]}" | grep -q '^FAIL'; then
+    result FAIL 8-adapter-not-ready "$(printf '%s; ' "${c8[@]}")"
+else
+    result PASS 8-adapter-not-ready "$(printf '%s; ' "${c8[@]}")"
+fi
+
 # --- check 5: our peripheral on hci2, read by BlueZ's gatttool on hci0 --------------------------
 if "$GC" --help 2>&1 | grep -q '^  peripheral'; then
     # One link per central at a time (btvirt mixes up connection handles otherwise).

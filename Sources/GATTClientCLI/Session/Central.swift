@@ -110,15 +110,28 @@ struct KernelCentral: Central {
             throw CommandFailure.kernel(error, doing: "hci\(index)")
         }
         self.index = index
-        if !adapter.isUp {
-            // Without bluetoothd nobody powers the adapter and switches LE on: do it.
-            do {
-                let management = try ManagementSocket.open()
-                defer { management.close() }
-                _ = try management.prepareForLowEnergy(index: index)
-            } catch {
-                throw CommandFailure.kernel(error, doing: "preparing hci\(index) for LE")
-            }
+        // Without bluetoothd nobody powers the adapter on or switches LE on (a dual-mode
+        // controller that is up may still have LE off): do it, or say what to run. Reading the
+        // settings needs no privilege; changing them needs CAP_NET_ADMIN.
+        do {
+            let management = try ManagementSocket.open()
+            defer { management.close() }
+            _ = try management.prepareForLowEnergy(index: index)
+        } catch {
+            // An adapter that is up and whose settings cannot be read (an old kernel without the
+            // management interface): go on as before and let the socket calls speak.
+            if adapter.isUp, !Self.isAdapterState(error) { return }
+            throw CommandFailure.kernel(error, doing: "preparing hci\(index) for LE")
+        }
+    }
+
+    /// Errors that describe the adapter itself (not ready, no LE, blocked) rather than the
+    /// management interface.
+    static func isAdapterState(_ error: KernelBluetoothError) -> Bool {
+        switch error {
+        case .adapterNotReady: return true
+        case .managementFailed(_, _, let status): return [.notSupported, .rfkilled, .invalidIndex].contains(status)
+        default: return false
         }
     }
 

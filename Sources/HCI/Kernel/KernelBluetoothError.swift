@@ -112,6 +112,9 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
     case closed(operation: KernelOperation)
     /// The request itself is wrong (e.g. a device for the monitor channel).
     case invalidRequest(operation: KernelOperation, reason: String)
+    /// Adapter `index` is powered off or has LE switched off, and this process may not change
+    /// that (the kernel refused the management command: no CAP_NET_ADMIN).
+    case adapterNotReady(index: UInt16, poweredOff: Bool, leDisabled: Bool)
 
     /// The fix that grants what the kernel checks.
     public static let setcapFix = "sudo setcap 'cap_net_raw,cap_net_admin+eip' $(which gattclient)"
@@ -143,6 +146,7 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
             default: return .failure
             }
         case .malformedManagementReply, .closed, .invalidRequest: return .failure
+        case .adapterNotReady: return .unavailable
         }
     }
 
@@ -162,6 +166,13 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
             return "the kernel's reply to \(opcode) is malformed: \(error)"
         case .closed(let operation): return "\(operation): the socket is closed"
         case .invalidRequest(let operation, let reason): return "\(operation): \(reason)"
+        case .adapterNotReady(let index, let poweredOff, let leDisabled):
+            let state = [poweredOff ? "is powered off" : nil, leDisabled ? "has LE switched off" : nil]
+                .compactMap { $0 }.joined(separator: " and ")
+            let commands = [leDisabled ? "le on" : nil, poweredOff ? "power on" : nil].compactMap { $0 }
+                .map { "sudo btmgmt --index \(index) \($0)" }.joined(separator: " && ")
+            return "hci\(index) \(state) (without bluetoothd nobody turns it on): run `\(commands)`, "
+                + "or grant CAP_NET_ADMIN (`\(Self.setcapFix)`) and gattclient turns it on itself"
         }
     }
 

@@ -133,16 +133,28 @@ public final class ManagementSocket: Sendable {
 
     /// Makes adapter `index` ready for LE without bluetoothd: LE switched on (needed on dual-mode
     /// controllers; LE-only ones have it on already), then powered on. Steps already in the
-    /// wanted state are skipped. Returns the final Current_Settings.
-    /// - Throws: `.managementFailed(…, .notSupported)` when the controller has no LE.
+    /// wanted state are skipped (an adapter already ready needs no privilege: reading the
+    /// settings is open to any process). Returns the final Current_Settings.
+    /// - Throws: `.managementFailed(…, .notSupported)` when the controller has no LE;
+    ///   `.adapterNotReady` when a change is needed and the kernel refuses it (no CAP_NET_ADMIN).
     public func prepareForLowEnergy(index: UInt16) throws(KernelBluetoothError) -> ManagementSettings {
         let information = try readControllerInformation(index: index)
         guard information.supportedSettings.contains(.lowEnergy) else {
             throw .managementFailed(opcode: .setLowEnergy, index: index, status: .notSupported)
         }
         var settings = information.currentSettings
-        if !settings.contains(.lowEnergy) { settings = try setLowEnergy(true, index: index) }
-        if !settings.contains(.powered) { settings = try setPowered(true, index: index) }
+        do throws(KernelBluetoothError) {
+            if !settings.contains(.lowEnergy) { settings = try setLowEnergy(true, index: index) }
+            if !settings.contains(.powered) { settings = try setPowered(true, index: index) }
+        } catch {
+            // Reading needs no privilege, changing does: say what is off and what to run.
+            if case .managementFailed(_, _, .permissionDenied) = error {
+                throw .adapterNotReady(
+                    index: index, poweredOff: !information.currentSettings.contains(.powered),
+                    leDisabled: !information.currentSettings.contains(.lowEnergy))
+            }
+            throw error
+        }
         return settings
     }
 }
