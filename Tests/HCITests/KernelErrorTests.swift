@@ -96,6 +96,16 @@ struct KernelErrorMessageTests {
         #expect(error.description == "connecting to C4:BE:84:70:69:09 (random): \(text)")
     }
 
+    @Test("the device's ATT channel already open on this adapter (bluetoothd connected to it)", arguments: [EBUSY, EALREADY, EISCONN])
+    func alreadyConnected(_ code: Int32) {
+        let error = KernelBluetoothError.system(operation: .connectL2CAP(peer: Self.peer, type: .random), errno: Errno(rawValue: code))
+        #expect(
+            error.description
+                == "connecting to C4:BE:84:70:69:09 (random): C4:BE:84:70:69:09 is already connected with an ATT "
+                + "channel of this adapter (bluetoothd?): disconnect it first (`bluetoothctl disconnect C4:BE:84:70:69:09`), "
+                + "or stop bluetoothd")
+    }
+
     @Test("link failures while receiving and sending")
     func linkFailures() {
         #expect(

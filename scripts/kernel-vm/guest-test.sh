@@ -356,6 +356,35 @@ else
     result PASS 8-adapter-not-ready "$(printf '%s; ' "${c8[@]}")"
 fi
 
+# --- check 9: another ATT client holds the device (bluetoothd's role; here BlueZ's gatttool) -----
+# bluetoothd connects to known devices by itself and keeps their ATT channel; the kernel then
+# refuses a second ATT channel on that link. The tool must say who holds it and what to run.
+timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
+wait_for 5 is_up hci0
+wait_for 10 no_links hci0
+mkfifo "$OUT/holder.fifo"
+timeout -k 2 60 gatttool -i hci0 -b "$PEER" -t public -I <"$OUT/holder.fifo" >"$OUT/holder.txt" 2>&1 &
+HOLDER_PID=$!
+PIDS+=($HOLDER_PID)
+exec 7>"$OUT/holder.fifo"
+echo connect >&7
+if wait_for 20 grep -q 'Connection successful' "$OUT/holder.txt"; then
+    gc held-read --transport hci0 --json read "$PEER" 2a00
+    held_rc=$rc
+    if [ $held_rc != 0 ] && grep -q "bluetoothctl disconnect $PEER" "$OUT/held-read.err"; then
+        result PASS 9-device-held "gatttool holds $PEER's ATT channel: exit $held_rc: $(head -1 "$OUT/held-read.err")"
+    else
+        result FAIL 9-device-held "exit $held_rc (want a failure naming bluetoothctl disconnect): stdout $(head -c 200 "$OUT/held-read.out"); stderr $(head -c 300 "$OUT/held-read.err")"
+    fi
+else
+    result FAIL 9-device-held "gatttool did not connect to $PEER: $(tr '\n' ' ' <"$OUT/holder.txt" | head -c 300)"
+fi
+echo disconnect >&7
+echo quit >&7
+exec 7>&-
+wait_for 10 sh -c "! kill -0 $HOLDER_PID 2>/dev/null"
+wait_for 10 no_links hci0
+
 # --- check 5: our peripheral on hci2, read by BlueZ's gatttool on hci0 --------------------------
 if "$GC" --help 2>&1 | grep -q '^  peripheral'; then
     # One link per central at a time (btvirt mixes up connection handles otherwise).

@@ -193,7 +193,14 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
                 + "`\(setcapFix)` (or run as root)"
         case ENODEV:
             return "no such adapter \(adapter); list adapters with `hciconfig` or `btmgmt info`"
-        case EBUSY, EALREADY:
+        case EBUSY, EALREADY, EISCONN:
+            if case .connectL2CAP(let peer, _) = operation {
+                // The kernel allows one channel per fixed CID on a link: another ATT client of
+                // this adapter (bluetoothd, which connects to known devices by itself) holds it.
+                return "\(peer) is already connected with an ATT channel of this adapter (bluetoothd?): "
+                    + "disconnect it first (`bluetoothctl disconnect \(peer)`), or stop bluetoothd"
+            }
+            guard errno.rawValue != EISCONN else { return errno.description }
             let name = operation.adapterIndex.map { "hci\($0)" } ?? "hciN"
             return "\(adapter) is busy: owned by bluetoothd or user channel in use; stop bluetoothd or bring "
                 + "the adapter down: `hciconfig \(name) down`"
