@@ -85,7 +85,11 @@ struct KernelErrorMessageTests {
         "L2CAP connection failures",
         arguments: [
             (ECONNREFUSED, "connection refused by the device"),
-            (ETIMEDOUT, "timed out: the device did not answer (is it advertising connectable and in range?)"),
+            (
+                ETIMEDOUT,
+                "timed out: the device did not answer (is it advertising connectable and in range? a device connected "
+                    + "to another central — a phone, bluetoothd on another adapter — stops advertising)"
+            ),
             (EHOSTDOWN, "host is down: the device is not reachable (not advertising, or out of range)"),
             (EHOSTUNREACH, "no route: no powered LE adapter to reach the device; power one on (`btmgmt power on`)"),
             (ECONNRESET, "connection reset: the device disconnected"),
@@ -96,14 +100,14 @@ struct KernelErrorMessageTests {
         #expect(error.description == "connecting to C4:BE:84:70:69:09 (random): \(text)")
     }
 
-    @Test("the device's ATT channel already open on this adapter (bluetoothd connected to it)", arguments: [EBUSY, EALREADY, EISCONN])
-    func alreadyConnected(_ code: Int32) {
+    @Test("another connection attempt pending on the adapter (bluetoothd's auto-connect)", arguments: [EBUSY, EALREADY, EISCONN])
+    func anotherAttemptPending(_ code: Int32) {
         let error = KernelBluetoothError.system(operation: .connectL2CAP(peer: Self.peer, type: .random), errno: Errno(rawValue: code))
         #expect(
             error.description
-                == "connecting to C4:BE:84:70:69:09 (random): C4:BE:84:70:69:09 is already connected with an ATT "
-                + "channel of this adapter (bluetoothd?): disconnect it first (`bluetoothctl disconnect C4:BE:84:70:69:09`), "
-                + "or stop bluetoothd")
+                == "connecting to C4:BE:84:70:69:09 (random): the adapter is busy with another connection attempt "
+                + "(bluetoothd connecting to a known device?): retry, or stop bluetoothd's auto-connect "
+                + "(`bluetoothctl disconnect C4:BE:84:70:69:09`, or stop bluetoothd)")
     }
 
     @Test("link failures while receiving and sending")

@@ -195,10 +195,12 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
             return "no such adapter \(adapter); list adapters with `hciconfig` or `btmgmt info`"
         case EBUSY, EALREADY, EISCONN:
             if case .connectL2CAP(let peer, _) = operation {
-                // The kernel allows one channel per fixed CID on a link: another ATT client of
-                // this adapter (bluetoothd, which connects to known devices by itself) holds it.
-                return "\(peer) is already connected with an ATT channel of this adapter (bluetoothd?): "
-                    + "disconnect it first (`bluetoothctl disconnect \(peer)`), or stop bluetoothd"
+                // The kernel runs one LE connection attempt at a time: another one is pending
+                // (bluetoothd connects to known devices by itself). A link bluetoothd already
+                // has to the device is shared, not refused.
+                return "the adapter is busy with another connection attempt (bluetoothd connecting to a known "
+                    + "device?): retry, or stop bluetoothd's auto-connect (`bluetoothctl disconnect \(peer)`, "
+                    + "or stop bluetoothd)"
             }
             guard errno.rawValue != EISCONN else { return errno.description }
             let name = operation.adapterIndex.map { "hci\($0)" } ?? "hciN"
@@ -216,7 +218,8 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
         case ETIMEDOUT:
             switch operation {
             case .connectL2CAP:
-                return "timed out: the device did not answer (is it advertising connectable and in range?)"
+                return "timed out: the device did not answer (is it advertising connectable and in range? "
+                    + "a device connected to another central — a phone, bluetoothd on another adapter — stops advertising)"
             case .managementCommand: return "the kernel did not answer in time"
             case .receive, .send: return "the link timed out (device out of range or powered off)"
             default: return "timed out"
