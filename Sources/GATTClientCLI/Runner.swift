@@ -73,7 +73,7 @@ func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, e
         output.writeLine(bytes: writer.bytes)
     }
     output.flush()
-    printError("gattclient: " + failure.message, to: errors)
+    printError(TextStyle.forDescriptor(errors).boldRed("gattclient:") + " " + failure.message, to: errors)
     return failure.exitCode.rawValue
 }
 

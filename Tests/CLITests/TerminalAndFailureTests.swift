@@ -20,7 +20,7 @@ final class TerminalBuffer: @unchecked Sendable {
 
 @Suite struct TerminalAndFailureTests {
     /// Runs the CLI with standard output on a pseudo-terminal; returns what the terminal got.
-    static func runOnTerminal(_ arguments: [String]) async -> (code: Int32, screen: String) {
+    static func runOnTerminal(_ arguments: [String], standardErrorToo: Bool = false) async -> (code: Int32, screen: String) {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var master: Int32 = -1, slave: Int32 = -1
@@ -42,7 +42,7 @@ final class TerminalBuffer: @unchecked Sendable {
                     }
                     done.signal()
                 }
-                let code = runGATTClient(arguments, standardOutput: slave, standardError: null)
+                let code = runGATTClient(arguments, standardOutput: slave, standardError: standardErrorToo ? slave : null)
                 close(slave)
                 close(null)
                 // The reader ends when the slave side is closed (EIO on the master); bounded.
@@ -116,5 +116,60 @@ final class TerminalBuffer: @unchecked Sendable {
         }
         let monitor = await runInProcess(["monitor", "--duration", "0.2"])
         #expect([0, 69, 77].contains(monitor.code))
+    }
+}
+
+/// Colours on a terminal only, and never with NO_COLOR (https://no-color.org). Serialized: the
+/// tests set and clear NO_COLOR for the process (`swift test` itself runs the tests with
+/// NO_COLOR=1).
+@Suite(.serialized) struct TerminalColourTests {
+    /// Runs `body` with NO_COLOR set to `value` (nil: unset), then restores it.
+    static func withNoColor<T>(_ value: String?, _ body: () async -> T) async -> T {
+        let saved = getenv("NO_COLOR").map { String(cString: $0) }
+        if let value { setenv("NO_COLOR", value, 1) } else { unsetenv("NO_COLOR") }
+        defer { if let saved { setenv("NO_COLOR", saved, 1) } else { unsetenv("NO_COLOR") } }
+        return await body()
+    }
+
+    static let bold = "\u{1B}[1m"
+    static let colours = ["\u{1B}[31m", "\u{1B}[32m", "\u{1B}[33m", "\u{1B}[36m"]
+
+    @Test func scanAndServicesAreColouredOnATerminal() async {
+        await Self.withNoColor(nil) { await Self.coloured() }
+    }
+
+    static func coloured() async {
+        let scan = await TerminalAndFailureTests.runOnTerminal(["--transport", "sim", "scan", "--duration", "1"])
+        #expect(scan.code == 0)
+        #expect(scan.screen.contains(Self.bold + "54:6C:0E:9A:3B:01"), "the address in bold")
+        #expect(scan.screen.contains("\u{1B}[36m\"CC2650 SensorTag\""), "the name in cyan")
+        #expect(Self.colours.contains { scan.screen.contains($0) && $0 != "\u{1B}[36m" }, "the RSSI coloured by strength")
+        let services = await TerminalAndFailureTests.runOnTerminal(
+            ["--transport", "sim", "services", "54:6C:0E:9A:3B:01"])
+        #expect(services.code == 0)
+        #expect(services.screen.contains("primary service " + Self.bold + "Battery (180F)"))
+        #expect(services.screen.contains("\u{1B}[36mBattery Level (2A19)"))
+        let failure = await TerminalAndFailureTests.runOnTerminal(
+            ["--transport", "sim", "read", "54:6C:0E:9A:3B:01", "0x0199"], standardErrorToo: true)
+        #expect(failure.code == 1)
+        #expect(failure.screen.contains("\u{1B}[1;31mgattclient:\u{1B}[0m "), "the error prefix in bold red")
+        // Redirected: the same commands print no escape sequence at all.
+        let piped = await runInProcess(["--transport", "sim", "services", "54:6C:0E:9A:3B:01"])
+        #expect(piped.code == 0 && !piped.stdout.contains("\u{1B}"))
+        #expect(!(await runInProcess(["--transport", "sim", "read", "54:6C:0E:9A:3B:01", "0x0199"])).stderr.contains("\u{1B}"))
+    }
+
+    @Test func noColorKeepsTheTerminalPlainButStillUpdatesInPlace() async {
+        await Self.withNoColor("1") { await Self.plain() }
+    }
+
+    static func plain() async {
+        let scan = await TerminalAndFailureTests.runOnTerminal(["--transport", "sim", "scan", "--duration", "1"])
+        #expect(scan.code == 0)
+        #expect(!scan.screen.contains(Self.bold) && !Self.colours.contains { scan.screen.contains($0) })
+        #expect(scan.screen.contains("\u{1B}[2K"), "in-place updates stay")
+        let services = await TerminalAndFailureTests.runOnTerminal(
+            ["--transport", "sim", "services", "54:6C:0E:9A:3B:01"], standardErrorToo: true)
+        #expect(services.code == 0 && !services.screen.contains("\u{1B}["))
     }
 }

@@ -37,6 +37,7 @@ struct ScanCommand {
         events.forward(stream)
         let live = !global.json && isatty(output.fileDescriptor) == 1
         var table = LiveTable(enabled: live)
+        let style = live ? TextStyle.forDescriptor(output.fileDescriptor) : .plain
         var failure: (any Error)?
         let clock = ContinuousClock()
         let started = clock.now
@@ -55,7 +56,9 @@ struct ScanCommand {
                     output.writeLine(bytes: Self.json(device))
                 } else if live {
                     let left = options.duration.map { max(0, $0 - seconds(clock.now - started)) }
-                    table.update(device, line: Self.line(device), status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
+                    table.update(
+                        device, line: Self.line(device, style: style),
+                        status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
                 } else {
                     output.writeLine(Self.line(device))
                 }
@@ -151,15 +154,17 @@ struct ScanCommand {
         }
     }
 
-    static func line(_ device: DiscoveredDevice) -> String {
-        var parts = [device.address.description, device.addressType == .random ? "random" : "public"]
-        parts.append(device.rssi.map { "\($0) dBm" } ?? "    ")
-        parts.append(device.name.map { "\"\(visible($0))\"" } ?? "(no name)")
+    /// One device: address, type, RSSI, name, services, manufacturer data (coloured on a
+    /// terminal: address bold, RSSI by strength, name cyan).
+    static func line(_ device: DiscoveredDevice, style: TextStyle = .plain) -> String {
+        var parts = [style.bold(device.address.description), device.addressType == .random ? "random" : "public"]
+        parts.append(device.rssi.map { style.rssi($0) } ?? "    ")
+        parts.append(device.name.map { style.cyan("\"\(visible($0))\"") } ?? style.dim("(no name)"))
         if !device.serviceUUIDs.isEmpty { parts.append("services " + device.serviceUUIDs.map { GATTNames.name(for: $0) ?? jsonUUID($0) }.joined(separator: ", ")) }
         for item in device.manufacturerData {
             parts.append((CompanyIdentifiers.name(for: item.companyID) ?? "company 0x" + hex(item.companyID, 4)) + " " + Hex.encode(item.data))
         }
-        if !device.isConnectable { parts.append("non-connectable") }
+        if !device.isConnectable { parts.append(style.dim("non-connectable")) }
         return parts.joined(separator: "  ")
     }
 

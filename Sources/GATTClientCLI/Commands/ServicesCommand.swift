@@ -24,7 +24,10 @@ struct ServicesCommand {
         if options.json {
             output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests))
         } else {
-            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests) { output.writeLine(line) }
+            let style = TextStyle.forDescriptor(output.fileDescriptor)
+            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests, style: style) {
+                output.writeLine(line)
+            }
         }
     }
 
@@ -81,21 +84,26 @@ struct ServicesCommand {
         return json.bytes
     }
 
-    static func tree(_ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int) -> [String] {
+    /// The readable tree (on a terminal: services bold, characteristics cyan, handles dim).
+    static func tree(
+        _ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, style: TextStyle = .plain
+    ) -> [String] {
         var lines = ["\(peer): \(database.services.count) services, ATT_MTU \(mtu), \(requests) ATT requests"]
         for service in database.services {
             lines.append(
-                "\(service.isPrimary ? "primary" : "secondary") service \(displayName(service.uuid))  "
-                    + "handles 0x\(hex(service.startHandle, 4))-0x\(hex(service.endHandle, 4))")
+                "\(service.isPrimary ? "primary" : "secondary") service \(style.bold(displayName(service.uuid)))  "
+                    + style.dim("handles 0x\(hex(service.startHandle, 4))-0x\(hex(service.endHandle, 4))"))
             for include in service.includes {
                 lines.append("  include \(include.uuid.map(displayName) ?? "service")  0x\(hex(include.startHandle, 4))-0x\(hex(include.endHandle, 4))")
             }
             for characteristic in service.characteristics {
                 lines.append(
-                    "  characteristic \(displayName(characteristic.uuid))  value 0x\(hex(characteristic.valueHandle, 4))  "
-                        + "[\(characteristic.properties.names.joined(separator: ", "))]")
+                    "  characteristic \(style.cyan(displayName(characteristic.uuid)))  "
+                        + style.dim("value 0x\(hex(characteristic.valueHandle, 4))")
+                        + "  [\(characteristic.properties.names.joined(separator: ", "))]")
                 for descriptor in characteristic.descriptors {
-                    lines.append("    descriptor \(displayName(descriptor.uuid))  0x\(hex(descriptor.handle, 4))")
+                    lines.append(
+                        "    descriptor \(displayName(descriptor.uuid))  " + style.dim("0x\(hex(descriptor.handle, 4))"))
                 }
             }
         }
