@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 int ctest_pipe_cloexec(int fds[2]) {
@@ -13,4 +14,9 @@ int ctest_pipe_cloexec(int fds[2]) {
 
 int ctest_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+unsigned long long ctest_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (unsigned long long)info.uordblks + (unsigned long long)info.hblkhd;
 }

@@ -211,3 +211,6 @@ public final class ChildProcess: @unchecked Sendable {
         return signal == 0 ? (word >> 8) & 0xFF : 128 + signal
     }
 }
+
+/// Heap bytes in use in this process (glibc's mallinfo2), for leak measurements.
+public func heapBytesInUse() -> Int { Int(ctest_heap_in_use()) }

@@ -381,7 +381,7 @@ timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
 wait_for 5 is_up hci0
 wait_for 10 no_links hci0
 mkfifo "$OUT/holder.fifo"
-timeout -k 2 60 gatttool -i hci0 -b "$PEER" -t public -I <"$OUT/holder.fifo" >"$OUT/holder.txt" 2>&1 &
+timeout -k 2 60 stdbuf -oL -eL gatttool -i hci0 -b "$PEER" -t public -I <"$OUT/holder.fifo" >"$OUT/holder.txt" 2>&1 &
 HOLDER_PID=$!
 PIDS+=($HOLDER_PID)
 exec 7>"$OUT/holder.fifo"

@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Schedules the bearer's timers (the 30 s transaction timeout of Vol 3 Part F §3.3.3).
 ///
 /// Time is injected so a timeout is testable without waiting: production code uses
@@ -24,20 +26,16 @@ public struct ATTScheduledTimer: Sendable {
     }
 }
 
-/// The real clock: one sleeping task per running timer (one per outstanding transaction,
-/// never one per PDU), cancelled when the transaction completes.
+/// The real clock: one Dispatch timer per running timer (one per outstanding transaction,
+/// never one per PDU), removed at once when the transaction completes (see ``OneShotTimer``);
+/// `fire` runs in a new task only when a timer expires.
 public struct ATTSystemClock: ATTClock {
     public init() {}
 
     public func schedule(after delay: Duration, _ fire: @escaping @Sendable () async -> Void) -> ATTScheduledTimer {
-        let task = Task {
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                return  // cancelled
-            }
-            await fire()
+        let timer = OneShotTimer(after: delay) {
+            Task { await fire() }
         }
-        return ATTScheduledTimer { task.cancel() }
+        return ATTScheduledTimer { timer.cancel() }
     }
 }

@@ -27,7 +27,7 @@ public actor HCIControllerDriver {
     private var outbox: [HCICommandPacket] = []
     private var draining = false
     private var readerTask: Task<Void, Never>?
-    private var timerTask: Task<Void, Never>?
+    private var timer: OneShotTimer?
     private var armedDeadline: Duration?
     private var closedReason: String?
 
@@ -149,8 +149,8 @@ public actor HCIControllerDriver {
         if closedReason == nil { closedReason = reason }
         perform(flow.close(reason: reason))
         inboundContinuation.finish()
-        timerTask?.cancel()
-        timerTask = nil
+        timer?.cancel()
+        timer = nil
         armedDeadline = nil
     }
 
@@ -199,26 +199,25 @@ public actor HCIControllerDriver {
     private func rearmTimer() {
         let deadline = flow.nextDeadline
         guard deadline != armedDeadline else { return }
-        timerTask?.cancel()
+        timer?.cancel()
         armedDeadline = deadline
         guard let deadline else {
-            timerTask = nil
+            timer = nil
             return
         }
-        let instant = origin.advanced(by: deadline)
-        timerTask = Task { [weak self, clock] in
-            do {
-                try await clock.sleep(until: instant, tolerance: .milliseconds(5))
-            } catch {
-                return  // cancelled: re-armed or closed
-            }
-            await self?.timerFired()
+        // A Dispatch timer, not a sleeping task: every command re-arms it, and a cancelled
+        // sleep would keep its timer until the old deadline (see OneShotTimer).
+        timer = OneShotTimer(after: clock.now.duration(to: origin.advanced(by: deadline))) { [weak self] in
+            Task { await self?.timerFired(for: deadline) }
         }
     }
 
-    private func timerFired() {
+    /// The timer armed for `deadline` expired; a stale one (re-armed or cancelled since, its
+    /// handler already running) is ignored.
+    private func timerFired(for deadline: Duration) {
+        guard armedDeadline == deadline else { return }
         armedDeadline = nil
-        timerTask = nil
+        timer = nil
         perform(flow.expire(now: now))
     }
 

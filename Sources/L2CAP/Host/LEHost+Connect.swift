@@ -57,7 +57,7 @@ extension LEHost {
     struct Waiter {
         let key: Awaited
         let continuation: CheckedContinuation<Signal, Never>
-        let timer: Task<Void, Never>
+        let timer: OneShotTimer
     }
 
     // MARK: - Connecting
@@ -308,13 +308,8 @@ extension LEHost {
         nextWaiterID += 1
         let body = {
             await withCheckedContinuation { (continuation: CheckedContinuation<Signal, Never>) in
-                let timer = Task { [weak self] in
-                    do {
-                        try await Task.sleep(for: timeout)
-                    } catch {
-                        return
-                    }
-                    await self?.interrupt(id, with: .timedOut)
+                let timer = OneShotTimer(after: timeout) { [weak self] in
+                    Task { await self?.interrupt(id, with: .timedOut) }
                 }
                 self.waiters[id] = Waiter(key: key, continuation: continuation, timer: timer)
             }
