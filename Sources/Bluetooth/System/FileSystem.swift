@@ -97,7 +97,7 @@ public enum FileSystem {
     }
 
     /// Creates `path` and its missing parents (mode 0755 less the umask); an existing
-    /// directory is no error, an existing file is (`EEXIST`/`ENOTDIR`).
+    /// directory is no error, an existing file on the way is `ENOTDIR`.
     public static func createDirectory(atPath path: String) throws(FileSystemError) {
         guard !path.isEmpty else { throw FileSystemError(operation: "mkdir", path: path, errno: Errno(rawValue: ENOENT)) }
         var prefix = path.hasPrefix("/") ? "/" : ""
@@ -105,8 +105,10 @@ public enum FileSystem {
             prefix += component
             if mkdir(prefix, 0o755) != 0 {
                 let error = Errno.current
-                guard error.rawValue == EEXIST, isDirectory(atPath: prefix) else {
-                    throw FileSystemError(operation: "mkdir", path: prefix, errno: error)
+                guard error.rawValue == EEXIST else { throw FileSystemError(operation: "mkdir", path: prefix, errno: error) }
+                // Something is there: fine if it is a directory (or a link to one).
+                guard isDirectory(atPath: prefix) else {
+                    throw FileSystemError(operation: "mkdir", path: prefix, errno: Errno(rawValue: ENOTDIR))
                 }
             }
             prefix += "/"
