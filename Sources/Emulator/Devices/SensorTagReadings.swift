@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import GATT
 
 /// Plausible, slowly varying SensorTag readings in TI's raw formats: the inverse of the

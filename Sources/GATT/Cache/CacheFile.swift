@@ -1,18 +1,19 @@
 import Bluetooth
-import Foundation
 
 /// The JSON layout of one cache file (documented on ``GATTDatabaseCache``). Separate from the
-/// model types, so the model can change without changing the file format.
-struct CacheFile: Codable {
+/// model types, so the model can change without changing the file format. Read and written
+/// with ``JSONValue`` (no Foundation); files written by the former `JSONEncoder` version
+/// (`"key" : value`, `\/` escapes) read the same.
+struct CacheFile: Equatable {
     static let formatName = "gattclient-database-cache"
     static let currentVersion = 1
 
-    struct DescriptorRecord: Codable {
+    struct DescriptorRecord: Equatable {
         var handle: UInt16
         var uuid: String
     }
 
-    struct CharacteristicRecord: Codable {
+    struct CharacteristicRecord: Equatable {
         var uuid: String
         var declarationHandle: UInt16
         var valueHandle: UInt16
@@ -21,14 +22,14 @@ struct CacheFile: Codable {
         var descriptors: [DescriptorRecord]
     }
 
-    struct IncludeRecord: Codable {
+    struct IncludeRecord: Equatable {
         var handle: UInt16
         var start: UInt16
         var end: UInt16
         var uuid: String?
     }
 
-    struct ServiceRecord: Codable {
+    struct ServiceRecord: Equatable {
         var uuid: String
         var start: UInt16
         var end: UInt16
@@ -115,5 +116,159 @@ struct CacheFile: Codable {
         let database = GATTDatabase(services: out)
         try database.validate()
         return GATTCacheEntry(database: database, databaseHash: hash)
+    }
+}
+
+// MARK: JSON
+
+extension CacheFile {
+    /// The file's text: pretty-printed, members sorted (diffable), a newline at the end.
+    func encoded() -> [UInt8] { json.encoded(.pretty) }
+
+    var json: JSONValue {
+        var root: [(String, JSONValue)] = [
+            ("format", .string(format)), ("version", .integer(version)), ("address", .string(address)),
+            ("addressType", .string(addressType)),
+        ]
+        if let databaseHash { root.append(("databaseHash", .string(databaseHash))) }
+        root.append(("services", .array(services.map(\.json))))
+        return .object(root)
+    }
+
+    /// Reads the file's text: strict JSON, every member of the layout present with its type
+    /// (optional ones may be absent or null); members it does not know are ignored.
+    init(parsing bytes: [UInt8]) throws(GATTError) {
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: bytes)
+        } catch {
+            throw GATTError.cache(reason: error.description)
+        }
+        let file = try Fields(root, "")
+        format = try file.string("format")
+        version = try file.integer("version", Int.self)
+        address = try file.string("address")
+        addressType = try file.string("addressType")
+        databaseHash = try file.optionalString("databaseHash")
+        services = try file.list("services") { (fields: Fields) throws(GATTError) in try ServiceRecord(fields) }
+    }
+
+    /// The members of one object, with the path to it for error reasons.
+    struct Fields {
+        let value: JSONValue
+        let path: String
+
+        init(_ value: JSONValue, _ path: String) throws(GATTError) {
+            guard value.members != nil else { throw GATTError.cache(reason: "\(path.isEmpty ? "the file" : path) is not an object") }
+            self.value = value
+            self.path = path
+        }
+
+        func place(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+        func member(_ key: String) throws(GATTError) -> JSONValue {
+            guard let member = value[key] else { throw GATTError.cache(reason: "\(place(key)) is missing") }
+            return member
+        }
+
+        func string(_ key: String) throws(GATTError) -> String {
+            guard let text = try member(key).string else { throw GATTError.cache(reason: "\(place(key)) is not a string") }
+            return text
+        }
+
+        func optionalString(_ key: String) throws(GATTError) -> String? {
+            guard let member = value[key], !member.isNull else { return nil }
+            guard let text = member.string else { throw GATTError.cache(reason: "\(place(key)) is not a string") }
+            return text
+        }
+
+        func bool(_ key: String) throws(GATTError) -> Bool {
+            guard let flag = try member(key).bool else { throw GATTError.cache(reason: "\(place(key)) is not true or false") }
+            return flag
+        }
+
+        func integer<T: FixedWidthInteger>(_ key: String, _ type: T.Type) throws(GATTError) -> T {
+            guard let number = try member(key).int, let value = T(exactly: number) else {
+                throw GATTError.cache(reason: "\(place(key)) is not an integer from \(T.min) to \(T.max)")
+            }
+            return value
+        }
+
+        func list<T>(_ key: String, _ element: (Fields) throws(GATTError) -> T) throws(GATTError) -> [T] {
+            guard let array = try member(key).array else { throw GATTError.cache(reason: "\(place(key)) is not an array") }
+            var out: [T] = []
+            out.reserveCapacity(array.count)
+            for (index, item) in array.enumerated() {
+                out.append(try element(try Fields(item, "\(place(key))[\(index)]")))
+            }
+            return out
+        }
+    }
+}
+
+extension CacheFile.DescriptorRecord {
+    var json: JSONValue { .object([("handle", .integer(handle)), ("uuid", .string(uuid))]) }
+
+    init(_ fields: CacheFile.Fields) throws(GATTError) {
+        handle = try fields.integer("handle", UInt16.self)
+        uuid = try fields.string("uuid")
+    }
+}
+
+extension CacheFile.CharacteristicRecord {
+    var json: JSONValue {
+        .object([
+            ("uuid", .string(uuid)), ("declarationHandle", .integer(declarationHandle)),
+            ("valueHandle", .integer(valueHandle)), ("endHandle", .integer(endHandle)),
+            ("properties", .integer(properties)), ("descriptors", .array(descriptors.map(\.json))),
+        ])
+    }
+
+    init(_ fields: CacheFile.Fields) throws(GATTError) {
+        uuid = try fields.string("uuid")
+        declarationHandle = try fields.integer("declarationHandle", UInt16.self)
+        valueHandle = try fields.integer("valueHandle", UInt16.self)
+        endHandle = try fields.integer("endHandle", UInt16.self)
+        properties = try fields.integer("properties", UInt8.self)
+        descriptors = try fields.list("descriptors") { (fields: CacheFile.Fields) throws(GATTError) in
+            try CacheFile.DescriptorRecord(fields)
+        }
+    }
+}
+
+extension CacheFile.IncludeRecord {
+    var json: JSONValue {
+        var members: [(String, JSONValue)] = [("handle", .integer(handle)), ("start", .integer(start)), ("end", .integer(end))]
+        if let uuid { members.append(("uuid", .string(uuid))) }
+        return .object(members)
+    }
+
+    init(_ fields: CacheFile.Fields) throws(GATTError) {
+        handle = try fields.integer("handle", UInt16.self)
+        start = try fields.integer("start", UInt16.self)
+        end = try fields.integer("end", UInt16.self)
+        uuid = try fields.optionalString("uuid")
+    }
+}
+
+extension CacheFile.ServiceRecord {
+    var json: JSONValue {
+        .object([
+            ("uuid", .string(uuid)), ("start", .integer(start)), ("end", .integer(end)), ("primary", .bool(primary)),
+            ("includes", .array(includes.map(\.json))), ("characteristics", .array(characteristics.map(\.json))),
+        ])
+    }
+
+    init(_ fields: CacheFile.Fields) throws(GATTError) {
+        uuid = try fields.string("uuid")
+        start = try fields.integer("start", UInt16.self)
+        end = try fields.integer("end", UInt16.self)
+        primary = try fields.bool("primary")
+        includes = try fields.list("includes") { (fields: CacheFile.Fields) throws(GATTError) in
+            try CacheFile.IncludeRecord(fields)
+        }
+        characteristics = try fields.list("characteristics") { (fields: CacheFile.Fields) throws(GATTError) in
+            try CacheFile.CharacteristicRecord(fields)
+        }
     }
 }

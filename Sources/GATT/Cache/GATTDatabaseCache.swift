@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Bluetooth
-import Foundation
 
 /// Who a cached database belongs to: the peer's address and its type.
 public struct GATTPeerIdentity: Hashable, Sendable, CustomStringConvertible {
@@ -13,7 +17,7 @@ public struct GATTPeerIdentity: Hashable, Sendable, CustomStringConvertible {
 
     /// `AABBCCDDEEFF-public`: the cache file's name without `.json`.
     public var fileStem: String {
-        address.description.replacingOccurrences(of: ":", with: "") + "-" + addressType.description
+        String(address.description.filter { $0 != ":" }) + "-" + addressType.description
     }
 
     public var description: String { "\(address)/\(addressType)" }
@@ -70,12 +74,15 @@ public struct GATTDatabaseCache: Sendable {
         self.logger = logger
     }
 
-    /// `$XDG_CACHE_HOME/gattclient`, else `$HOME/.cache/gattclient`.
-    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+    /// `$XDG_CACHE_HOME/gattclient` (when absolute), else `$HOME/.cache/gattclient`, else the
+    /// password database's home of the user; `environment` nil: the process's own (`getenv`).
+    public static func defaultDirectory(environment: [String: String]? = nil) -> String {
+        let xdg = environment.map { $0["XDG_CACHE_HOME"] } ?? ProcessEnvironment.value("XDG_CACHE_HOME")
+        if let xdg, xdg.hasPrefix("/") {
             return xdg + "/gattclient"
         }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        // No home at all (a service without a passwd entry): the working directory's .cache.
+        let home = ProcessEnvironment.homeDirectory(environment: environment) ?? "."
         return home + "/.cache/gattclient"
     }
 
@@ -87,28 +94,29 @@ public struct GATTDatabaseCache: Sendable {
     /// The cached entry for `peer`, or nil (none, or unusable: the reason is logged).
     public func load(_ peer: GATTPeerIdentity) -> GATTCacheEntry? {
         let path = path(for: peer)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let bytes: [UInt8]
         do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            let file = try JSONDecoder().decode(CacheFile.self, from: data)
-            return try file.entry(for: peer)
-        } catch let error as GATTError {
-            logger.warning("ignoring cache file \(path): \(error)")
+            bytes = try FileSystem.readFile(atPath: path)
+        } catch {
+            // No file is the ordinary miss; anything else (a directory, no permission) is worth a line.
+            if error.errno.rawValue != ENOENT { logger.warning("ignoring cache file \(path): \(error)") }
+            return nil
+        }
+        do {
+            return try CacheFile(parsing: bytes).entry(for: peer)
         } catch {
             logger.warning("ignoring cache file \(path): \(error)")
         }
         return nil
     }
 
-    /// Writes `entry` for `peer` (creating the directory).
+    /// Writes `entry` for `peer` (creating the directory), atomically: a reader sees the old
+    /// file or the new one.
     public func store(_ entry: GATTCacheEntry, for peer: GATTPeerIdentity) throws(GATTError) {
         let path = path(for: peer)
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            let data = try encoder.encode(CacheFile(entry, peer: peer))
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+            try FileSystem.createDirectory(atPath: directory)
+            try FileSystem.writeFileAtomically(CacheFile(entry, peer: peer).encoded(), toPath: path)
         } catch {
             throw GATTError.cache(reason: "cannot write \(path): \(error)")
         }
@@ -117,9 +125,8 @@ public struct GATTDatabaseCache: Sendable {
     /// Forgets `peer`'s database (no error when there is none).
     public func invalidate(_ peer: GATTPeerIdentity) throws(GATTError) {
         let path = path(for: peer)
-        guard FileManager.default.fileExists(atPath: path) else { return }
         do {
-            try FileManager.default.removeItem(atPath: path)
+            try FileSystem.removeFile(atPath: path, mustExist: false)
         } catch {
             throw GATTError.cache(reason: "cannot remove \(path): \(error)")
         }

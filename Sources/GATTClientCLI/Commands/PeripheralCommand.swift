@@ -1,7 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import ATT
 import Bluetooth
 import Emulator
-import Foundation
 import GATT
 import HCI
 import L2CAP
@@ -126,9 +130,9 @@ struct PeripheralDevice: Sendable {
             case .database(let path):
                 let bytes: [UInt8]
                 do {
-                    bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+                    bytes = try FileSystem.readFile(atPath: path)
                 } catch {
-                    throw CommandFailure("--database \(path): \(error.localizedDescription)", kind: "usage", exitCode: .usage)
+                    throw CommandFailure("--database: \(error)", kind: "usage", exitCode: .usage)
                 }
                 let database: AttributeDatabase
                 do {
@@ -237,7 +241,15 @@ struct PeripheralCommand {
         if let input {
             events.forward(input.map { Input.line($0) })
         } else {
-            Self.readStandardInput(into: events)
+            do {
+                try Self.readStandardInput(into: events)
+            } catch {
+                events.finish()
+                acceptor.cancel()
+                await device.gatt.disconnect()
+                await host.close()
+                throw error
+            }
         }
         log(
             "advertising", ["device": .text(device.name), "address": .text("\(host.address)"),
@@ -358,14 +370,18 @@ struct PeripheralCommand {
     }
 
     /// One thread reads standard input line by line and feeds the events; its end is an event.
-    static func readStandardInput(into events: CommandEvents<Input>) {
-        let thread = Thread {
-            while let line = Swift.readLine(strippingNewline: true) {
-                events.yield(.line(line))
+    /// Throws when no thread can be started (`pthread_create`'s error).
+    static func readStandardInput(into events: CommandEvents<Input>) throws(CommandFailure) {
+        do {
+            try DetachedThread.start {
+                while let line = Swift.readLine(strippingNewline: true) {
+                    events.yield(.line(line))
+                }
+                events.yield(.inputEnded)
             }
-            events.yield(.inputEnded)
+        } catch {
+            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
         }
-        thread.start()
     }
 }
 

@@ -76,8 +76,13 @@ struct ScanCommand {
         if let failure { throw CommandFailure.from(failure, doing: "scanning") }
     }
 
+    /// `--name`: `text` anywhere in `name`, letter case ignored (Unicode lower-casing).
+    static func name(_ name: String, contains text: String) -> Bool {
+        text.isEmpty || name.lowercased().contains(text.lowercased())
+    }
+
     private func passes(_ device: DiscoveredDevice) -> Bool {
-        if let name = options.name, !(device.name?.localizedStandardContains(name) ?? false) { return false }
+        if let name = options.name, !(device.name.map { Self.name($0, contains: name) } ?? false) { return false }
         if let service = options.service, !device.serviceUUIDs.contains(service), !device.serviceData.contains(where: { $0.uuid == service }) {
             return false
         }
@@ -87,7 +92,7 @@ struct ScanCommand {
 
     private func passes(_ report: ScanReport) -> Bool {
         let summary = AdvertisingData(report.data).summary
-        if let name = options.name, !(summary.name?.localizedStandardContains(name) ?? false) { return false }
+        if let name = options.name, !(summary.name.map { Self.name($0, contains: name) } ?? false) { return false }
         if let service = options.service, !summary.serviceUUIDs.contains(service), !summary.serviceData.contains(where: { $0.uuid == service }) {
             return false
         }

@@ -1,6 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import ATT
 import Bluetooth
-import Foundation
 import GATT
 
 /// `sensortag ADDR [--sensors LIST] [--period MS] [--count N] [--csv FILE]`: switches the chosen
@@ -34,16 +38,16 @@ struct SensorTagCommand {
                 }
             }
         }
-        var csv: FileHandle?
+        // --csv: the header now, one line per field of each reading as it comes.
+        var csv: (descriptor: Int32, path: String)?
         if let csvPath {
-            guard FileManager.default.createFile(atPath: csvPath, contents: Data("time,sensor,field,value\n".utf8)),
-                  let handle = FileHandle(forWritingAtPath: csvPath) else {
-                throw CommandFailure("--csv \(csvPath): cannot create the file", kind: "csv")
+            do {
+                csv = (try FileSystem.createFile(atPath: csvPath, contents: Array("time,sensor,field,value\n".utf8)), csvPath)
+            } catch {
+                throw CommandFailure("--csv: cannot create the file: \(error)", kind: "csv")
             }
-            handle.seekToEndOfFile()
-            csv = handle
         }
-        defer { try? csv?.close() }
+        defer { if let csv { _ = close(csv.descriptor) } }
 
         let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let client = session.client
@@ -100,7 +104,12 @@ struct SensorTagCommand {
                     output.flush()
                     if let csv {
                         let rows = fields.map { "\(format6(seconds)),\(reading.sensor.rawValue),\($0.0),\($0.1)\n" }.joined()
-                        csv.write(Data(rows.utf8))
+                        do {
+                            try FileSystem.append(Array(rows.utf8), to: csv.descriptor, path: csv.path)
+                        } catch {
+                            failure = CommandFailure("--csv: \(error)", kind: "csv")
+                            break loop
+                        }
                     }
                     if let count, received >= count { break loop }
                 case .ended(let error):

@@ -1,6 +1,5 @@
 import ATT
 import Bluetooth
-import Foundation
 import GATT
 
 /// `uart ADDR [--send TEXT] [--controller button:N|color:R,G,B] [--with-response] [--duration S]`:
@@ -53,15 +52,19 @@ struct UARTCommand {
         let oneShot = send != nil
         let events = CommandEvents<Message>(duration: oneShot ? (duration ?? 1) : duration)
         events.forward(subscription.map { Message.received($0) })
+        var failure: (any Error)?
         if let input {
             for line in input { events.yield(.line(line)) }
         } else if !oneShot {
-            Self.readStandardInput(into: events)
+            do {
+                try Self.readStandardInput(into: events)
+            } catch {
+                failure = error
+            }
         }
-        var failure: (any Error)?
         var atLineStart = true
         do {
-            if let send { try await write(send, rx: rx, client: client) }
+            if failure == nil, let send { try await write(send, rx: rx, client: client) }
         } catch {
             failure = error
         }
@@ -121,13 +124,17 @@ struct UARTCommand {
 
     /// One thread reads standard input line by line (a blocking read is the only way to wait
     /// for a terminal) and feeds the command's events; end of input is an event too.
-    static func readStandardInput(into events: CommandEvents<Message>) {
-        let thread = Thread {
-            while let line = Swift.readLine(strippingNewline: true) {
-                events.yield(.line(line))
+    /// Throws when no thread can be started (`pthread_create`'s error).
+    static func readStandardInput(into events: CommandEvents<Message>) throws(CommandFailure) {
+        do {
+            try DetachedThread.start {
+                while let line = Swift.readLine(strippingNewline: true) {
+                    events.yield(.line(line))
+                }
+                events.yield(.inputEnded)
             }
-            events.yield(.inputEnded)
+        } catch {
+            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
         }
-        thread.start()
     }
 }

@@ -1,6 +1,5 @@
 import ATT
 import Bluetooth
-import Foundation
 import HCI
 import L2CAP
 import Emulator
@@ -110,7 +109,7 @@ extension KernelCentral: Scanner {
         return AsyncThrowingStream { continuation in
             let stop = Mutex(false)
             // One reader thread per scan, waking at least every 250 ms to notice the end.
-            let thread = Thread {
+            let reader: @Sendable () -> Void = {
                 var aggregator = ScanAggregator(mode: mode, maximumDevices: limit)
                 while !stop.withLock({ $0 }) {
                     let packet: [UInt8]?
@@ -145,7 +144,12 @@ extension KernelCentral: Scanner {
                     writer = nil
                 }
             }
-            thread.start()
+            do {
+                try DetachedThread.start(reader)
+            } catch {
+                // onTermination (above) disables the scan and closes the socket.
+                continuation.finish(throwing: CommandFailure("scanning: cannot start the reader thread: \(error)", kind: "failure"))
+            }
         }
     }
 }
