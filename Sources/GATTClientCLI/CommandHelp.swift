@@ -9,8 +9,10 @@ public let commandHelpText: [String: String] = [
     "scan": """
         gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
           Advertisers, ADV and SCAN_RSP merged per device (active scan by default: a SensorTag sends its name
-          only in its scan response). On a terminal the list updates in place with a countdown; otherwise one
-          line per new or changed device (--all-reports: one line per report). --duration defaults to 10 s.
+          only in its scan response). On a terminal the list updates in place with a countdown, in colour
+          (NO_COLOR turns colour off); otherwise one line per new or changed device (--all-reports: one line
+          per report). --name matches part of the name, ignoring case; --min-rssi keeps devices at least
+          that strong (e.g. -70). --duration defaults to 10 s.
           examples:
             gattclient scan --name sensortag
             gattclient --json --transport tcp:127.0.0.1:9000 scan --duration 3
