@@ -324,11 +324,14 @@ done
 timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
 wait_for 5 is_up hci0
 wait_for 10 no_links hci0
-mkfifo "$OUT/holder.fifo"
-timeout -k 2 60 stdbuf -oL -eL gatttool -i hci0 -b "$PEER" -t public -I <"$OUT/holder.fifo" >"$OUT/holder.txt" 2>&1 &
+# The fifo lives in the guest's own /tmp: the 9p share of $OUT cannot hold one.
+HOLDER_FIFO=/tmp/holder.fifo
+rm -f "$HOLDER_FIFO"
+mkfifo "$HOLDER_FIFO"
+timeout -k 2 60 stdbuf -oL -eL gatttool -i hci0 -b "$PEER" -t public -I <"$HOLDER_FIFO" >"$OUT/holder.txt" 2>&1 &
 HOLDER_PID=$!
 PIDS+=($HOLDER_PID)
-exec 7>"$OUT/holder.fifo"
+exec 7>"$HOLDER_FIFO"
 echo connect >&7
 if wait_for 20 grep -q 'Connection successful' "$OUT/holder.txt"; then
     links_before=$(hcitool -i hci0 con | tail -n +2 | wc -l)
@@ -405,6 +408,9 @@ if has_address hci3; then
 else
     c8+=("FAIL a second btvirt made no hci3: $(head -c 200 "$OUT/btvirt-dual.log")")
 fi
+# Check 5 needs hci0 powered again.
+timeout 10 btmgmt --index 0 power on >/dev/null 2>&1
+wait_for 5 is_up hci0
 if printf '%s\n' "${c8[@]}" | grep -q '^FAIL'; then
     result FAIL 8-adapter-not-ready "$(printf '%s; ' "${c8[@]}")"
 else
