@@ -17,8 +17,8 @@
 #   7  --security medium: BT_SECURITY on the ATT socket, the kernel pairs and encrypts the link
 #   8  an adapter powered off, and a dual-mode one with LE switched off: without CAP_NET_ADMIN
 #      exit 69 saying what to run; as root gattclient switches LE on itself
-#   9  another ATT client (BlueZ's gatttool, as bluetoothd would) holds the device: our read
-#      shares its link and the holder keeps working
+#   9  another ATT client (BlueZ's gatttool, as bluetoothd would) holds the device: exit 69
+#      naming it and the bluetoothctl line, and the holder keeps its link
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #

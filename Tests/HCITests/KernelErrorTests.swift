@@ -100,14 +100,14 @@ struct KernelErrorMessageTests {
         #expect(error.description == "connecting to C4:BE:84:70:69:09 (random): \(text)")
     }
 
-    @Test("another connection attempt pending on the adapter (bluetoothd's auto-connect)", arguments: [EBUSY, EALREADY, EISCONN])
-    func anotherAttemptPending(_ code: Int32) {
+    @Test("the device's ATT channel held by another client of the adapter (bluetoothd)", arguments: [EBUSY, EALREADY, EISCONN])
+    func attChannelHeld(_ code: Int32) {
         let error = KernelBluetoothError.system(operation: .connectL2CAP(peer: Self.peer, type: .random), errno: Errno(rawValue: code))
         #expect(
             error.description
-                == "connecting to C4:BE:84:70:69:09 (random): the adapter is busy with another connection attempt "
-                + "(bluetoothd connecting to a known device?): retry, or stop bluetoothd's auto-connect "
-                + "(`bluetoothctl disconnect C4:BE:84:70:69:09`, or stop bluetoothd)")
+                == "connecting to C4:BE:84:70:69:09 (random): C4:BE:84:70:69:09 is connected with an ATT channel of "
+                + "another client of this adapter (bluetoothd?): disconnect it first "
+                + "(`bluetoothctl disconnect C4:BE:84:70:69:09`) or stop bluetoothd")
     }
 
     @Test("link failures while receiving and sending")

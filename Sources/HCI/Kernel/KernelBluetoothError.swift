@@ -195,12 +195,11 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
             return "no such adapter \(adapter); list adapters with `hciconfig` or `btmgmt info`"
         case EBUSY, EALREADY, EISCONN:
             if case .connectL2CAP(let peer, _) = operation {
-                // The kernel runs one LE connection attempt at a time: another one is pending
-                // (bluetoothd connects to known devices by itself). A link bluetoothd already
-                // has to the device is shared, not refused.
-                return "the adapter is busy with another connection attempt (bluetoothd connecting to a known "
-                    + "device?): retry, or stop bluetoothd's auto-connect (`bluetoothctl disconnect \(peer)`, "
-                    + "or stop bluetoothd)"
+                // The kernel allows one channel per fixed CID on a link (checked in the VM with
+                // BlueZ's gatttool holding the device): another ATT client of this adapter —
+                // bluetoothd, which connects to known devices by itself — has it.
+                return "\(peer) is connected with an ATT channel of another client of this adapter "
+                    + "(bluetoothd?): disconnect it first (`bluetoothctl disconnect \(peer)`) or stop bluetoothd"
             }
             guard errno.rawValue != EISCONN else { return errno.description }
             let name = operation.adapterIndex.map { "hci\($0)" } ?? "hciN"
