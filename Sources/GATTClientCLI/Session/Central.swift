@@ -140,7 +140,8 @@ struct KernelCentral: Central {
             return try await KernelATTChannel.connect(
                 to: peer.address, type: peer.type, adapter: adapter.address, security: security, timeout: timeout)
         } catch {
-            throw CommandFailure.kernel(error, doing: "connecting to \(peer)")
+            // The kernel's error names the operation and the peer ("connecting to ADDR (type): …").
+            throw CommandFailure.kernel(error, doing: nil, kind: "connect")
         }
     }
 
@@ -172,14 +173,14 @@ struct ReplayCentral: Central {
 }
 
 extension CommandFailure {
-    static func kernel(_ error: KernelBluetoothError, doing what: String) -> CommandFailure {
+    static func kernel(_ error: KernelBluetoothError, doing what: String?, kind: String = "adapter") -> CommandFailure {
         let code: ExitCode
         switch error.kind {
         case .unavailable: code = .unavailable
         case .permissionDenied: code = .permission
         case .failure: code = .failure
         }
-        return CommandFailure("\(what): \(error)", kind: "adapter", exitCode: code)
+        return CommandFailure(what.map { "\($0): \(error)" } ?? "\(error)", kind: kind, exitCode: code)
     }
 }
 
