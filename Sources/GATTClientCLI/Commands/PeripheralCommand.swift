@@ -242,7 +242,7 @@ struct PeripheralCommand {
             events.forward(input.map { Input.line($0) })
         } else {
             do {
-                try Self.readStandardInput(into: events)
+                try events.readStandardInput(line: { .line($0) }, end: .inputEnded)
             } catch {
                 events.finish()
                 acceptor.cancel()
@@ -366,21 +366,6 @@ struct PeripheralCommand {
             output.flush()
         } else {
             printError(text, to: errors)
-        }
-    }
-
-    /// One thread reads standard input line by line and feeds the events; its end is an event.
-    /// Throws when no thread can be started (`pthread_create`'s error).
-    static func readStandardInput(into events: CommandEvents<Input>) throws(CommandFailure) {
-        do {
-            try DetachedThread.start {
-                while let line = Swift.readLine(strippingNewline: true) {
-                    events.yield(.line(line))
-                }
-                events.yield(.inputEnded)
-            }
-        } catch {
-            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
         }
     }
 }

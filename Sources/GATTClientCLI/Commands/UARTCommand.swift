@@ -57,7 +57,7 @@ struct UARTCommand {
             for line in input { events.yield(.line(line)) }
         } else if !oneShot {
             do {
-                try Self.readStandardInput(into: events)
+                try events.readStandardInput(line: { .line($0) }, end: .inputEnded)
             } catch {
                 failure = error
             }
@@ -119,22 +119,6 @@ struct UARTCommand {
             } else {
                 try await client.write(handle: rx.valueHandle, value: chunk)
             }
-        }
-    }
-
-    /// One thread reads standard input line by line (a blocking read is the only way to wait
-    /// for a terminal) and feeds the command's events; end of input is an event too.
-    /// Throws when no thread can be started (`pthread_create`'s error).
-    static func readStandardInput(into events: CommandEvents<Message>) throws(CommandFailure) {
-        do {
-            try DetachedThread.start {
-                while let line = Swift.readLine(strippingNewline: true) {
-                    events.yield(.line(line))
-                }
-                events.yield(.inputEnded)
-            }
-        } catch {
-            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
         }
     }
 }

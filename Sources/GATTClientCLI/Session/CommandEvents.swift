@@ -1,3 +1,4 @@
+import Bluetooth
 import Dispatch
 import Synchronization
 
@@ -68,5 +69,23 @@ final class CommandEvents<Value: Sendable>: Sendable {
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
         continuation.finish()
+    }
+}
+
+extension CommandEvents {
+    /// Reads standard input line by line on a thread of its own (a blocking read is the only
+    /// way to wait for a terminal) and yields `line(text)` for each, then `end`.
+    /// Throws when no thread can be started (`pthread_create`'s error).
+    func readStandardInput(line: @escaping @Sendable (String) -> Value, end: Value) throws(CommandFailure) {
+        do {
+            try DetachedThread.start { [self] in
+                while let text = Swift.readLine(strippingNewline: true) {
+                    yield(line(text))
+                }
+                yield(end)
+            }
+        } catch {
+            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
+        }
     }
 }
