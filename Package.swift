@@ -21,7 +21,8 @@ let package = Package(
         ),
         .target(
             name: "CCrypto",
-            linkerSettings: [.linkedLibrary("crypto")]
+            // libcrypto is opened with dlopen on first use (see chcrypto.c); libdl for glibc < 2.34.
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         .target(name: "HCI", dependencies: ["Bluetooth", "CHCI"]),
         .target(name: "ATT", dependencies: ["Bluetooth"]),

@@ -137,6 +137,9 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
         case .inconsistentDatabase(let handle, let reason):
             return "inconsistent database at handle 0x\(hex4(handle)): \(reason)"
         case .crypto(let code):
+            if code == -7 {
+                return "AES-CMAC needs OpenSSL 3's libcrypto.so.3, which could not be loaded (apt-get install libssl3)"
+            }
             return "AES-CMAC failed (libcrypto error \(code))"
         case .invalidParameter(let reason):
             return "invalid parameter: \(reason)"

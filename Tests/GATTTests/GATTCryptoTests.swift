@@ -247,3 +247,26 @@ struct GATTCryptoTests {
         #expect(Hex.encode(DatabaseHash.characteristicValue(modelHash)) == Self.bumbleHash)
     }
 }
+
+@Suite("GATT crypto: libcrypto loaded on first use")
+struct GATTCryptoLoadingTests {
+    @Test func aMissingLibcryptoIsNamedWithTheFix() {
+        #expect(
+            GATTError.crypto(code: -7).description
+                == "AES-CMAC needs OpenSSL 3's libcrypto.so.3, which could not be loaded (apt-get install libssl3)")
+        #expect(GATTError.crypto(code: -4).description == "AES-CMAC failed (libcrypto error -4)")
+    }
+
+    @Test func concurrentFirstUsesAllSucceed() async throws {
+        // The first call loads the library (once, under pthread_once); calls racing it must all
+        // get the same MAC (RFC 4493 example 2).
+        let key = Hex.decode("2b7e151628aed2a6abf7158809cf4f3c")!
+        let message = Hex.decode("6bc1bee22e409f96e93d7e117393172a")!
+        let macs = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<8 { group.addTask { try AESCMAC.compute(key: key, message: message) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(macs.count == 8)
+        #expect(macs.allSatisfy { $0 == Hex.decode("070a16b46b4d4144f79bdd9dd04a287c")! })
+    }
+}

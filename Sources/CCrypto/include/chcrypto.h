@@ -1,6 +1,7 @@
 /*
  * CCrypto: a thin shim over OpenSSL 3's libcrypto for the one primitive GATT needs, AES-CMAC
- * (RFC 4493). It exists because the EVP_MAC API takes an OSSL_PARAM array built with macros
+ * (RFC 4493). libcrypto.so.3 is loaded (dlopen) on the first call, so that programs that never
+ * sign or hash do not pay for loading it at start-up. It exists because the EVP_MAC API takes an OSSL_PARAM array built with macros
  * (OSSL_PARAM_construct_utf8_string, OSSL_PARAM_END) and opaque handles that Swift cannot
  * import cleanly; the shim hides them behind one call with plain buffers.
  *
@@ -21,6 +22,7 @@ enum {
     CHCRYPTO_EINIT = -4,    /* EVP_MAC_init refused the key or the AES-128-CBC cipher */
     CHCRYPTO_EUPDATE = -5,  /* EVP_MAC_update failed */
     CHCRYPTO_EFINAL = -6,   /* EVP_MAC_final failed or gave other than 16 octets */
+    CHCRYPTO_ELOAD = -7,    /* libcrypto.so.3 (OpenSSL 3) could not be loaded */
 };
 
 /*

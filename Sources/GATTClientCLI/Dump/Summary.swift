@@ -17,8 +17,9 @@ struct CaptureSummary {
     /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen.
     var eventCounts = [Int](repeating: 0, count: HCIEvent.summaryKeyCount)
     var eventNames = [String?](repeating: nil, count: HCIEvent.summaryKeyCount)
-    /// Per command opcode; `commandNames` holds the name of each opcode seen.
-    var commandCounts: [UInt16: Int] = [:]
+    /// Per command opcode (indexed by its 16 bits: no hashing per record); `commandNames` holds
+    /// the name of each opcode seen.
+    var commandCounts = [Int](repeating: 0, count: 0x1_0000)
     var commandNames: [UInt16: String] = [:]
     /// Advertising reports per LE Meta subevent code.
     var advertisingReportCounts = [Int](repeating: 0, count: 256)
@@ -50,7 +51,7 @@ struct CaptureSummary {
 
     var commandsByName: [String: Int] {
         var table: [String: Int] = [:]
-        for (opcode, count) in commandCounts { table[commandNames[opcode] ?? "?", default: 0] += count }
+        for (opcode, name) in commandNames { table[name, default: 0] += commandCounts[Int(opcode)] }
         return table
     }
 
@@ -167,12 +168,9 @@ struct SummaryVisitor: CaptureCountingVisitor {
     }
 
     private mutating func countCommand(_ opcode: HCIOpcode) {
-        if let count = summary.commandCounts[opcode.rawValue] {
-            summary.commandCounts[opcode.rawValue] = count + 1
-        } else {
-            summary.commandCounts[opcode.rawValue] = 1
-            summary.commandNames[opcode.rawValue] = opcode.description
-        }
+        let index = Int(opcode.rawValue)
+        if summary.commandCounts[index] == 0 { summary.commandNames[opcode.rawValue] = opcode.description }
+        summary.commandCounts[index] += 1
     }
 
     // The records `CaptureDecoder.count` checks in place: the same counts as above.
