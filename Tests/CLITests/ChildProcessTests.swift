@@ -9,7 +9,8 @@ import TestSupport
 /// The test helper that runs Bumble peers and `zcat`: children spawned at the same moment from
 /// several threads must not inherit one another's pipes, or a short child's output never ends
 /// while a long-lived sibling (a 60 s Bumble peer) holds its write end. Foundation's `Process`
-/// had that race on Linux and stalled a CI run for two minutes.
+/// has that race on Linux (it lists descriptors to close before spawning); a CI run that froze
+/// until Bumble peers exited most likely met it.
 @Suite struct ChildProcessTests {
     @Test func concurrentSpawnsNeverShareAPipe() async throws {
         let failures = FailureList()

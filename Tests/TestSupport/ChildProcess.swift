@@ -10,13 +10,14 @@ import Synchronization
 ///
 /// Why not Foundation's `Process`: on Linux it closes the parent's descriptors in the child by
 /// listing them *before* `posix_spawn`, so a pipe or socket that another test thread opens in
-/// between is inherited. Foundation's own exit-notification socket has no close-on-exec either.
-/// With a 60 s Bumble peer spawned while another test ran `zcat`, the peer held the write end of
-/// `zcat`'s pipe: reading it to its end, and waiting for `zcat` to exit, then blocked until the
-/// peer exited — both Swift concurrency threads of a 2-core machine, so the whole test run
-/// stalled for a minute at a time. Here every pipe is opened close-on-exec and the child closes
-/// every descriptor above 2 itself (`posix_spawn_file_actions_addclosefrom_np`), whatever other
-/// threads open meanwhile.
+/// between is inherited, and its exit-notification socket has no close-on-exec either; waiting
+/// for a child (its pipe's end, its exit) can then last as long as an unrelated long-lived
+/// sibling holds the inherited copy. A CI run froze twice for about a minute, each time until a
+/// Bumble peer's 60 s or 120 s lifetime ended, while the waits held both Swift concurrency
+/// threads of a 2-core machine — most likely this (not reproduced directly). Here every pipe is
+/// opened close-on-exec and the child closes every descriptor above 2 itself
+/// (`posix_spawn_file_actions_addclosefrom_np`), whatever other threads open meanwhile, and
+/// every wait is bounded.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: `pid` and stdout are set once; `standardInput` is only changed by the test that
     // owns the child (closeStandardInput), and the exit status is behind a Mutex.
