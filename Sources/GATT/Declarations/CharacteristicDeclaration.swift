@@ -1,3 +1,4 @@
+import ATT
 import Bluetooth
 
 /// The value of a characteristic declaration (0x2803): properties, value handle, UUID.
@@ -29,5 +30,33 @@ public struct CharacteristicDeclaration: AttributeValueCodable {
         writer.writeUInt8(properties.rawValue)
         writer.writeUInt16LE(valueHandle)
         writeAttributeUUID(uuid, to: &writer)
+    }
+}
+
+extension Characteristic {
+    /// The characteristic one entry of a Read By Type Response for «Characteristic» declares,
+    /// checked as both characteristic sweeps need it (Vol 3 Part G §4.6.1): the declaration
+    /// inside `range` and after `previous` (the last value handle received), its value handle
+    /// after the declaration and inside `range`. `endHandle` is the value handle until the
+    /// caller learns the next declaration.
+    static func declared(
+        by entry: ReadByTypeResponse.AttributeData, in range: ClosedRange<UInt16>, after previous: UInt16?,
+        opcode: ATTOpcode
+    ) throws(GATTError) -> Characteristic {
+        let handle = entry.handle
+        guard range.contains(handle) else {
+            throw .invalidResponse(opcode: opcode, reason: .handleOutOfRange(handle, range: range))
+        }
+        if let previous, handle <= previous {
+            throw .invalidResponse(opcode: opcode, reason: .handleNotAdvancing(handle, previous: previous))
+        }
+        let declaration = try CharacteristicDeclaration(decoding: entry.value, handle: handle)
+        guard declaration.valueHandle > handle, declaration.valueHandle <= range.upperBound else {
+            throw .invalidResponse(
+                opcode: opcode, reason: .invalidValueHandle(declaration: handle, value: declaration.valueHandle))
+        }
+        return Characteristic(
+            uuid: declaration.uuid, declarationHandle: handle, valueHandle: declaration.valueHandle,
+            endHandle: declaration.valueHandle, properties: declaration.properties)
     }
 }

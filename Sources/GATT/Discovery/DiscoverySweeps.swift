@@ -69,28 +69,12 @@ struct CharacteristicSweep: Hashable, Sendable {
     }
 
     private mutating func accept(_ entry: ReadByTypeResponse.AttributeData, opcode: ATTOpcode) -> GATTError? {
-        let handle = entry.handle
-        guard range.contains(handle) else {
-            return .invalidResponse(opcode: opcode, reason: .handleOutOfRange(handle, range: range))
-        }
-        if let previous = found.last?.valueHandle, handle <= previous {
-            return .invalidResponse(opcode: opcode, reason: .handleNotAdvancing(handle, previous: previous))
-        }
-        let declaration: CharacteristicDeclaration
         do {
-            declaration = try CharacteristicDeclaration(decoding: entry.value, handle: handle)
+            found.append(try Characteristic.declared(by: entry, in: range, after: found.last?.valueHandle, opcode: opcode))
+            return nil
         } catch {
             return error
         }
-        guard declaration.valueHandle > handle, declaration.valueHandle <= range.upperBound else {
-            return .invalidResponse(
-                opcode: opcode, reason: .invalidValueHandle(declaration: handle, value: declaration.valueHandle))
-        }
-        found.append(
-            Characteristic(
-                uuid: declaration.uuid, declarationHandle: handle, valueHandle: declaration.valueHandle,
-                endHandle: declaration.valueHandle, properties: declaration.properties))
-        return nil
     }
 }
 

@@ -62,29 +62,14 @@ public struct DiscoverAllCharacteristics: GATTClientProcedure {
     }
 
     private mutating func accept(_ entry: ReadByTypeResponse.AttributeData, opcode: ATTOpcode) -> GATTError? {
-        let handle = entry.handle
-        guard range.contains(handle) else {
-            return .invalidResponse(opcode: opcode, reason: .handleOutOfRange(handle, range: range))
-        }
-        if let previous = characteristics.last?.valueHandle, handle <= previous {
-            return .invalidResponse(opcode: opcode, reason: .handleNotAdvancing(handle, previous: previous))
-        }
-        let declaration: CharacteristicDeclaration
         do {
-            declaration = try CharacteristicDeclaration(decoding: entry.value, handle: handle)
+            characteristics.append(
+                try Characteristic.declared(by: entry, in: range, after: characteristics.last?.valueHandle, opcode: opcode))
+            lastDeclaration = entry.handle
+            return nil
         } catch {
             return error
         }
-        guard declaration.valueHandle > handle, declaration.valueHandle <= range.upperBound else {
-            return .invalidResponse(
-                opcode: opcode, reason: .invalidValueHandle(declaration: handle, value: declaration.valueHandle))
-        }
-        characteristics.append(
-            Characteristic(
-                uuid: declaration.uuid, declarationHandle: handle, valueHandle: declaration.valueHandle,
-                endHandle: declaration.valueHandle, properties: declaration.properties))
-        lastDeclaration = handle
-        return nil
     }
 
     /// The characteristics with their end handles filled in.
