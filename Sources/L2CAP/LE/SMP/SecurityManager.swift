@@ -90,12 +90,7 @@ public struct PairingRequest: Hashable, Sendable {
     /// Parses the whole command, Code included.
     public init(parsing reader: inout ByteReader) throws(L2CAPError) {
         let c = Self.context
-        let codeOffset = reader.offset
-        let code = try reader.l2capUInt8(c)
-        guard code == SecurityManagerCode.pairingRequest.rawValue else {
-            throw L2CAPError.malformed(
-                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
-        }
+        try reader.smpExpectCode(.pairingRequest, c)
         ioCapability = try reader.l2capUInt8(c)
         oobDataFlag = try reader.l2capUInt8(c)
         authenticationRequirements = try reader.l2capUInt8(c)
@@ -129,12 +124,7 @@ public struct SecurityRequest: Hashable, Sendable {
     /// Parses the whole command, Code included.
     public init(parsing reader: inout ByteReader) throws(L2CAPError) {
         let c = Self.context
-        let codeOffset = reader.offset
-        let code = try reader.l2capUInt8(c)
-        guard code == SecurityManagerCode.securityRequest.rawValue else {
-            throw L2CAPError.malformed(
-                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
-        }
+        try reader.smpExpectCode(.securityRequest, c)
         authenticationRequirements = try reader.l2capUInt8(c)
         try reader.l2capExpectEnd(c)
     }
@@ -158,12 +148,7 @@ public struct PairingFailed: Hashable, Sendable {
     /// Parses the whole command, Code included.
     public init(parsing reader: inout ByteReader) throws(L2CAPError) {
         let c = Self.context
-        let codeOffset = reader.offset
-        let code = try reader.l2capUInt8(c)
-        guard code == SecurityManagerCode.pairingFailed.rawValue else {
-            throw L2CAPError.malformed(
-                context: c, reason: .invalidValue(field: "Code", value: Int(code)), offset: codeOffset)
-        }
+        try reader.smpExpectCode(.pairingFailed, c)
         reason = PairingFailedReason(rawValue: try reader.l2capUInt8(c))
         try reader.l2capExpectEnd(c)
     }
@@ -211,6 +196,17 @@ public struct SecurityManagerResponder: Sendable {
             return .pairingFailed(PairingFailed(reason: .pairingNotSupported), request: code, error: nil)
         } catch {
             return .pairingFailed(PairingFailed(reason: .invalidParameters), request: code, error: error)
+        }
+    }
+}
+
+extension ByteReader {
+    /// Reads the Code octet of an SMP command and checks it is `code`.
+    mutating func smpExpectCode(_ code: SecurityManagerCode, _ context: String) throws(L2CAPError) {
+        let offset = self.offset
+        let read = try l2capUInt8(context)
+        guard read == code.rawValue else {
+            throw L2CAPError.malformed(context: context, reason: .invalidValue(field: "Code", value: Int(read)), offset: offset)
         }
     }
 }
