@@ -73,7 +73,8 @@ final class ClientTestServer: Sendable {
         }
     }
 
-    private static func answer(_ request: ATTPDU, state: inout State) -> ATTPDU {
+    /// The answer to `request` from `state` (shared with `SimulatedAttributeServer`).
+    static func answer(_ request: ATTPDU, state: inout State) -> ATTPDU {
         let mtu = state.mtu
         func inRange(_ start: UInt16, _ end: UInt16) -> [Attribute] {
             state.attributes.filter { $0.handle >= start && $0.handle <= end }

@@ -14,82 +14,33 @@ struct SimulatedAttributeServer {
         var value: [UInt8]
     }
 
-    let attributes: [Attribute]
-    /// End Group Handle of each service declaration.
-    let groupEnds: [UInt16: UInt16]
-    let mtu: Int
+    /// The attributes and MTU, in the form `ClientTestServer` answers from (its request
+    /// table serves both test servers).
+    private var state: ClientTestServer.State
     private(set) var requests = 0
 
     init(attributes: [Attribute], groupEnds: [UInt16: UInt16], mtu: Int) {
-        self.attributes = attributes.sorted { $0.handle < $1.handle }
-        self.groupEnds = groupEnds
-        self.mtu = mtu
+        state = ClientTestServer.State(
+            attributes: attributes.sorted { $0.handle < $1.handle }.map {
+                ClientTestServer.Attribute(handle: $0.handle, type: $0.type, value: $0.value, groupEnd: groupEnds[$0.handle])
+            },
+            mtu: mtu)
     }
 
-    private func error(_ request: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
-        .errorResponse(ErrorResponse(requestOpcode: request, handle: handle, errorCode: code))
-    }
-
-    private func inRange(_ start: UInt16, _ end: UInt16) -> ArraySlice<Attribute> {
-        attributes.filter { $0.handle >= start && $0.handle <= end }[...]
-    }
-
+    /// Read By Group Type (services only), Read By Type, Find Information and Read; anything
+    /// else is Request Not Supported.
     mutating func answer(_ request: ATTPDU) -> ATTPDU {
         requests += 1
         switch request {
-        case .readByGroupTypeRequest(let r):
-            guard r.startingHandle != 0, r.startingHandle <= r.endingHandle else {
-                return error(request.opcode, r.startingHandle, .invalidHandle)
-            }
-            guard r.attributeGroupType == GATTUUID.primaryService || r.attributeGroupType == GATTUUID.secondaryService
-            else { return error(request.opcode, r.startingHandle, .unsupportedGroupType) }
-            var entries: [ReadByGroupTypeResponse.AttributeData] = []
-            for attribute in inRange(r.startingHandle, r.endingHandle) where attribute.type == r.attributeGroupType {
-                let value = Array(attribute.value.prefix(min(mtu - 6, 251)))
-                if let first = entries.first, first.value.count != value.count { break }
-                guard 2 + (entries.count + 1) * (4 + value.count) <= mtu else { break }
-                entries.append(
-                    .init(
-                        handle: attribute.handle, endGroupHandle: groupEnds[attribute.handle] ?? attribute.handle,
-                        value: value))
-            }
-            guard !entries.isEmpty else { return error(request.opcode, r.startingHandle, .attributeNotFound) }
-            return .readByGroupTypeResponse(ReadByGroupTypeResponse(entries: entries))
-        case .readByTypeRequest(let r):
-            guard r.startingHandle != 0, r.startingHandle <= r.endingHandle else {
-                return error(request.opcode, r.startingHandle, .invalidHandle)
-            }
-            var entries: [ReadByTypeResponse.AttributeData] = []
-            for attribute in inRange(r.startingHandle, r.endingHandle) where attribute.type == r.attributeType {
-                let value = Array(attribute.value.prefix(min(mtu - 4, 253)))
-                if let first = entries.first, first.value.count != value.count { break }
-                guard 2 + (entries.count + 1) * (2 + value.count) <= mtu else { break }
-                entries.append(.init(handle: attribute.handle, value: value))
-            }
-            guard !entries.isEmpty else { return error(request.opcode, r.startingHandle, .attributeNotFound) }
-            return .readByTypeResponse(ReadByTypeResponse(entries: entries))
-        case .findInformationRequest(let r):
-            guard r.startingHandle != 0, r.startingHandle <= r.endingHandle else {
-                return error(request.opcode, r.startingHandle, .invalidHandle)
-            }
-            var entries: [FindInformationResponse.Information] = []
-            var short: Bool?
-            for attribute in inRange(r.startingHandle, r.endingHandle) {
-                let isShort = attribute.type.uuid16 != nil
-                if let short, short != isShort { break }
-                short = isShort
-                guard 2 + (entries.count + 1) * (isShort ? 4 : 18) <= mtu else { break }
-                entries.append(.init(handle: attribute.handle, uuid: attribute.type))
-            }
-            guard !entries.isEmpty else { return error(request.opcode, r.startingHandle, .attributeNotFound) }
-            return .findInformationResponse(FindInformationResponse(entries: entries))
-        case .readRequest(let r):
-            guard let attribute = attributes.first(where: { $0.handle == r.handle }) else {
-                return error(request.opcode, r.handle, .invalidHandle)
-            }
-            return .readResponse(ReadResponse(value: Array(attribute.value.prefix(mtu - 1))))
+        case .readByGroupTypeRequest(let r)
+        where r.startingHandle != 0 && r.startingHandle <= r.endingHandle
+            && r.attributeGroupType != GATTUUID.primaryService && r.attributeGroupType != GATTUUID.secondaryService:
+            return .errorResponse(
+                ErrorResponse(requestOpcode: request.opcode, handle: r.startingHandle, errorCode: .unsupportedGroupType))
+        case .readByGroupTypeRequest, .readByTypeRequest, .findInformationRequest, .readRequest:
+            return ClientTestServer.answer(request, state: &state)
         default:
-            return error(request.opcode, 0, .requestNotSupported)
+            return .errorResponse(ErrorResponse(requestOpcode: request.opcode, handle: 0, errorCode: .requestNotSupported))
         }
     }
 
