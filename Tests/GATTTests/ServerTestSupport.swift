@@ -30,13 +30,7 @@ enum ServerFixture {
                 characteristics: [
                     CharacteristicDefinition(uuid: GATTUUID.deviceName, properties: [.read], value: Array("Srv".utf8))
                 ]),
-            ServiceDefinition(
-                uuid: GATTUUID.genericAttribute,
-                characteristics: [
-                    CharacteristicDefinition(
-                        uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
-                        maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()])
-                ]),
+            StandardServices.genericAttributeWithServiceChangedOnly(),
             ServiceDefinition(
                 uuid: u1,
                 characteristics: [

@@ -57,13 +57,7 @@ public final class EmulatedBluefruit: VirtualPeripheral {
                         uuid: GATTUUID.peripheralPreferredConnectionParameters, properties: [.read],
                         value: [0x10, 0x00, 0x3C, 0x00, 0x00, 0x00, 0x90, 0x01], maximumLength: 8, isFixedLength: true),
                 ]),
-            ServiceDefinition(
-                uuid: GATTUUID.genericAttribute,
-                characteristics: [
-                    CharacteristicDefinition(
-                        uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
-                        maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()])
-                ]),
+            StandardServices.genericAttributeWithServiceChangedOnly(),
             ServiceDefinition(
                 uuid: NordicUART.service,
                 characteristics: [

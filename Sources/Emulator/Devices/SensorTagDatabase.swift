@@ -48,13 +48,7 @@ public enum SensorTagDatabase {
     public static func services(address: BluetoothAddress) -> [ServiceDefinition] {
         var services: [ServiceDefinition] = [
             genericAccess(),
-            ServiceDefinition(
-                uuid: GATTUUID.genericAttribute,
-                characteristics: [
-                    CharacteristicDefinition(
-                        uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
-                        maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()])
-                ]),
+            StandardServices.genericAttributeWithServiceChangedOnly(),
             deviceInformation(address: address),
             ServiceDefinition(
                 uuid: .bit16(0x180F),

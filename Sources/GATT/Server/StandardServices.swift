@@ -29,9 +29,7 @@ public enum StandardServices {
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §7.1–§7.4
     public static func genericAttribute(serverSupportedFeatures: UInt8? = nil) -> ServiceDefinition {
         var characteristics = [
-            CharacteristicDefinition(
-                uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
-                maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()]),
+            serviceChanged,
             CharacteristicDefinition(
                 uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: [0x00],
                 maximumLength: ClientSupportedFeatures.maximumLength),
@@ -47,6 +45,17 @@ public enum StandardServices {
         }
         return ServiceDefinition(uuid: GATTUUID.genericAttribute, characteristics: characteristics)
     }
+
+    /// The Generic Attribute service as servers before Core 5.1 have it (the TI CC2650 and
+    /// Bluefruit firmware among them): Service Changed alone.
+    public static func genericAttributeWithServiceChangedOnly() -> ServiceDefinition {
+        ServiceDefinition(uuid: GATTUUID.genericAttribute, characteristics: [serviceChanged])
+    }
+
+    /// Service Changed (0x2A05): indicate only, with its Client Characteristic Configuration.
+    static let serviceChanged = CharacteristicDefinition(
+        uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
+        maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()])
 }
 
 /// The Client Supported Features bits a client sets in the GATT service.

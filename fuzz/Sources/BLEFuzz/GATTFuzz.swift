@@ -95,13 +95,7 @@ enum GATTFuzz {
             ServiceDefinition(
                 uuid: GATTUUID.genericAccess,
                 characteristics: [characteristic(0x2A00, [.read], [.read], "Fuzz")]),
-            ServiceDefinition(
-                uuid: GATTUUID.genericAttribute,
-                characteristics: [
-                    CharacteristicDefinition(
-                        uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [], value: [0, 0, 0, 0],
-                        maximumLength: 4, isFixedLength: true, descriptors: [.clientConfiguration()])
-                ]),
+            StandardServices.genericAttributeWithServiceChangedOnly(),
             ServiceDefinition(
                 uuid: 0xFFF0,
                 characteristics: [
