@@ -33,22 +33,41 @@ public enum FileSystem {
         guard status.st_mode & S_IFMT != S_IFDIR else {
             throw FileSystemError(operation: "read", path: path, errno: Errno(rawValue: EISDIR))
         }
-        // st_size is a hint (0 for pipes and /proc files): read until read(2) says end of file.
+        // st_size is a hint (0 for pipes and /proc files): read until end of file. The buffer
+        // grows uninitialised (no zero-fill, no copy when the size was right): peak memory is
+        // the file, not twice the file (`dump` reads whole captures this way).
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(max(Int(status.st_size), 0) + 1)
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count: Int
-            do {
-                count = try Errno.retryingSyscall {
-                    chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        var capacity = max(Int(status.st_size), 0) + 1
+        var failure: Errno?
+        while failure == nil {
+            if bytes.count == capacity { capacity = max(capacity * 2, bytes.count + 65_536) }
+            let filled = bytes.count
+            var reachedEnd = false
+            let grown = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                guard let base = buffer.baseAddress else { return }
+                if filled > 0 {
+                    bytes.withUnsafeBufferPointer { old in base.initialize(from: old.baseAddress!, count: filled) }
                 }
-            } catch {
-                throw FileSystemError(operation: "read", path: path, errno: error)
+                initialized = filled
+                // Fill the new capacity with read(2) until it is full or the file ends.
+                while initialized < capacity {
+                    let result = read(descriptor, base + initialized, capacity - initialized)
+                    if result > 0 {
+                        initialized += result
+                    } else if result == 0 {
+                        reachedEnd = true
+                        return
+                    } else if errno != EINTR {
+                        failure = .current
+                        return
+                    }
+                }
             }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
+            bytes = grown
+            if reachedEnd { break }
         }
+        if let failure { throw FileSystemError(operation: "read", path: path, errno: failure) }
+        return bytes
     }
 
     /// Replaces the file at `path` with `bytes` atomically: a temporary file in the same
