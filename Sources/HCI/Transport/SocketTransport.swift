@@ -164,24 +164,12 @@ func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws(HCIEr
     return try result.get()
 }
 
-/// Starts a detached POSIX thread running `body` (for bounded blocking work only).
+/// Starts a detached POSIX thread running `body` (for bounded blocking work only); with no
+/// thread to be had, runs it here rather than lose the work.
 func runOnDedicatedThread(_ body: @escaping @Sendable () -> Void) {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let created = pthread_create(
-        &thread, nil,
-        { argument in
-            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-            return nil
-        }, box)
-    if created == 0 {
-        pthread_detach(thread)
-    } else {
-        // No thread to be had: run here rather than lose the work.
-        Unmanaged<Box>.fromOpaque(box).takeRetainedValue().body()
+    do {
+        try DetachedThread.start(body)
+    } catch {
+        body()
     }
 }
