@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
-        .testTarget(name: "RobustnessTests", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -75,13 +75,6 @@ func residentBytes() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
-/// True when this process runs under AddressSanitizer (its quarantine keeps up to 256 MiB of
-/// freed memory resident, so memory bounds get that much slack). The runtime is linked
-/// statically into the test binary; its entry point is exported.
-let runsUnderAddressSanitizer: Bool = {
-    if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil { return true }
-    return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
-}()
 
 /// A small database for the peer's GATT server.
 ///

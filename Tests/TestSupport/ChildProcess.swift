@@ -213,5 +213,26 @@ public final class ChildProcess: @unchecked Sendable {
     }
 }
 
-/// Heap bytes in use in this process (glibc's mallinfo2), for leak measurements.
+/// Heap bytes in use in this process, for leak measurements: glibc's mallinfo2, or under
+/// AddressSanitizer the sanitizer's count of allocated bytes (freed memory held in its
+/// quarantine, which stays resident, is not counted).
 public func heapBytesInUse() -> Int { Int(ctest_heap_in_use()) }
+
+/// Heap growth since `before`, for leak bounds in a process where other suites allocate in
+/// parallel: samples the heap up to `attempts` times, 100 ms apart, and returns the smallest
+/// growth seen, stopping as soon as it is under `limit`. A neighbour's passing allocation is
+/// thereby not taken for a leak; memory that stays allocated still counts.
+public func settledHeapGrowth(since before: Int, below limit: Int, attempts: Int = 20) async -> Int {
+    var growth = heapBytesInUse() - before
+    var attempt = 1
+    while growth >= limit && attempt < attempts {
+        try? await Task.sleep(for: .milliseconds(100))
+        growth = min(growth, heapBytesInUse() - before)
+        attempt += 1
+    }
+    return growth
+}
+
+/// True when this process runs under AddressSanitizer (its allocator, with redzones and a
+/// quarantine of freed memory, serves the heap).
+public let runsUnderAddressSanitizer: Bool = ctest_address_sanitizer_heap() != 0

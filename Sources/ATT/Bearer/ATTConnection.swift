@@ -211,7 +211,7 @@ public actor ATTConnection {
                     deliveringBatch = true
                     for sdu in sdus { perform(bearer.receive(sdu)) }
                     deliveringBatch = false
-                    sdus.removeAll(keepingCapacity: true)
+                    FIFOBuffer.clear(&sdus)
                     inboundQueue.wake()
                 }
             } else {
@@ -351,8 +351,7 @@ public protocol ATTBatchReceivingChannel: ATTChannel {
 /// when none is buffered. Cancelling the waiting consumer ends it (as for an `AsyncStream`).
 final class ATTInboundQueue: Sendable {
     private struct State {
-        var buffer: [ATTPDU] = []
-        var head = 0
+        var buffer = FIFOBuffer<ATTPDU>()
         var waiters: [CheckedContinuation<Void, Never>] = []
         var isFinished = false
 
@@ -393,15 +392,7 @@ final class ATTInboundQueue: Sendable {
     func next() async -> ATTPDU? {
         while true {
             let (pdu, finished) = state.withLock { state -> (ATTPDU?, Bool) in
-                if state.head < state.buffer.count {
-                    let pdu = state.buffer[state.head]
-                    state.head += 1
-                    if state.head == state.buffer.count {
-                        state.buffer.removeAll(keepingCapacity: true)
-                        state.head = 0
-                    }
-                    return (pdu, false)
-                }
+                if let pdu = state.buffer.popFirst() { return (pdu, false) }
                 return (nil, state.isFinished)
             }
             if let pdu { return pdu }
@@ -409,7 +400,7 @@ final class ATTInboundQueue: Sendable {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
-                        if state.head < state.buffer.count || state.isFinished { return true }
+                        if !state.buffer.isEmpty || state.isFinished { return true }
                         if Task.isCancelled {
                             state.isFinished = true
                             return true

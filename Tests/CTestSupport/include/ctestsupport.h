@@ -9,7 +9,11 @@ int ctest_pipe_cloexec(int fds[2]);
 /// posix_spawn_file_actions_addclosefrom_np(actions, from) (glibc 2.34+): 0, or an errno value.
 int ctest_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
-/// Heap bytes in use (glibc mallinfo2: allocated arena bytes plus mmapped blocks).
+/// Heap bytes in use: glibc mallinfo2 (allocated arena bytes plus mmapped blocks), or under
+/// AddressSanitizer its count of allocated bytes (its quarantine excluded).
 unsigned long long ctest_heap_in_use(void);
+
+/// 1 when the heap is AddressSanitizer's (its runtime is linked in), else 0.
+int ctest_address_sanitizer_heap(void);
 
 #endif

@@ -1,4 +1,5 @@
 import ATT
+import Bluetooth
 import Synchronization
 
 /// The received SDUs of one ATT channel waiting for its reader: a bounded FIFO behind a lock,
@@ -13,14 +14,12 @@ final class ATTSDUQueue: Sendable {
     enum PushResult { case enqueued, full, terminated }
 
     private struct State {
-        var buffer: [[UInt8]] = []
-        /// Index of the first SDU not yet taken by `next()`.
-        var head = 0
+        var buffer = FIFOBuffer<[UInt8]>()
         var waiters: [CheckedContinuation<Void, Never>] = []
         var isFinished = false
         var failure: (any Error)?
 
-        var buffered: Int { buffer.count - head }
+        var buffered: Int { buffer.count }
 
         mutating func takeWaiters() -> [CheckedContinuation<Void, Never>] {
             guard !waiters.isEmpty else { return [] }
@@ -71,15 +70,7 @@ final class ATTSDUQueue: Sendable {
     func next() async throws -> [UInt8]? {
         while true {
             let poll = state.withLock { state -> (sdu: [UInt8]?, end: Poll) in
-                if state.head < state.buffer.count {
-                    let sdu = state.buffer[state.head]
-                    state.head += 1
-                    if state.head == state.buffer.count {
-                        state.buffer.removeAll(keepingCapacity: true)
-                        state.head = 0
-                    }
-                    return (sdu, .ready)
-                }
+                if let sdu = state.buffer.popFirst() { return (sdu, .ready) }
                 return (nil, ended(&state))
             }
             if let sdu = poll.sdu { return sdu }
@@ -97,17 +88,8 @@ final class ATTSDUQueue: Sendable {
     func receiveAll(into sdus: inout [[UInt8]]) async throws -> Bool {
         while true {
             let end = state.withLock { state -> Poll in
-                if state.head < state.buffer.count {
-                    if state.head > 0 {
-                        state.buffer.removeFirst(state.head)
-                        state.head = 0
-                    }
-                    if sdus.isEmpty {
-                        swap(&sdus, &state.buffer)
-                    } else {
-                        sdus.append(contentsOf: state.buffer)
-                        state.buffer.removeAll(keepingCapacity: true)
-                    }
+                if !state.buffer.isEmpty {
+                    state.buffer.moveAll(into: &sdus)
                     return .ready
                 }
                 return ended(&state)

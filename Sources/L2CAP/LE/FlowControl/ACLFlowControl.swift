@@ -1,3 +1,4 @@
+import Bluetooth
 import HCI
 
 /// Host-to-controller ACL data flow control for LE connections, as a sans-I/O state machine.
@@ -55,23 +56,11 @@ public struct ACLFlowControl: Sendable {
 
     private struct Connection: Sendable {
         var handle: UInt16
-        var frames: [QueuedFrame] = []
-        var head = 0
+        var frames = FIFOBuffer<QueuedFrame>()
         /// ACL data packets the controller holds for this connection.
         var inFlight = 0
 
-        var queuedCount: Int { frames.count - head }
-
-        mutating func popHead() {
-            head += 1
-            if head == frames.count {
-                frames.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 16 && head * 2 >= frames.count {
-                frames.removeFirst(head)
-                head = 0
-            }
-        }
+        var queuedCount: Int { frames.count }
     }
 
     public let bufferSize: ACLBufferSize
@@ -112,7 +101,7 @@ public struct ACLFlowControl: Sendable {
         if cursor > index { cursor -= 1 }
         if cursor >= connections.count { cursor = 0 }
         availableCredits += connection.inFlight
-        let dropped = connection.frames[connection.head...]
+        let dropped = connection.frames.elements
         totalQueued -= dropped.count
         return Removal(
             handle: handle, returnedCredits: connection.inFlight, droppedFrames: dropped.count,
@@ -170,16 +159,18 @@ public struct ACLFlowControl: Sendable {
         while let packet = dequeue() { packets.append(packet) }
     }
 
-    private mutating func takePacket(from index: Int) -> ACLDataPacket {
+    /// The next fragment of the connection's oldest PDU; nil when none is queued.
+    private mutating func takePacket(from index: Int) -> ACLDataPacket? {
         let handle = connections[index].handle
-        let head = connections[index].head
-        let offset = connections[index].frames[head].sent
-        let packet = ACLFragmenter.fragment(
-            of: connections[index].frames[head].bytes, at: offset, handle: handle,
-            maximumDataLength: bufferSize.packetLength)
-        connections[index].frames[head].sent = offset + packet.data.count
-        if connections[index].frames[head].sent >= connections[index].frames[head].bytes.count {
-            connections[index].popHead()
+        let maximumDataLength = bufferSize.packetLength
+        let next = connections[index].frames.updateFirst { frame in
+            let packet = ACLFragmenter.fragment(of: frame.bytes, at: frame.sent, handle: handle, maximumDataLength: maximumDataLength)
+            frame.sent += packet.data.count
+            return (packet, frame.sent >= frame.bytes.count)
+        }
+        guard let (packet, finished) = next else { return nil }
+        if finished {
+            _ = connections[index].frames.popFirst()
             totalQueued -= 1
         }
         connections[index].inFlight += 1
