@@ -23,7 +23,7 @@ public struct DumpCommand {
         var damage: String?
         if options.summary {
             var visitor = SummaryVisitor()
-            while let record = reader.next() { decoder.count(record, visitor: &visitor) }
+            decoder.countAll(&reader, visitor: &visitor)
             damage = reader.damage?.description
             visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
         } else if json {

@@ -175,18 +175,18 @@ struct SummaryVisitor: CaptureCountingVisitor {
 
     // The records `CaptureDecoder.count` checks in place: the same counts as above.
 
-    mutating func count(command opcode: HCIOpcode, record: CaptureRecord) {
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord.Header) {
         summary.records += 1
         summary.packetTypeCounts[Int(HCIPacketType.command.rawValue)] += 1
         countCommand(opcode)
     }
 
-    mutating func count(aclPacket record: CaptureRecord) {
+    mutating func count(aclPacket record: CaptureRecord.Header) {
         summary.records += 1
         summary.packetTypeCounts[Int(HCIPacketType.acl.rawValue)] += 1
     }
 
-    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord) {
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header) {
         summary.records += 1
         summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
         // HCIEvent.summaryKey and summaryName of an LE Meta event.
@@ -195,12 +195,12 @@ struct SummaryVisitor: CaptureCountingVisitor {
         summary.eventCounts[key] += 1
     }
 
-    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header) {
         summary.advertisingReportCounts[Int(subevent.rawValue)] += 1
         if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
     }
 
-    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord.Header) {
         summary.attOpcodeCounts[Int(opcode.rawValue)] += 1
         if !wellFormed { summary.attMalformed += 1 }
         if let errorCode { summary.attErrorCounts[Int(errorCode.rawValue)] += 1 }

@@ -6,7 +6,7 @@
 extension CaptureReader {
     static let btsnoopRecordHeaderLength = 24
 
-    mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord? {
+    mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord.Header? {
         let start = offset
         let available = bytes.count - start
         if available == 0 { return end() }
@@ -56,7 +56,7 @@ extension CaptureReader {
 /// nanoseconds, captured length, original length) then the captured octets.
 /// - SeeAlso: draft-ietf-opsawg-pcap §5 (Packet Record)
 extension CaptureReader {
-    mutating func nextPcap() -> CaptureRecord? {
+    mutating func nextPcap() -> CaptureRecord.Header? {
         let start = offset
         let available = bytes.count - start
         if available == 0 { return end() }
@@ -89,7 +89,7 @@ extension CaptureReader {
     /// Decodes the link-layer header of a pcap/pcapng packet of a supported link type.
     func linkLayerRecord(
         linkType: PcapLinkType, number: Int, timestamp: Int64, start: Int, end: Int, original: Int
-    ) -> CaptureRecord {
+    ) -> CaptureRecord.Header {
         switch linkType {
         case .bluetoothHCIH4:
             return h4Record(
@@ -110,9 +110,9 @@ extension CaptureReader {
         }
     }
 
-    private func emptyRecord(number: Int, timestamp: Int64, at end: Int, original: Int) -> CaptureRecord {
-        CaptureRecord(
-            number: number, timestamp: timestamp, direction: .unknown, kind: .empty, bytes: bytes[end..<end],
+    private func emptyRecord(number: Int, timestamp: Int64, at end: Int, original: Int) -> CaptureRecord.Header {
+        CaptureRecord.Header(
+            number: number, timestamp: timestamp, direction: .unknown, kind: .empty, range: end..<end,
             originalLength: Swift.max(original, 0))
     }
 }

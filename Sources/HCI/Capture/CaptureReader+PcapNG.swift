@@ -64,7 +64,7 @@ extension CaptureReader {
     static let pcapngSimplePacket: UInt32 = 3
     static let pcapngEnhancedPacket: UInt32 = 6
 
-    mutating func nextPcapNG() -> CaptureRecord? {
+    mutating func nextPcapNG() -> CaptureRecord.Header? {
         while true {
             let start = offset
             let available = bytes.count - start
@@ -165,7 +165,7 @@ extension CaptureReader {
     /// Validates and consumes one packet block; nil when it was skipped or damaged.
     private mutating func packet(
         interfaceID: Int, ticks: UInt64?, start: Int, captured: Int, original: Int, blockStart: Int, blockEnd: Int
-    ) -> CaptureRecord? {
+    ) -> CaptureRecord.Header? {
         guard interfaceID < section.interfaces.count else {
             return stop(
                 at: blockStart,

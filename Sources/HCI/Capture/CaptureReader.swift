@@ -88,7 +88,7 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             offset = 0
             // Find out before the first record whether any interface carries HCI.
             var probe = self
-            if probe.next() == nil {
+            if probe.nextHeader() == nil {
                 if !probe.section.sawSupportedInterface, let linkType = probe.section.firstUnsupportedLinkType {
                     throw HCIError.unsupported(linkType: linkType)
                 }
@@ -104,6 +104,13 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
 
     /// The next record; nil at the end of the file or at damage (then `damage` is set).
     public mutating func next() -> CaptureRecord? {
+        guard let header = nextHeader() else { return nil }
+        return CaptureRecord(header, in: bytes)
+    }
+
+    /// The next record's header (its bytes are `bytes[header.range]`), as `next()` would return
+    /// the record: for walking the file buffer without a slice (and its reference) per record.
+    public mutating func nextHeader() -> CaptureRecord.Header? {
         // Each decoder sets `isFinished` at the end of the file and at damage.
         if isFinished { return nil }
         switch mode {
@@ -130,13 +137,13 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     }
 
     /// Ends iteration at a clean end of file.
-    mutating func end() -> CaptureRecord? {
+    mutating func end() -> CaptureRecord.Header? {
         isFinished = true
         return nil
     }
 
     /// Ends iteration with `reason` at `offset`, for the record that would have been next.
-    mutating func stop(at offset: Int, _ reason: CaptureDamage.Reason) -> CaptureRecord? {
+    mutating func stop(at offset: Int, _ reason: CaptureDamage.Reason) -> CaptureRecord.Header? {
         isFinished = true
         damage = CaptureDamage(recordNumber: recordCount + 1, offset: offset, reason: reason)
         return nil
@@ -147,24 +154,24 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     @inline(__always)
     func h4Record(
         number: Int, timestamp: Int64, direction: CaptureDirection, start: Int, end: Int, original: Int
-    ) -> CaptureRecord {
+    ) -> CaptureRecord.Header {
         guard start < end else {
-            return CaptureRecord(
+            return CaptureRecord.Header(
                 number: number, timestamp: timestamp, direction: direction, kind: .empty,
-                bytes: bytes[end..<end], originalLength: Swift.max(original - 1, 0))
+                range: end..<end, originalLength: Swift.max(original - 1, 0))
         }
         let indicator = bytes[start]
         let kind: CaptureRecord.Kind
         if let type = HCIPacketType(rawValue: indicator) { kind = .packet(type) } else { kind = .unknown(indicator: indicator) }
-        return CaptureRecord(
+        return CaptureRecord.Header(
             number: number, timestamp: timestamp, direction: direction, kind: kind,
-            bytes: bytes[(start + 1)..<end], originalLength: original - 1)
+            range: (start + 1)..<end, originalLength: original - 1)
     }
 
     /// A BlueZ monitor record (btsnoop 2001, pcap 254) whose payload is `start..<end`.
     func monitorRecord(
         number: Int, timestamp: Int64, opcode: MonitorOpcode, index: UInt16, start: Int, end: Int, original: Int
-    ) -> CaptureRecord {
+    ) -> CaptureRecord.Header {
         let kind: CaptureRecord.Kind
         let direction: CaptureDirection
         if let packet = opcode.packet {
@@ -174,9 +181,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             kind = .note(opcode)
             direction = .unknown
         }
-        return CaptureRecord(
+        return CaptureRecord.Header(
             number: number, timestamp: timestamp, direction: direction, kind: kind,
-            bytes: bytes[start..<end], controllerIndex: index, originalLength: original)
+            range: start..<end, controllerIndex: index, originalLength: original)
     }
 }
 

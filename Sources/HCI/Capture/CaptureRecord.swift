@@ -73,6 +73,22 @@ public struct CaptureRecord: Hashable, Sendable {
         self.originalLength = originalLength ?? bytes.count
     }
 
+    /// A record from its header and the file it lies in (`file[header.range]` are its bytes).
+    @inlinable
+    public init(_ header: Header, in file: [UInt8]) {
+        self.init(
+            number: header.number, timestamp: header.timestamp, direction: header.direction, kind: header.kind,
+            bytes: file[header.range], controllerIndex: header.controllerIndex, originalLength: header.originalLength)
+    }
+
+    /// The record's facts, its bytes given by their indices (`bytes.indices`).
+    @inlinable
+    public var header: Header {
+        Header(
+            number: number, timestamp: timestamp, direction: direction, kind: kind, range: bytes.indices,
+            controllerIndex: controllerIndex, originalLength: originalLength)
+    }
+
     /// The HCI packet type, or nil for notes, unknown indicators and empty records.
     @inlinable
     public var packetType: HCIPacketType? {
@@ -83,4 +99,41 @@ public struct CaptureRecord: Hashable, Sendable {
     /// True when the capture kept fewer bytes than the packet had (snap length).
     @inlinable
     public var isTruncated: Bool { bytes.count < originalLength }
+}
+
+extension CaptureRecord {
+    /// A record's facts and where its packet lies in the file buffer, without the slice: what
+    /// `CaptureReader.nextHeader()` returns, so that a reader walking the file buffer itself
+    /// (as `dump --summary` counting does) costs no reference counting per record.
+    public struct Header: Hashable, Sendable {
+        public var number: Int
+        public var timestamp: Int64
+        public var direction: CaptureDirection
+        public var kind: Kind
+        /// The indices of the record's `bytes` in the reader's file buffer.
+        public var range: Range<Int>
+        public var controllerIndex: UInt16
+        public var originalLength: Int
+
+        @inlinable
+        public init(
+            number: Int, timestamp: Int64, direction: CaptureDirection, kind: Kind, range: Range<Int>,
+            controllerIndex: UInt16 = 0, originalLength: Int? = nil
+        ) {
+            self.number = number
+            self.timestamp = timestamp
+            self.direction = direction
+            self.kind = kind
+            self.range = range
+            self.controllerIndex = controllerIndex
+            self.originalLength = originalLength ?? range.count
+        }
+
+        /// The HCI packet type, or nil for notes, unknown indicators and empty records.
+        @inlinable
+        public var packetType: HCIPacketType? {
+            if case .packet(let type) = kind { return type }
+            return nil
+        }
+    }
 }

@@ -56,23 +56,24 @@ public protocol CaptureVisitor {
 /// What `CaptureDecoder.count(_:visitor:)` reports for the records it checks in place, without
 /// building packet values (for counting, as `dump --summary` does). Every other record, and
 /// every record the in-place checks do not accept, goes through the `CaptureVisitor` calls of
-/// `decode(_:visitor:)`.
+/// `decode(_:visitor:)`. The in-place records come as their header only (no slice of the file
+/// buffer, so no reference to count per record).
 public protocol CaptureCountingVisitor: CaptureVisitor {
     /// A well-formed HCI command packet (checked as `HCIPacket` checks it).
-    mutating func count(command opcode: HCIOpcode, record: CaptureRecord)
+    mutating func count(command opcode: HCIOpcode, record: CaptureRecord.Header)
     /// A well-formed ACL data packet (checked as `ACLDataPacket` checks it); what its L2CAP frame
     /// carries follows.
-    mutating func count(aclPacket record: CaptureRecord)
+    mutating func count(aclPacket record: CaptureRecord.Header)
     /// A well-formed LE Advertising Report or LE Extended Advertising Report event (checked as
     /// `HCIEvent` checks it); each report's data follows, in order.
-    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord)
+    mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header)
     /// One report of that event: its advertising data (in the file buffer, valid during the
     /// call only).
-    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord)
+    mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header)
     /// An ATT PDU on the fixed channel whose strict decode `CaptureDecoder.inPlaceATTCheck`
     /// decides without building it: its opcode, whether `ATTPDU(decoding:)` accepts it, and for an
     /// accepted Error Response its Error Code. Other ATT PDUs arrive decoded, by `visit(att:record:)`.
-    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord)
+    mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord.Header)
 }
 
 /// Decodes capture records at every layer (used by `gattclient dump`, replay and monitor): HCI packets, advertising reports, ACL → L2CAP
@@ -121,25 +122,68 @@ public struct CaptureDecoder: Sendable {
     /// records (commands, ACL data, advertising report events, notifications) in place in the
     /// file buffer instead of building their values; the rest are decoded.
     public mutating func count<V: CaptureCountingVisitor>(_ record: CaptureRecord, visitor: inout V) {
-        let counted = record.bytes.withUnsafeBufferPointer { bytes in
-            countInPlace(bytes, record: record, visitor: &visitor)
+        let header = record.header
+        let outcome = record.bytes.withUnsafeBufferPointer { bytes in
+            countInPlace(bytes, record: header, visitor: &visitor)
         }
-        if !counted { decode(record, visitor: &visitor) }
+        finish(outcome, record: record, visitor: &visitor)
     }
 
-    /// Counts `record` (whose packet is `bytes`) when its checks can be made in place; false
-    /// when it must be decoded.
+    /// Counts every record of `reader` up to its end or damage, with the same visitor calls as
+    /// `while let record = reader.next() { count(record, visitor: &visitor) }`, but the records
+    /// checked in place are read from the file buffer by their header alone: no `CaptureRecord`
+    /// (and no reference to the buffer) is made for them.
+    public mutating func countAll<V: CaptureCountingVisitor>(_ reader: inout CaptureReader, visitor: inout V) {
+        let file = reader.bytes
+        file.withUnsafeBufferPointer { buffer in
+            while let header = reader.nextHeader() {
+                let outcome = countInPlace(UnsafeBufferPointer(rebasing: buffer[header.range]), record: header, visitor: &visitor)
+                if case .counted = outcome { continue }
+                finish(outcome, record: CaptureRecord(header, in: file), visitor: &visitor)
+            }
+        }
+    }
+
+    /// What `countInPlace` left to do.
+    private enum InPlaceOutcome {
+        /// Counted: nothing left.
+        case counted
+        /// To be decoded in full.
+        case decode
+        /// A well-formed ACL data packet, already counted, whose fragment goes through `acl`.
+        case aclFragment(handle: UInt16, packetBoundary: UInt8)
+    }
+
+    /// Does what `countInPlace` left for `record`.
+    private mutating func finish<V: CaptureCountingVisitor>(_ outcome: InPlaceOutcome, record: CaptureRecord, visitor: inout V) {
+        switch outcome {
+        case .counted:
+            break
+        case .decode:
+            decode(record, visitor: &visitor)
+        case .aclFragment(let handle, let packetBoundary):
+            let counted = acl(
+                handle: handle, packetBoundary: packetBoundary, data: record.bytes.dropFirst(4), record: record,
+                visitor: &visitor, counting: true)
+            if let counted {
+                visitor.count(att: counted.opcode, wellFormed: counted.wellFormed, errorCode: counted.errorCode, record: record.header)
+            }
+        }
+    }
+
+    /// Counts the record `record` (whose packet is `bytes`) as far as its checks can be made in
+    /// place; says what is left.
     private mutating func countInPlace<V: CaptureCountingVisitor>(
-        _ bytes: UnsafeBufferPointer<UInt8>, record: CaptureRecord, visitor: inout V
-    ) -> Bool {
+        _ bytes: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header, visitor: inout V
+    ) -> InPlaceOutcome {
         switch record.kind {
         case .packet(.acl):
             // ACLDataPacket: Handle ≤ 0x0EFF, Data_Total_Length equal to what follows.
-            guard bytes.count >= 4 else { return false }
+            guard bytes.count >= 4 else { return .decode }
             let field = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
             let handle = field & 0x0FFF
             let length = Int(bytes[2]) | Int(bytes[3]) << 8
-            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { return false }
+            guard handle <= ConnectionHandleRange.max, bytes.count - 4 == length else { return .decode }
             visitor.count(aclPacket: record)
             let packetBoundary = UInt8(field >> 12 & 0b11)
             // A whole B-frame on the ATT channel in one start fragment (L2CAP Length equal to
@@ -153,29 +197,23 @@ public struct CaptureDecoder: Sendable {
                 let limit = sent ? sentReassembler.maximumLength : receivedReassembler.maximumLength
                 if idle, length - 4 <= limit {
                     visitor.count(att: ATTOpcode(bytes[8]), wellFormed: check.wellFormed, errorCode: check.errorCode, record: record)
-                    return true
+                    return .counted
                 }
             }
-            let counted = acl(
-                handle: handle, packetBoundary: packetBoundary, data: record.bytes.dropFirst(4), record: record,
-                visitor: &visitor, counting: true)
-            if let counted {
-                visitor.count(att: counted.opcode, wellFormed: counted.wellFormed, errorCode: counted.errorCode, record: record)
-            }
-            return true
+            return .aclFragment(handle: handle, packetBoundary: packetBoundary)
         case .packet(.command):
             // HCIPacket: opcode, Parameter_Total_Length equal to what follows.
-            guard bytes.count >= 3, Int(bytes[2]) == bytes.count - 3 else { return false }
+            guard bytes.count >= 3, Int(bytes[2]) == bytes.count - 3 else { return .decode }
             visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8), record: record)
-            return true
+            return .counted
         case .packet(.event):
             // HCIEvent: code, Parameter_Total_Length equal to what follows; LE Meta 0x3E.
-            guard bytes.count >= 4, bytes[0] == 0x3E, Int(bytes[1]) == bytes.count - 2 else { return false }
+            guard bytes.count >= 4, bytes[0] == 0x3E, Int(bytes[1]) == bytes.count - 2 else { return .decode }
             let subevent = LESubeventCode(rawValue: bytes[2])
             let parameters = UnsafeBufferPointer(rebasing: bytes[3...])
             switch subevent.rawValue {
             case 0x02:
-                guard Self.isWellFormedLegacyReports(parameters) else { return false }
+                guard Self.isWellFormedLegacyReports(parameters) else { return .decode }
                 visitor.count(advertisingReportEvent: subevent, record: record)
                 var index = 1
                 for _ in 0..<Int(parameters[0]) {
@@ -184,9 +222,9 @@ public struct CaptureDecoder: Sendable {
                     visitor.count(advertisingReport: subevent, data: data, record: record)
                     index += 10 + length
                 }
-                return true
+                return .counted
             case 0x0D:
-                guard Self.isWellFormedExtendedReports(parameters) else { return false }
+                guard Self.isWellFormedExtendedReports(parameters) else { return .decode }
                 visitor.count(advertisingReportEvent: subevent, record: record)
                 let fixed = LEExtendedAdvertisingReport.fixedLength
                 var index = 1
@@ -196,12 +234,12 @@ public struct CaptureDecoder: Sendable {
                     visitor.count(advertisingReport: subevent, data: data, record: record)
                     index += fixed + length
                 }
-                return true
+                return .counted
             default:
-                return false
+                return .decode
             }
         default:
-            return false
+            return .decode
         }
     }
 

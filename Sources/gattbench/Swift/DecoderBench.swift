@@ -30,13 +30,13 @@ struct DecoderBenchmark {
         mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {}
 
         // `CaptureDecoder.count`: the records it checks in place.
-        mutating func count(command opcode: HCIOpcode, record: CaptureRecord) { records += 1 }
-        mutating func count(aclPacket record: CaptureRecord) { records += 1 }
-        mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord) { records += 1 }
-        mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord) {
+        mutating func count(command opcode: HCIOpcode, record: CaptureRecord.Header) { records += 1 }
+        mutating func count(aclPacket record: CaptureRecord.Header) { records += 1 }
+        mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header) { records += 1 }
+        mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header) {
             reports += 1
         }
-        mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord) {
+        mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord.Header) {
             att += 1
             opcodes[Int(opcode.rawValue)] += 1
             if !wellFormed { attErrors += 1 }
@@ -68,7 +68,7 @@ struct DecoderBenchmark {
             readTimes.append(start - read)
             let before = gattbench_allocation_count()
             if counting {
-                while let record = reader.next() { decoder.count(record, visitor: &visitor) }
+                decoder.countAll(&reader, visitor: &visitor)
             } else {
                 while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
             }
