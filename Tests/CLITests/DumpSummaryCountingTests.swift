@@ -1,3 +1,4 @@
+import ATT
 import Foundation
 import Bluetooth
 import HCI
@@ -5,17 +6,32 @@ import L2CAP
 import Testing
 @testable import GATTClientCLI
 
-/// `dump --summary` counts with `CaptureDecoder.count` (commands, ACL data, advertising report
-/// events and notifications checked in place): its summary must equal the one built from the
-/// full `CaptureDecoder.decode` path, on real captures and on corrupted copies of them.
+/// `dump --summary` counts with `CaptureDecoder.countAll` (commands, ACL data, advertising
+/// report events and notifications checked in place in the file buffer): its summary must equal
+/// the one built record by record with `CaptureDecoder.count` and the one built from the full
+/// `CaptureDecoder.decode` path, on real captures and on corrupted copies of them.
 @Suite struct DumpSummaryCountingTests {
-    /// The summary of `bytes` (a capture file), counted (`lean`) or fully decoded, as text and JSON.
+    /// The summary of `bytes` (a capture file), counted (`lean`: by `countAll`, and checked
+    /// equal to `count` record by record) or fully decoded, as text and JSON.
     static func summary(of bytes: [UInt8], lean: Bool) throws -> [String] {
+        if lean {
+            let all = try summary(of: bytes, path: .countAll)
+            #expect(all == (try summary(of: bytes, path: .count)))
+            return all
+        }
+        return try summary(of: bytes, path: .decode)
+    }
+
+    enum Path { case decode, count, countAll }
+
+    static func summary(of bytes: [UInt8], path: Path) throws -> [String] {
         var reader = try CaptureReader(bytes: bytes)
         var decoder = CaptureDecoder()
         var visitor = SummaryVisitor()
-        while let record = reader.next() {
-            if lean { decoder.count(record, visitor: &visitor) } else { decoder.decode(record, visitor: &visitor) }
+        switch path {
+        case .decode: while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+        case .count: while let record = reader.next() { decoder.count(record, visitor: &visitor) }
+        case .countAll: decoder.countAll(&reader, visitor: &visitor)
         }
         var text = BufferedOutput.capturing()
         visitor.summary.write(json: false, file: "f", damage: reader.damage?.description, output: &text)
@@ -87,10 +103,11 @@ import Testing
             let frame = [UInt8(pdu.count), 0x00, 0x04, 0x00] + pdu
             try add(.acl, [0x40, 0x20, UInt8(frame.count), 0x00] + frame)
         }
-        // Every opcode checked in place, at lengths 1–6, handle zero and not, whole and in two
-        // fragments; and two decoded ones (Read By Type, Find Information).
-        for opcode: UInt8 in [0x01, 0x02, 0x03, 0x0A, 0x0B, 0x0C, 0x0D, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x08, 0x04] {
-            for length in 1...6 {
+        // Every opcode checked in place, at lengths 1–8 and around 21, handle zero and not,
+        // whole and in two fragments; and decoded ones (Read By Type, Find Information Response).
+        let opcodes: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x06, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x08, 0x05]
+        for opcode in opcodes {
+            for length in Array(1...8) + [20, 21, 22] {
                 for filler: UInt8 in [0x00, 0x06] {
                     let pdu = [opcode] + [UInt8](repeating: filler, count: length - 1)
                     let frame = [UInt8(pdu.count), 0x00, 0x04, 0x00] + pdu
@@ -134,5 +151,31 @@ import Testing
         let lean = try Self.summary(of: bytes, lean: true)
         #expect(lean == (try Self.summary(of: bytes, lean: false)))
         #expect(lean.contains { $0.contains("malformed") })
+    }
+
+    /// `CaptureDecoder.inPlaceATTCheck` agrees with `ATTPDU(decoding:)` on every opcode it
+    /// decides, at every length up to 24 octets, with zero, 0x06 and random filler.
+    @Test func inPlaceATTCheckAgreesWithStrictDecode() {
+        var state: UInt64 = 0x1234_5678
+        var decided = Set<UInt8>()
+        for opcode in 0...255 {
+            for length in 1...24 {
+                for fill in 0..<3 {
+                    var pdu = [UInt8(opcode)]
+                    for _ in 1..<length {
+                        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                        pdu.append(fill == 0 ? 0x00 : fill == 1 ? 0x06 : UInt8(truncatingIfNeeded: state >> 33))
+                    }
+                    guard let check = pdu.withUnsafeBufferPointer({ CaptureDecoder.inPlaceATTCheck($0) }) else { continue }
+                    decided.insert(UInt8(opcode))
+                    let decoded = try? ATTPDU(decoding: pdu)
+                    #expect(check.wellFormed == (decoded != nil), "opcode \(opcode) length \(length)")
+                    var errorCode: ATTErrorCode?
+                    if case .errorResponse(let response)? = decoded { errorCode = response.errorCode }
+                    #expect(check.errorCode == errorCode, "opcode \(opcode) length \(length)")
+                }
+            }
+        }
+        #expect(decided == [0x01, 0x02, 0x03, 0x04, 0x06, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52])
     }
 }

@@ -254,12 +254,21 @@ public struct CaptureDecoder: Sendable {
             return count == 5 ? (true, ATTErrorCode(pdu[4])) : (false, nil)
         case 0x02, 0x03:  // Exchange MTU Request / Response: one 16-bit MTU.
             return (count == 3, nil)
+        case 0x04:  // Find Information Request: Starting Handle, Ending Handle.
+            return (count == 5, nil)
+        case 0x06:  // Find By Type Value Request: handles, 16-bit Attribute Type, any value.
+            return (count >= 7, nil)
         case 0x0A:  // Read Request: Attribute Handle.
             return (count == 3, nil)
         case 0x0C:  // Read Blob Request: Attribute Handle, Value Offset.
             return (count == 5, nil)
-        case 0x0B, 0x0D:  // Read Response, Read Blob Response: any value.
+        case 0x0E:  // Read Multiple Request: a whole number of 16-bit handles.
+            return ((count - 1) % 2 == 0, nil)
+        case 0x0B, 0x0D, 0x0F:  // Read Response, Read Blob Response, Read Multiple Response: any value.
             return (true, nil)
+        case 0x10:  // Read By Group Type Request: handles, a 16-bit or 128-bit UUID.
+            // (Not Read By Type Request: `att` remembers its type for the response.)
+            return (count == 7 || count == 21, nil)
         case 0x12, 0x52:  // Write Request, Write Command: Attribute Handle (any), any value.
             return (count >= 3, nil)
         case 0x13, 0x1E:  // Write Response, Handle Value Confirmation: the opcode alone.
