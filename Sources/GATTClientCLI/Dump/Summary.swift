@@ -186,6 +186,14 @@ struct SummaryVisitor: CaptureCountingVisitor {
         summary.packetTypeCounts[Int(HCIPacketType.acl.rawValue)] += 1
     }
 
+    mutating func count(event code: HCIEventCode, record: CaptureRecord.Header) {
+        summary.records += 1
+        summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
+        let key = HCIEvent.summaryKey(code: code)
+        if summary.eventNames[key] == nil { summary.eventNames[key] = HCIEvent.summaryName(key: key) }
+        summary.eventCounts[key] += 1
+    }
+
     mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header) {
         summary.records += 1
         summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
@@ -260,15 +268,37 @@ extension HCIEvent {
     /// The event's name for counting (LE Meta events by subevent).
     var summaryName: String {
         switch self {
-        case .commandComplete: return "Command Complete"
-        case .commandStatus: return "Command Status"
-        case .disconnectionComplete: return "Disconnection Complete"
-        case .numberOfCompletedPackets: return "Number Of Completed Packets"
-        case .hardwareError: return "Hardware Error"
-        case .encryptionChange: return "Encryption Change"
-        case .dataBufferOverflow: return "Data Buffer Overflow"
         case .leMeta(let meta): return "LE Meta: \(meta.subeventCode)"
-        case .unknown(let code, _): return "event 0x" + hex(UInt16(code.rawValue), 2)
+        default: return Self.summaryName(key: summaryKey)
+        }
+    }
+
+    /// The `summaryKey` of a well-formed event with code `code` other than LE Meta (whose key
+    /// needs the subevent), without building it: what `CaptureDecoder.count` gives.
+    static func summaryKey(code: HCIEventCode) -> Int {
+        switch code.rawValue {
+        case 0x0E: return 0
+        case 0x0F: return 1
+        case 0x05: return 2
+        case 0x13: return 3
+        case 0x10: return 4
+        case 0x08, 0x59: return 5
+        case 0x1A: return 6
+        default: return 0x200 | Int(code.rawValue)
+        }
+    }
+
+    /// The `summaryName` of a key other than LE Meta's.
+    static func summaryName(key: Int) -> String {
+        switch key {
+        case 0: return "Command Complete"
+        case 1: return "Command Status"
+        case 2: return "Disconnection Complete"
+        case 3: return "Number Of Completed Packets"
+        case 4: return "Hardware Error"
+        case 5: return "Encryption Change"
+        case 6: return "Data Buffer Overflow"
+        default: return "event 0x" + hex(UInt16(key & 0xFF), 2)
         }
     }
 }

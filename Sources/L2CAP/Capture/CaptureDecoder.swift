@@ -64,6 +64,9 @@ public protocol CaptureCountingVisitor: CaptureVisitor {
     /// A well-formed ACL data packet (checked as `ACLDataPacket` checks it); what its L2CAP frame
     /// carries follows.
     mutating func count(aclPacket record: CaptureRecord.Header)
+    /// A well-formed Command Complete, Command Status or Number Of Completed Packets event
+    /// (checked as `HCIEvent` checks it).
+    mutating func count(event code: HCIEventCode, record: CaptureRecord.Header)
     /// A well-formed LE Advertising Report or LE Extended Advertising Report event (checked as
     /// `HCIEvent` checks it); each report's data follows, in order.
     mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header)
@@ -207,37 +210,71 @@ public struct CaptureDecoder: Sendable {
             visitor.count(command: HCIOpcode(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8), record: record)
             return .counted
         case .packet(.event):
-            // HCIEvent: code, Parameter_Total_Length equal to what follows; LE Meta 0x3E.
-            guard bytes.count >= 4, bytes[0] == 0x3E, Int(bytes[1]) == bytes.count - 2 else { return .decode }
-            let subevent = LESubeventCode(rawValue: bytes[2])
-            let parameters = UnsafeBufferPointer(rebasing: bytes[3...])
-            switch subevent.rawValue {
-            case 0x02:
-                guard Self.isWellFormedLegacyReports(parameters) else { return .decode }
-                visitor.count(advertisingReportEvent: subevent, record: record)
+            // HCIEvent: code, Parameter_Total_Length equal to what follows.
+            guard bytes.count >= 2, Int(bytes[1]) == bytes.count - 2 else { return .decode }
+            let parameters = UnsafeBufferPointer(rebasing: bytes[2...])
+            switch bytes[0] {
+            case 0x3E:
+                return countLEMeta(parameters, record: record, visitor: &visitor)
+            case 0x0E:
+                // CommandCompleteEvent: Num_HCI_Command_Packets, Command_Opcode, any return parameters.
+                guard parameters.count >= 3 else { return .decode }
+            case 0x0F:
+                // CommandStatusEvent: Status, Num_HCI_Command_Packets, Command_Opcode, nothing more.
+                guard parameters.count == 4 else { return .decode }
+            case 0x13:
+                // NumberOfCompletedPacketsEvent: Num_Handles, then per handle a Connection_Handle
+                // ≤ 0x0EFF and Num_Completed_Packets; nothing more.
+                guard let first = parameters.first, parameters.count - 1 == Int(first) * 4 else { return .decode }
                 var index = 1
-                for _ in 0..<Int(parameters[0]) {
-                    let length = Int(parameters[index + 8])
-                    let data = UnsafeBufferPointer(rebasing: parameters[(index + 9)..<(index + 9 + length)])
-                    visitor.count(advertisingReport: subevent, data: data, record: record)
-                    index += 10 + length
+                while index < parameters.count {
+                    guard UInt16(parameters[index]) | UInt16(parameters[index + 1]) << 8 <= ConnectionHandleRange.max else {
+                        return .decode
+                    }
+                    index += 4
                 }
-                return .counted
-            case 0x0D:
-                guard Self.isWellFormedExtendedReports(parameters) else { return .decode }
-                visitor.count(advertisingReportEvent: subevent, record: record)
-                let fixed = LEExtendedAdvertisingReport.fixedLength
-                var index = 1
-                for _ in 0..<Int(parameters[0]) {
-                    let length = Int(parameters[index + fixed - 1])
-                    let data = UnsafeBufferPointer(rebasing: parameters[(index + fixed)..<(index + fixed + length)])
-                    visitor.count(advertisingReport: subevent, data: data, record: record)
-                    index += fixed + length
-                }
-                return .counted
             default:
                 return .decode
             }
+            visitor.count(event: HCIEventCode(rawValue: bytes[0]), record: record)
+            return .counted
+        default:
+            return .decode
+        }
+    }
+
+    /// Counts an LE Meta event whose parameters (subevent code first) are `p` when it is a
+    /// well-formed advertising report event; says what is left.
+    private func countLEMeta<V: CaptureCountingVisitor>(
+        _ p: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header, visitor: inout V
+    ) -> InPlaceOutcome {
+        guard p.count >= 2 else { return .decode }
+        let subevent = LESubeventCode(rawValue: p[0])
+        let parameters = UnsafeBufferPointer(rebasing: p[1...])
+        switch subevent.rawValue {
+        case 0x02:
+            guard Self.isWellFormedLegacyReports(parameters) else { return .decode }
+            visitor.count(advertisingReportEvent: subevent, record: record)
+            var index = 1
+            for _ in 0..<Int(parameters[0]) {
+                let length = Int(parameters[index + 8])
+                let data = UnsafeBufferPointer(rebasing: parameters[(index + 9)..<(index + 9 + length)])
+                visitor.count(advertisingReport: subevent, data: data, record: record)
+                index += 10 + length
+            }
+            return .counted
+        case 0x0D:
+            guard Self.isWellFormedExtendedReports(parameters) else { return .decode }
+            visitor.count(advertisingReportEvent: subevent, record: record)
+            let fixed = LEExtendedAdvertisingReport.fixedLength
+            var index = 1
+            for _ in 0..<Int(parameters[0]) {
+                let length = Int(parameters[index + fixed - 1])
+                let data = UnsafeBufferPointer(rebasing: parameters[(index + fixed)..<(index + fixed + length)])
+                visitor.count(advertisingReport: subevent, data: data, record: record)
+                index += fixed + length
+            }
+            return .counted
         default:
             return .decode
         }

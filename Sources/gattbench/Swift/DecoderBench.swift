@@ -32,6 +32,7 @@ struct DecoderBenchmark {
         // `CaptureDecoder.count`: the records it checks in place.
         mutating func count(command opcode: HCIOpcode, record: CaptureRecord.Header) { records += 1 }
         mutating func count(aclPacket record: CaptureRecord.Header) { records += 1 }
+        mutating func count(event code: HCIEventCode, record: CaptureRecord.Header) { records += 1 }
         mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header) { records += 1 }
         mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header) {
             reports += 1
