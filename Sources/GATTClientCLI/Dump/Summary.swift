@@ -14,7 +14,8 @@ struct CaptureSummary {
     var packetTypeCounts = [Int](repeating: 0, count: 256)
     /// Records that are not HCI packets (unknown indicator, empty), by description.
     var otherRecordKinds: [String: Int] = [:]
-    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen.
+    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen (set when its
+    /// count leaves 0, so the hot path reads no string).
     var eventCounts = [Int](repeating: 0, count: HCIEvent.summaryKeyCount)
     var eventNames = [String?](repeating: nil, count: HCIEvent.summaryKeyCount)
     /// Per command opcode (indexed by its 16 bits: no hashing per record); `commandNames` holds
@@ -161,7 +162,7 @@ struct SummaryVisitor: CaptureCountingVisitor {
             countCommand(opcode)
         case .event(let event)?:
             let key = event.summaryKey
-            if summary.eventNames[key] == nil { summary.eventNames[key] = event.summaryName }
+            if summary.eventCounts[key] == 0 { summary.eventNames[key] = event.summaryName }
             summary.eventCounts[key] += 1
         default: break
         }
@@ -190,7 +191,7 @@ struct SummaryVisitor: CaptureCountingVisitor {
         summary.records += 1
         summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
         let key = HCIEvent.summaryKey(code: code)
-        if summary.eventNames[key] == nil { summary.eventNames[key] = HCIEvent.summaryName(key: key) }
+        if summary.eventCounts[key] == 0 { summary.eventNames[key] = HCIEvent.summaryName(key: key) }
         summary.eventCounts[key] += 1
     }
 
@@ -199,7 +200,7 @@ struct SummaryVisitor: CaptureCountingVisitor {
         summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
         // HCIEvent.summaryKey and summaryName of an LE Meta event.
         let key = 0x100 | Int(subevent.rawValue)
-        if summary.eventNames[key] == nil { summary.eventNames[key] = "LE Meta: \(subevent)" }
+        if summary.eventCounts[key] == 0 { summary.eventNames[key] = "LE Meta: \(subevent)" }
         summary.eventCounts[key] += 1
     }
 

@@ -6,6 +6,7 @@
 extension CaptureReader {
     static let btsnoopRecordHeaderLength = 24
 
+    @usableFromInline
     mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord.Header? {
         let start = offset
         let available = bytes.count - start
@@ -56,6 +57,7 @@ extension CaptureReader {
 /// nanoseconds, captured length, original length) then the captured octets.
 /// - SeeAlso: draft-ietf-opsawg-pcap §5 (Packet Record)
 extension CaptureReader {
+    @usableFromInline
     mutating func nextPcap() -> CaptureRecord.Header? {
         let start = offset
         let available = bytes.count - start

@@ -64,6 +64,7 @@ extension CaptureReader {
     static let pcapngSimplePacket: UInt32 = 3
     static let pcapngEnhancedPacket: UInt32 = 6
 
+    @usableFromInline
     mutating func nextPcapNG() -> CaptureRecord.Header? {
         while true {
             let start = offset

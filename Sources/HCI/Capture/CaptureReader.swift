@@ -20,9 +20,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     /// Set when decoding stopped before the end of the file.
     public internal(set) var damage: CaptureDamage?
 
-    enum Mode: Sendable { case btsnoopH4, btsnoopMonitor, pcap, pcapng }
-    let mode: Mode
-    var isFinished = false
+    @usableFromInline enum Mode: Sendable { case btsnoopH4, btsnoopMonitor, pcap, pcapng }
+    @usableFromInline let mode: Mode
+    @usableFromInline var isFinished = false
     // Classic pcap header facts.
     var pcapLinkType = PcapLinkType(rawValue: 0)
     var pcapBigEndian = false
@@ -110,6 +110,8 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
 
     /// The next record's header (its bytes are `bytes[header.range]`), as `next()` would return
     /// the record: for walking the file buffer without a slice (and its reference) per record.
+    /// (Inlinable: the counting loop of another module calls it per record.)
+    @inlinable
     public mutating func nextHeader() -> CaptureRecord.Header? {
         // Each decoder sets `isFinished` at the end of the file and at damage.
         if isFinished { return nil }
