@@ -104,8 +104,11 @@ import Testing
             try add(.acl, [0x40, 0x20, UInt8(frame.count), 0x00] + frame)
         }
         // Every opcode checked in place, at lengths 1–8 and around 21, handle zero and not,
-        // whole and in two fragments; and decoded ones (Read By Type, Find Information Response).
-        let opcodes: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x06, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52, 0x08, 0x05]
+        // whole and in two fragments; and decoded ones (Read By Type Request, Prepare Write).
+        let opcodes: [UInt8] = [
+            0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13,
+            0x1B, 0x1D, 0x1E, 0x52, 0x08, 0x16,
+        ]
         for opcode in opcodes {
             for length in Array(1...8) + [20, 21, 22] {
                 for filler: UInt8 in [0x00, 0x06] {
@@ -181,11 +184,21 @@ import Testing
         var decided = Set<UInt8>()
         for opcode in 0...255 {
             for length in 1...24 {
-                for fill in 0..<3 {
+                // Zeros, 0x06, random; ascending and descending octets (handle ranges both ways);
+                // Length/Format octet 1, 2, 4 or 6 then random (whole lists of each entry size).
+                for fill in 0..<9 {
                     var pdu = [UInt8(opcode)]
-                    for _ in 1..<length {
+                    for index in 1..<length {
                         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                        pdu.append(fill == 0 ? 0x00 : fill == 1 ? 0x06 : UInt8(truncatingIfNeeded: state >> 33))
+                        let random = UInt8(truncatingIfNeeded: state >> 33)
+                        switch fill {
+                        case 0: pdu.append(0x00)
+                        case 1: pdu.append(0x06)
+                        case 2: pdu.append(random)
+                        case 3: pdu.append(UInt8(index))
+                        case 4: pdu.append(UInt8(255 - index))
+                        default: pdu.append(index == 1 ? [1, 2, 4, 6][fill - 5] : random)
+                        }
                     }
                     guard let check = pdu.withUnsafeBufferPointer({ CaptureDecoder.inPlaceATTCheck($0) }) else { continue }
                     decided.insert(UInt8(opcode))
@@ -197,6 +210,10 @@ import Testing
                 }
             }
         }
-        #expect(decided == [0x01, 0x02, 0x03, 0x04, 0x06, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x1B, 0x1D, 0x1E, 0x52])
+        #expect(
+            decided == [
+                0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13,
+                0x1B, 0x1D, 0x1E, 0x52,
+            ])
     }
 }

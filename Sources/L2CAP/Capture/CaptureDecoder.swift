@@ -281,8 +281,8 @@ public struct CaptureDecoder: Sendable {
     }
 
     /// Whether `ATTPDU(decoding:)` (no MTU) accepts `pdu`, for the opcodes whose parsers are a
-    /// fixed length or a fixed head and any value (the Error Code too, for an Error Response);
-    /// nil for the others, which must be decoded.
+    /// fixed length, a fixed head and any value, or a list of same-size entries (the Error Code
+    /// too, for an Error Response); nil for the others, which must be decoded.
     public static func inPlaceATTCheck(_ pdu: UnsafeBufferPointer<UInt8>) -> (wellFormed: Bool, errorCode: ATTErrorCode?)? {
         guard let opcode = pdu.first else { return nil }
         let count = pdu.count
@@ -301,6 +301,21 @@ public struct CaptureDecoder: Sendable {
             return (count == 5, nil)
         case 0x0E:  // Read Multiple Request: a whole number of 16-bit handles.
             return ((count - 1) % 2 == 0, nil)
+        case 0x05:  // Find Information Response: Format, then handle–UUID pairs of its width.
+            guard count >= 2 else { return (false, nil) }
+            switch pdu[1] {
+            case 0x01: return (isWellFormedList(pdu, head: 2, entry: 4, ranged: false), nil)
+            case 0x02: return (isWellFormedList(pdu, head: 2, entry: 18, ranged: false), nil)
+            default: return (false, nil)
+            }
+        case 0x07:  // Find By Type Value Response: Found Attribute Handle–Group End Handle pairs.
+            return (isWellFormedList(pdu, head: 1, entry: 4, ranged: true), nil)
+        case 0x09:  // Read By Type Response: Length ≥ 2, then handle–value entries of that length.
+            guard count >= 2, pdu[1] >= 2 else { return (false, nil) }
+            return (isWellFormedList(pdu, head: 2, entry: Int(pdu[1]), ranged: false), nil)
+        case 0x11:  // Read By Group Type Response: Length ≥ 4, then handle–end–value entries.
+            guard count >= 2, pdu[1] >= 4 else { return (false, nil) }
+            return (isWellFormedList(pdu, head: 2, entry: Int(pdu[1]), ranged: true), nil)
         case 0x0B, 0x0D, 0x0F:  // Read Response, Read Blob Response, Read Multiple Response: any value.
             return (true, nil)
         case 0x10:  // Read By Group Type Request: handles, a 16-bit or 128-bit UUID.
@@ -315,6 +330,22 @@ public struct CaptureDecoder: Sendable {
         default:
             return nil
         }
+    }
+
+    /// Whether `pdu` from `head` on is what the ATT list responses' parsers accept: at least one
+    /// entry of `entry` octets (≥ 2, or ≥ 4 when `ranged`), no partial entry, each entry starting
+    /// with a non-zero handle and, when `ranged`, a second handle not below it.
+    static func isWellFormedList(_ pdu: UnsafeBufferPointer<UInt8>, head: Int, entry: Int, ranged: Bool) -> Bool {
+        let remaining = pdu.count - head
+        guard remaining > 0, remaining % entry == 0 else { return false }
+        var index = head
+        while index < pdu.count {
+            let handle = UInt16(pdu[index]) | UInt16(pdu[index + 1]) << 8
+            guard handle != 0 else { return false }
+            if ranged, handle > UInt16(pdu[index + 2]) | UInt16(pdu[index + 3]) << 8 { return false }
+            index += entry
+        }
+        return true
     }
 
     /// LE Advertising Report parameters as `LEAdvertisingReportEvent` accepts them: Num_Reports
