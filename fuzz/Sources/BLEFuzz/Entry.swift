@@ -125,7 +125,7 @@ enum FuzzTargets {
             name: "gatt-server", invariant: "GATT server: never returns or changes an attribute the permissions forbid; every response fits ATT_MTU",
             run: GATTFuzz.server),
         FuzzTarget(
-            name: "capture", invariant: "btsnoop/pcap/pcapng readers + CaptureDecoder: typed error or records within the file, record count bounded",
+            name: "capture", invariant: "btsnoop/pcap/pcapng readers + CaptureDecoder: typed error or records within the file, record count bounded; dump --summary's in-place counts (count, countAll) equal the full decode's",
             run: HCIFuzz.capture),
         FuzzTarget(
             name: "h4", invariant: "H4 stream framing: packets are whole and parse or fail typed; buffer bounded; a failure is sticky",

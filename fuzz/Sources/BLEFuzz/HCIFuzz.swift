@@ -105,6 +105,28 @@ enum HCIFuzz {
         }
         require(reader.offset <= bytes.count, "reader offset past the end")
         _ = reader.damage?.description
+        summaryPaths(bytes)
+    }
+
+    /// `dump --summary`'s counting paths (`count` per record, `countAll` over the file buffer)
+    /// tally exactly what the full decode does, and end with the same damage.
+    static func summaryPaths(_ bytes: [UInt8]) {
+        guard var decodeReader = try? CaptureReader(bytes: bytes),
+            var countReader = try? CaptureReader(bytes: bytes),
+            var countAllReader = try? CaptureReader(bytes: bytes)
+        else { return }
+        var decoded = CaptureTally(), counted = CaptureTally(), countedAll = CaptureTally()
+        var decoder = CaptureDecoder()
+        while let record = decodeReader.next() { decoder.decode(record, visitor: &decoded) }
+        decoder = CaptureDecoder()
+        while let record = countReader.next() { decoder.count(record, visitor: &counted) }
+        decoder = CaptureDecoder()
+        decoder.countAll(&countAllReader, visitor: &countedAll)
+        require(counted == decoded, "count differs from decode: \(counted) vs \(decoded)")
+        require(countedAll == decoded, "countAll differs from decode: \(countedAll) vs \(decoded)")
+        let damage = decodeReader.damage?.description
+        require(countAllReader.damage?.description == damage, "countAll ends with other damage")
+        require(countAllReader.recordCount == decodeReader.recordCount, "countAll read another number of records")
     }
 }
 
