@@ -163,6 +163,23 @@ extension ByteReader {
         }
     }
 
+    /// The tuples of a list of length-prefixed tuples in what remains (each `headerLength`
+    /// octets, with the little-endian Length of its value at `lengthOffset`, then the value): a
+    /// capacity for the decoded list, so it is allocated once. Counts a last tuple cut short;
+    /// the decode that follows reports any damage.
+    func lengthPrefixedTupleCount(headerLength: Int, lengthOffset: Int) -> Int {
+        let bytes = remaining
+        var index = bytes.startIndex
+        var count = 0
+        while index < bytes.endIndex {
+            count += 1
+            guard bytes.endIndex - index >= headerLength else { break }
+            let length = Int(bytes[index + lengthOffset]) | Int(bytes[index + lengthOffset + 1]) << 8
+            index += headerLength + length
+        }
+        return count
+    }
+
     /// Throws `trailingBytes` when octets remain.
     func expectEnd(_ opcode: ATTOpcode, _ field: String) throws(ATTError) {
         do { try expectEnd() } catch { throw ATTError(error, opcode: opcode, field: field) }

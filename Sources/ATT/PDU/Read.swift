@@ -216,6 +216,7 @@ public struct ReadMultipleVariableResponse: ATTPDUCodable {
             throw ATTError.malformed(opcode: op, field: "Length Value Tuple List", offset: reader.offset, reason: .emptyList)
         }
         var entries: [LengthValue] = []
+        entries.reserveCapacity(reader.lengthPrefixedTupleCount(headerLength: 2, lengthOffset: 0))
         while !reader.isAtEnd {
             let length = try reader.readUInt16LE(op, "Value Length")
             // The last tuple may be cut at ATT_MTU − 1 octets (§3.4.4.12).

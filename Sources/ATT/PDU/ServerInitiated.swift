@@ -86,6 +86,7 @@ public struct MultipleHandleValueNotification: ATTPDUCodable {
                                      reason: .emptyList)
         }
         var entries: [HandleLengthValue] = []
+        entries.reserveCapacity(reader.lengthPrefixedTupleCount(headerLength: 4, lengthOffset: 2))
         while !reader.isAtEnd {
             let handle = try reader.readNonZeroHandle(op, "Attribute Handle")
             let length = try reader.readUInt16LE(op, "Value Length")
