@@ -78,27 +78,16 @@ struct ScanCommand {
 
     /// `--name`: `text` anywhere in `name`, letter case ignored (Unicode lower-casing).
     static func name(_ name: String, contains text: String) -> Bool {
-        text.isEmpty || name.lowercased().contains(text.lowercased())
+        ScanFilter.name(name, contains: text)
     }
 
-    private func passes(_ device: DiscoveredDevice) -> Bool {
-        if let name = options.name, !(device.name.map { Self.name($0, contains: name) } ?? false) { return false }
-        if let service = options.service, !device.serviceUUIDs.contains(service), !device.serviceData.contains(where: { $0.uuid == service }) {
-            return false
-        }
-        if let minimum = options.minimumRSSI, let rssi = device.rssi, Int(rssi) < minimum { return false }
-        return true
+    private var filter: ScanFilter {
+        ScanFilter(name: options.name, service: options.service, minimumRSSI: options.minimumRSSI)
     }
 
-    private func passes(_ report: ScanReport) -> Bool {
-        let summary = AdvertisingData(report.data).summary
-        if let name = options.name, !(summary.name.map { Self.name($0, contains: name) } ?? false) { return false }
-        if let service = options.service, !summary.serviceUUIDs.contains(service), !summary.serviceData.contains(where: { $0.uuid == service }) {
-            return false
-        }
-        if let minimum = options.minimumRSSI, let rssi = report.rssi, Int(rssi) < minimum { return false }
-        return true
-    }
+    private func passes(_ device: DiscoveredDevice) -> Bool { filter.matches(device) }
+
+    private func passes(_ report: ScanReport) -> Bool { filter.matches(report) }
 
     // MARK: output
 

@@ -63,7 +63,7 @@ public struct ScanOptions: Hashable, Sendable {
     public var procedure: Procedure
     /// `.merged` (a device event when first seen or changed) or `.allReports` (every report too).
     public var reportMode: ScanAggregator.ReportMode
-    /// Bound of the device table.
+    /// Bound of the device table (`ScanAggregator.defaultMaximumDevices` unless given).
     public var maximumDevices: Int
     /// Events buffered for a slow consumer; beyond it the oldest are dropped and counted.
     public var bufferLimit: Int
@@ -71,7 +71,7 @@ public struct ScanOptions: Hashable, Sendable {
     public init(
         active: Bool = true, filterDuplicates: Bool = false, interval: UInt16 = 0x0010, window: UInt16 = 0x0010,
         procedure: Procedure = .automatic, reportMode: ScanAggregator.ReportMode = .merged,
-        maximumDevices: Int = 512, bufferLimit: Int = 1024
+        maximumDevices: Int = ScanAggregator.defaultMaximumDevices, bufferLimit: Int = 1024
     ) {
         self.active = active
         self.filterDuplicates = filterDuplicates

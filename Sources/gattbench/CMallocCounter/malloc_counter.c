@@ -42,3 +42,11 @@ int gattbench_malloc_counter_active(void) {
 void gattbench_line_buffer_stdout(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
 
 void gattbench_print_error(const char *message) { fputs(message, stderr); }
+
+/* Heap bytes in use (glibc's mallinfo2: arena bytes allocated plus mmapped blocks); the counter
+ * above forwards to glibc's allocator, so its statistics stay true. */
+#include <malloc.h>
+uint64_t gattbench_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)info.uordblks + (uint64_t)info.hblkhd;
+}

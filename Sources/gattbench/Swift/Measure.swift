@@ -159,9 +159,10 @@ func printTable(_ header: [String], _ rows: [[String]]) {
     for row in rows { print(line(row)) }
 }
 
-/// Human duration per item: "67 ns", "1.20 µs", "12.3 µs".
+/// Human duration per item: "67 ns", "1.20 µs", "12.3 µs", "5.47 ms".
 func perItem(_ nanoseconds: Double) -> String {
     if nanoseconds < 1000 { return fixed(nanoseconds, nanoseconds < 10 ? 1 : 0) + " ns" }
     if nanoseconds < 10_000 { return fixed(nanoseconds / 1000, 2) + " µs" }
-    return fixed(nanoseconds / 1000, 1) + " µs"
+    if nanoseconds < 1_000_000 { return fixed(nanoseconds / 1000, 1) + " µs" }
+    return fixed(nanoseconds / 1_000_000, 2) + " ms"
 }

@@ -11,11 +11,18 @@ let usage = """
            gattbench codec [--iterations N]
            gattbench notify [--count N]
            gattbench discovery [--trace]
+           gattbench scan [--records N]
+           gattbench scan-soak [--minutes N]
+           gattbench startup [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench decoder FILE.btsnoop
 
     all (default): capture decoding on the 100k and 1M files (gattclient dump --summary, --json,
     text; the C floor; btmon -r and tshark -r when installed), PDU codec micro-benchmarks,
-    notifications through the user-space stack, ATT requests of discovery. --quick: 10k and 100k files, 1 run each.
+    notifications through the user-space stack, ATT requests of discovery, scanning (reports/s
+    through parsing, merging and filtering from 1 000 advertisers), start-up to the first HCI
+    command. --quick: 10k and 100k files, 1 run each.
+    scan-soak (not in `all`): the merged scan repeated for N minutes (default 10), heap sampled
+    every 30 s: memory must stay flat.
     Build the gattclient it measures first: swift build -c release --product gattclient
     """
 
@@ -31,6 +38,7 @@ struct Options {
     var seed: UInt64 = 10
     var iterations = 200_000
     var count = 100_000
+    var minutes = 10
     var positional: [String] = []
 }
 
@@ -65,6 +73,7 @@ func parse(_ arguments: [String]) throws -> Options {
         case "--seed": options.seed = UInt64(try number(argument))
         case "--iterations": options.iterations = try number(argument)
         case "--count": options.count = try number(argument)
+        case "--minutes": options.minutes = try number(argument)
         case "-h", "--help":
             print(usage)
             exit(0)
@@ -108,6 +117,18 @@ func printReferences() {
         """)
 }
 
+/// The start-up benchmark, with the C floor binary (built by the capture benchmark, when it ran)
+/// and a one-record capture as its reference.
+func startupBenchmark(_ options: Options) throws -> StartupBenchmark {
+    mkdir(options.directory, 0o755)
+    let one = "\(options.directory)/capture-1.btsnoop"
+    if !fileExists(one) { try generateCapture(records: 1, seed: options.seed, path: one) }
+    let floor = "\(options.directory)/floor"
+    return StartupBenchmark(
+        gattclient: options.gattclient, directory: options.directory, floor: fileExists(floor) ? floor : nil,
+        oneRecordCapture: one, repeats: options.quick ? 3 : 11)
+}
+
 do {
     let options = try parse(Array(CommandLine.arguments.dropFirst()))
     gattbench_line_buffer_stdout()
@@ -130,6 +151,12 @@ do {
         _ = try await NotificationBenchmark(count: options.count).run()
     case "discovery":
         try DiscoveryBenchmark(trace: options.trace).run()
+    case "scan":
+        try ScanBenchmark(records: options.records ?? 200_000, seed: options.seed).run()
+    case "scan-soak":
+        try ScanBenchmark(records: options.records ?? 200_000, seed: options.seed).soak(seconds: options.minutes * 60)
+    case "startup":
+        try startupBenchmark(options).run()
     case "decoder":
         guard options.positional.count == 1 else { throw BenchError(usage) }
         try DecoderBenchmark(path: options.positional[0]).run()
@@ -148,6 +175,8 @@ do {
         _ = try CodecBenchmark(iterations: options.quick ? 20_000 : options.iterations).run()
         _ = try await NotificationBenchmark(count: options.count).run()
         try DiscoveryBenchmark().run()
+        try ScanBenchmark(records: options.quick ? 50_000 : 200_000, seed: options.seed).run()
+        try startupBenchmark(options).run()
         print("\nsuite finished in \(fixed(Double(Clock.monotonic - started) / 1e9, 0)) s")
     default:
         throw BenchError("unknown command \(options.command)\n\(usage)")

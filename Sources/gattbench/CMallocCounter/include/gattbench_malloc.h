@@ -15,6 +15,8 @@
 uint64_t gattbench_allocation_count(void);
 /* Whether the interposed allocator is the one the process uses (a malloc call counts). */
 int gattbench_malloc_counter_active(void);
+/* Heap bytes in use (glibc mallinfo2), for the scan soak. */
+uint64_t gattbench_heap_in_use(void);
 
 
 
