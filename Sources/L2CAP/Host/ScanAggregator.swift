@@ -162,11 +162,12 @@ public struct ScanAggregator: Sendable {
         }
         sequence &+= 1
         let key = Key(address: report.address, addressType: type)
-        // Taken out of the table while it changes, so its arrays are not copied on write.
+        // Taken out of the table (and its binding consumed) while it changes, so its arrays are
+        // uniquely held and not copied on write.
         let known = table.removeValue(forKey: key)?.device
         let isNew = known == nil
         if isNew && table.count >= maximumDevices { evictLeastRecent() }
-        var device = known ?? DiscoveredDevice(address: report.address, addressType: type)
+        var device = (consume known) ?? DiscoveredDevice(address: report.address, addressType: type)
         let before = (device.advertisingData, device.scanResponseData, device.isConnectable)
 
         if let rssi = report.rssi { device.rssi = rssi }
