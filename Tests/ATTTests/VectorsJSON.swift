@@ -1,3 +1,4 @@
+import Bluetooth
 import Testing
 
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A small JSON reader and file access for the shared-vector tests, without Foundation:
+/// A JSON tree and file access for the shared-vector tests, without Foundation:
 /// importing Foundation into the ATTTests module makes its member overloads visible to every
 /// test file of the module and pushes some `#expect` expressions in other suites past the type
 /// checker's limits.
@@ -33,144 +34,34 @@ indirect enum JSONValue: Equatable, Sendable {
     }
     var isNull: Bool { self == .null }
 
+    /// The reader's complaint (offset and reason).
     struct ParseError: Error, CustomStringConvertible {
-        let offset: Int
-        let message: String
-        var description: String { "JSON: \(message) at offset \(offset)" }
+        let underlying: JSONError
+        var offset: Int { underlying.offset }
+        var description: String { underlying.description }
     }
 
-    /// Parses one JSON document (whitespace around it allowed).
+    /// Parses one JSON document (whitespace around it allowed) with the package's strict reader
+    /// (`Bluetooth.JSONValue`), as this simpler tree: objects as dictionaries, numbers as
+    /// doubles, which is what the vector comparisons use.
     static func parse<C: Collection>(_ bytes: C) throws -> JSONValue where C.Element == UInt8 {
-        var parser = Parser(bytes: Array(bytes))
-        let value = try parser.value()
-        parser.skipSpace()
-        guard parser.index == parser.bytes.count else { throw ParseError(offset: parser.index, message: "trailing data") }
-        return value
+        do {
+            return JSONValue(try Bluetooth.JSONValue(parsing: Array(bytes)))
+        } catch {
+            throw ParseError(underlying: error)
+        }
     }
 
-    private struct Parser {
-        let bytes: [UInt8]
-        var index = 0
-
-        init(bytes: [UInt8]) { self.bytes = bytes }
-
-        mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
-        }
-
-        func fail(_ message: String) -> ParseError { ParseError(offset: index, message: message) }
-
-        mutating func expect(_ literal: String, _ value: JSONValue) throws -> JSONValue {
-            let utf8 = Array(literal.utf8)
-            guard index + utf8.count <= bytes.count, Array(bytes[index..<index + utf8.count]) == utf8 else {
-                throw fail("expected \(literal)")
-            }
-            index += utf8.count
-            return value
-        }
-
-        mutating func value() throws -> JSONValue {
-            skipSpace()
-            guard index < bytes.count else { throw fail("unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: "{"): return try object()
-            case UInt8(ascii: "["): return try array()
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): return try expect("true", .bool(true))
-            case UInt8(ascii: "f"): return try expect("false", .bool(false))
-            case UInt8(ascii: "n"): return try expect("null", .null)
-            default: return try number()
-            }
-        }
-
-        mutating func object() throws -> JSONValue {
-            index += 1
-            var members: [String: JSONValue] = [:]
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-            while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
-                let key = try string()
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected :") }
-                index += 1
-                members[key] = try value()
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-                throw fail("expected , or }")
-            }
-        }
-
-        mutating func array() throws -> JSONValue {
-            index += 1
-            var elements: [JSONValue] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
-            while true {
-                elements.append(try value())
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
-                throw fail("expected , or ]")
-            }
-        }
-
-        mutating func hex4() throws -> UInt32 {
-            guard index + 4 <= bytes.count, let v = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
-            else { throw fail("bad \\u escape") }
-            index += 4
-            return v
-        }
-
-        mutating func string() throws -> String {
-            index += 1
-            var out: [UInt8] = []
-            while true {
-                guard index < bytes.count else { throw fail("unterminated string") }
-                let byte = bytes[index]
-                index += 1
-                switch byte {
-                case UInt8(ascii: "\""):
-                    return String(decoding: out, as: UTF8.self)
-                case UInt8(ascii: "\\"):
-                    guard index < bytes.count else { throw fail("unterminated escape") }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                    case UInt8(ascii: "b"): out.append(0x08)
-                    case UInt8(ascii: "f"): out.append(0x0C)
-                    case UInt8(ascii: "n"): out.append(0x0A)
-                    case UInt8(ascii: "r"): out.append(0x0D)
-                    case UInt8(ascii: "t"): out.append(0x09)
-                    case UInt8(ascii: "u"):
-                        var scalar = try hex4()
-                        if (0xD800..<0xDC00).contains(scalar), index + 6 <= bytes.count,
-                           bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
-                            index += 2
-                            let low = try hex4()
-                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                        }
-                        out.append(contentsOf: String(Unicode.Scalar(scalar).map(Character.init) ?? "\u{FFFD}").utf8)
-                    default: throw fail("bad escape")
-                    }
-                default:
-                    out.append(byte)
-                }
-            }
-        }
-
-        mutating func number() throws -> JSONValue {
-            let start = index
-            while index < bytes.count, "+-0123456789.eE".utf8.contains(bytes[index]) { index += 1 }
-            guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else {
-                throw fail("bad number")
-            }
-            return .number(value)
+    init(_ value: Bluetooth.JSONValue) {
+        switch value {
+        case .null: self = .null
+        case .bool(let flag): self = .bool(flag)
+        case .number(let number): self = .number(number.double ?? .nan)
+        case .string(let text): self = .string(text)
+        case .array(let elements): self = .array(elements.map(JSONValue.init))
+        case .object(let members):
+            // Names are unique: the reader rejects a repeated one.
+            self = .object(Dictionary(members.map { ($0.0, JSONValue($0.1)) }, uniquingKeysWith: { _, last in last }))
         }
     }
 }
