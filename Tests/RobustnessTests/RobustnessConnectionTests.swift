@@ -150,6 +150,14 @@ struct RobustnessConnectionTests {
         try await peer.send(.writeResponse(WriteResponse()))
         try await peer.send(.handleValueConfirmation(HandleValueConfirmation()))
         try await peer.send(.errorResponse(ErrorResponse(requestOpcode: .readRequest, handle: 3, errorCode: .invalidHandle)))
+        // A barrier, not a wait: the bearer handles inbound PDUs in order, so its answer to this
+        // request of the peer's (Request Not Supported: no server here) means the four above were
+        // handled with nothing outstanding. Without it our read could go out first and take the
+        // unsolicited Error Response as its answer, as the protocol then demands.
+        try await peer.send(.readRequest(ReadRequest(handle: 0x0001)))
+        try await bounded(10, "our answer to the peer's request") { () async -> Void in
+            for await sdu in peer.received where sdu.first == ATTOpcode.errorResponse.rawValue { return }
+        }
         let answers = Task {
             for await sdu in peer.received where sdu.first == 0x0A {
                 try? await peer.send(.readResponse(ReadResponse(value: [0x99])))
