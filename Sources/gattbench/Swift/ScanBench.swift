@@ -116,10 +116,19 @@ struct ScanBenchmark {
         }
     }
 
-    /// One pass of `gattclient scan --name … --min-rssi …`'s per-event work.
+    /// One pass of `gattclient scan --name … --min-rssi …`'s per-event work, from a new
+    /// aggregator.
     static func mergedScan(_ events: [[UInt8]], maximumDevices: Int) -> Outcome {
         var aggregator = ScanAggregator(maximumDevices: maximumDevices)
         var outcome = Outcome()
+        feed(events, to: &aggregator, outcome: &outcome)
+        outcome.devices = aggregator.devices.count
+        outcome.evicted = aggregator.evictedDevices
+        return outcome
+    }
+
+    /// Each event through `aggregator`, each discovered or updated device through the filter.
+    static func feed(_ events: [[UInt8]], to aggregator: inout ScanAggregator, outcome: inout Outcome) {
         for bytes in events {
             guard case .leMeta(let meta)? = try? HCIEvent(bytes: bytes) else { continue }
             for event in aggregator.receive(meta) {
@@ -135,9 +144,6 @@ struct ScanBenchmark {
                 }
             }
         }
-        outcome.devices = aggregator.devices.count
-        outcome.evicted = aggregator.evictedDevices
-        return outcome
     }
 
     private func measure(_ name: String, _ body: ([[UInt8]]) -> Void) -> Stage {
@@ -164,6 +170,7 @@ struct ScanBenchmark {
         var reports = 0
         var samples: [Int] = []
         var aggregator = ScanAggregator()
+        var outcome = Outcome()
         var passes = 0
         while true {
             let now = Clock.monotonic
@@ -179,13 +186,7 @@ struct ScanBenchmark {
             }
             // One pass through the events, the aggregator kept across passes (a scan that never
             // stops), every change filtered.
-            for bytes in events {
-                guard case .leMeta(let meta)? = try? HCIEvent(bytes: bytes) else { continue }
-                for event in aggregator.receive(meta) {
-                    if case .discovered(let device) = event { blackHole(Self.filter.matches(device)) }
-                    if case .updated(let device) = event { blackHole(Self.filter.matches(device)) }
-                }
-            }
+            Self.feed(events, to: &aggregator, outcome: &outcome)
             reports += reportCount
             passes += 1
         }
@@ -193,7 +194,8 @@ struct ScanBenchmark {
         let steady = samples.dropFirst()
         if let low = steady.min(), let high = steady.max(), let first = steady.first, let last = steady.last {
             print(
-                "heap in use after the first pass: \(first / 1024) KiB → \(last / 1024) KiB over \(passes) passes "
+                "\(grouped(outcome.updated)) updates, \(grouped(outcome.shown)) shown by the filter; "
+                    + "heap in use after the first pass: \(first / 1024) KiB → \(last / 1024) KiB over \(passes) passes "
                     + "(range \(low / 1024)–\(high / 1024) KiB, \(fixed(Double(high - low) / 1024, 0)) KiB): "
                     + (high - low < 1_048_576 ? "FLAT" : "GREW"))
         }
