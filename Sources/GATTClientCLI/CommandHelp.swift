@@ -27,9 +27,13 @@ public let commandHelpText: [String: String] = [
             gattclient --json --transport sim services E8:7F:3A:21:9C:05/random
         """,
     "read": """
-        gattclient read ADDR HANDLE|UUID [--long] [--random]
+        gattclient read ADDR HANDLE|UUID [--long | --no-long] [--random]
         gattclient read ADDR --multiple H,H,...
-          By UUID: Read Using Characteristic UUID (no discovery); by handle: Read (--long: Read Blob until the end).
+          By UUID: Read Using Characteristic UUID (no discovery; --long reads every value again in full); by
+          handle: Read. A value that fills the response (ATT_MTU - 1 octets) is completed with Read Blob until
+          its end; --no-long gives the single response as it came. --multiple: Read Multiple Variable Length,
+          every handle back in the order asked (a cut value completed with Read Blob, the handles that did not
+          fit asked again); one read per handle when the peer rejects it or answers beyond ATT_MTU.
           examples:
             gattclient read 54:6C:0E:12:34:56 2A19
             gattclient read 54:6C:0E:12:34:56 0x0021 --long
@@ -38,7 +42,9 @@ public let commandHelpText: [String: String] = [
     "write": """
         gattclient write ADDR HANDLE|UUID HEX [--no-response | --long | --reliable] [--random]
         gattclient write ADDR HANDLE|UUID --text STR [...]
-          Write Request by default; --no-response: Write Command; --long: Prepare/Execute Write; --reliable:
+          Write Request by default (a value longer than ATT_MTU - 3 octets goes as Prepare/Execute Write, said
+          with -v); --no-response: Write Command, unconfirmed ("sent", with a warning when the characteristic's
+          properties lack write-without-response); --long: Prepare/Execute Write; --reliable:
           prepared writes checked against their echo. A UUID naming several characteristics is refused with
           their handles.
           examples:

@@ -4,7 +4,7 @@ import GATT
 /// `services`, `read`, `write`, `subscribe`: ADDR first, then what they act on.
 func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String, value: String?)]) throws(UsageError) -> Command {
     var random = false
-    var long = false, indicate = false
+    var long = false, noLong = false, indicate = false
     var multiple: [UInt16] = []
     var text: String?
     var modes: [WriteMode] = []
@@ -14,6 +14,7 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         switch (name, flag) {
         case (_, "--random"): random = true
         case ("read", "--long"): long = true
+        case ("read", "--no-long"): noLong = true
         case ("read", "--multiple"):
             for part in (value ?? "").split(separator: ",", omittingEmptySubsequences: false) {
                 multiple.append(try parseHandle(String(part), what: "--multiple"))
@@ -52,12 +53,16 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         guard arguments.isEmpty else { throw UsageError("services takes only the address") }
         return .services(peer)
     case "read":
+        guard !(long && noLong) else { throw UsageError("--long and --no-long exclude each other") }
         if !multiple.isEmpty {
             guard arguments.isEmpty else { throw UsageError("read --multiple takes its handles in --multiple, not as arguments") }
+            guard !noLong else {
+                throw UsageError("read --multiple always reads every value whole; --no-long is for one HANDLE or UUID")
+            }
             return .read(peer, nil, long: long, multiple: multiple)
         }
         guard arguments.count == 1 else { throw UsageError("read needs one HANDLE or UUID after the address") }
-        return .read(peer, try target(arguments[0]), long: long, multiple: [])
+        return .read(peer, try target(arguments[0]), long: long, multiple: [], noLong: noLong)
     case "write":
         guard modes.count <= 1 else { throw UsageError("--no-response, --long and --reliable exclude each other") }
         let value: [UInt8]

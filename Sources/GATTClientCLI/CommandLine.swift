@@ -27,6 +27,9 @@ public struct GlobalOptions: Equatable, Sendable {
     public var replayMatchAny = false
     /// `--replay-conn H`: the recorded connection to replay when a capture holds several.
     public var replayConnection: UInt16?
+    /// `--strict`: a protocol violation by the peer that the ATT connection tolerates (and
+    /// reports as a warning) fails the command instead (exit 1).
+    public var strict = false
 
     public init() {}
 }
@@ -80,7 +83,9 @@ public enum Command: Equatable, Sendable {
     case dump(DumpOptions)
     case monitor(MonitorOptions)
     case services(PeerAddress)
-    case read(PeerAddress, Target?, long: Bool, multiple: [UInt16])
+    /// `long`: `--long` (by UUID, every value read again in full); `noLong`: `--no-long` (the
+    /// single response, not completed with Read Blob).
+    case read(PeerAddress, Target?, long: Bool, multiple: [UInt16], noLong: Bool = false)
     case write(PeerAddress, Target, value: [UInt8], mode: WriteMode)
     case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?)
     case scan(ScanCommandOptions)
@@ -116,7 +121,8 @@ public let commandSummaries: [(String, String)] = [
     ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]",
      "advertisers, ADV and SCAN_RSP merged per device (live list on a terminal)"),
     ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
-    ("read ADDR HANDLE|UUID [--long] [--multiple H,H,...]", "read a value (by UUID: Read Using Characteristic UUID)"),
+    ("read ADDR HANDLE|UUID [--long|--no-long] [--multiple H,H,...]",
+     "read a value, whole (by UUID: Read Using Characteristic UUID)"),
     ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
     ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S]", "print notifications or indications"),
     ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S]",
@@ -130,7 +136,7 @@ public let commandSummaries: [(String, String)] = [
 public let usageText: String = {
     var text = """
     usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [--security LEVEL]
-                  [--replay-match strict|any] [--replay-conn H] [-v] COMMAND ...
+                  [--replay-match strict|any] [--replay-conn H] [--strict] [-v] COMMAND ...
 
     commands:
 
@@ -142,6 +148,8 @@ public let usageText: String = {
 
     transports (--transport, default hci0): hci0 | hci:N | hci-user:N | tcp:HOST:PORT | unix:PATH |
       serial:DEV[@BAUD] | sim[:sensortag,bluefruit] | replay:FILE
+    --security medium|high|fips works on the kernel path (hci0, hci:N) only, until user-space pairing
+      exists; --strict fails a command on a protocol violation by the peer that is otherwise a warning
     addresses: AA:BB:CC:DD:EE:FF, with --random or AA:BB:CC:DD:EE:FF/random for a random address
     handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
 
@@ -208,6 +216,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "strict": options.replayMatchAny = false
             case let other: throw UsageError("--replay-match is 'strict' or 'any', not '\(other)'")
             }
+        case "--strict":
+            if inlineValue != nil { throw UsageError("--strict takes no value") }
+            options.strict = true
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
         case "-h", "--help":

@@ -56,6 +56,16 @@ public func runGATTClient(
 
 public let gattclientVersion = "0.1.0"
 
+/// `runGATTClient` with every connection of the GATT commands made through `central` instead of
+/// the transport `--transport` names (tests: a scripted peer behind the whole command line).
+func runGATTClient(
+    _ arguments: [String], through central: any Central, standardOutput: Int32, standardError: Int32
+) -> Int32 {
+    GATTSession.$injectedCentral.withValue(central) {
+        runGATTClient(arguments, standardOutput: standardOutput, standardError: standardError)
+    }
+}
+
 /// Reports a runtime failure: one line on standard error, and with `--json` the
 /// `{"error":{...}}` document as the last line on standard output.
 func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, errors: Int32 = STDERR_FILENO) -> Int32 {
@@ -118,48 +128,74 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
 func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int32) -> Int32 {
     let options = invocation.options
     let initial = output
+    let diagnostics = SessionDiagnostics(
+        errors: errors, json: options.json, strict: options.strict, verbosity: options.verbosity)
+    let injected = GATTSession.injectedCentral
     let result = runAsync { () async -> (Int32, BufferedOutput) in
-        var out = initial
-        do {
-            switch invocation.command {
-            case .services(let peer):
-                try await ServicesCommand(peer: peer).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            case .read(let peer, let target, let long, let multiple):
-                try await ReadCommand(peer: peer, target: target.map(AttributeSelector.init), long: long, multiple: multiple)
-                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            case .write(let peer, let target, let value, let mode):
-                try await WriteCommand(peer: peer, target: AttributeSelector(target), value: value, mode: mode)
-                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            case .subscribe(let peer, let target, let indicate, let count, let duration):
-                try await SubscribeCommand(peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration)
-                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            case .uart(let peer, let send, let withResponse, let duration):
-                try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
-                    .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            case .demo:
-                try await DemoCommand().run(options: options, output: &out)
-            case .scan(let scan):
-                try await ScanCommand(options: scan).run(global: options, output: &out)
-            case .sensortag(let peer, let tag):
-                var command = SensorTagCommand(peer: peer)
-                command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))
-                command.periodMilliseconds = tag.periodMilliseconds
-                command.count = tag.count
-                command.duration = tag.duration
-                command.csvPath = tag.csv
-                try await command.run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-            default:
-                break
+        await GATTSession.$injectedCentral.withValue(injected) {
+            await SessionDiagnostics.$current.withValue(diagnostics) {
+                await runGATTCommand(invocation, output: initial, errors: errors, diagnostics: diagnostics)
             }
-            out.flush()
-            return (ExitCode.success.rawValue, out)
-        } catch {
-            let failure = CommandFailure.from(error, doing: "gattclient")
-            return (fail(failure, json: options.json, output: &out, errors: errors), out)
         }
     }
     output = result.1
     return result.0
+}
+
+/// The body of ``runGATT(_:output:errors:)``, inside its diagnostics: the command, then the
+/// protocol violations it met (`event` lines under `--json`; a failure under `--strict`).
+private func runGATTCommand(
+    _ invocation: Invocation, output initial: BufferedOutput, errors: Int32, diagnostics: SessionDiagnostics
+) async -> (Int32, BufferedOutput) {
+    let options = invocation.options
+    var out = initial
+    do {
+        if case .demo = invocation.command {
+            try refuseUnhonouredSecurity(options, on: .simulator(devices: []))
+        }
+        switch invocation.command {
+        case .services(let peer):
+            try await ServicesCommand(peer: peer).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .read(let peer, let target, let long, let multiple, let noLong):
+            try await ReadCommand(
+                peer: peer, target: target.map(AttributeSelector.init), long: long, multiple: multiple, noLong: noLong
+            ).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .write(let peer, let target, let value, let mode):
+            try await WriteCommand(peer: peer, target: AttributeSelector(target), value: value, mode: mode)
+                .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .subscribe(let peer, let target, let indicate, let count, let duration):
+            try await SubscribeCommand(peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration)
+                .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .uart(let peer, let send, let withResponse, let duration):
+            try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
+                .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .demo:
+            try await DemoCommand().run(options: options, output: &out)
+        case .scan(let scan):
+            try await ScanCommand(options: scan).run(global: options, output: &out)
+        case .sensortag(let peer, let tag):
+            var command = SensorTagCommand(peer: peer)
+            command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))
+            command.periodMilliseconds = tag.periodMilliseconds
+            command.count = tag.count
+            command.duration = tag.duration
+            command.csvPath = tag.csv
+            try await command.run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        default:
+            break
+        }
+        diagnostics.drainEvents(into: &out)
+        if let failure = diagnostics.strictFailure {
+            return (fail(failure, json: options.json, output: &out, errors: errors), out)
+        }
+        out.flush()
+        return (ExitCode.success.rawValue, out)
+    } catch {
+        diagnostics.drainEvents(into: &out)
+        // Under --strict the connection was closed at the violation: that is the failure.
+        let failure = diagnostics.strictFailure ?? CommandFailure.from(error, doing: "gattclient")
+        return (fail(failure, json: options.json, output: &out, errors: errors), out)
+    }
 }
 
 /// Runs async work from the synchronous `main` path and waits for it (a semaphore on a thread

@@ -50,6 +50,25 @@ struct BearerValueTests {
         #expect(bearer.indicationDelivered() == [])
     }
 
+    /// Issue 14: a second indication before our confirmation of the first is tolerated (both
+    /// delivered, each confirmed in turn) and reported, so the tool can warn or fail.
+    @Test func aSecondIndicationBeforeOurConfirmationIsDeliveredAndReported() {
+        var bearer = ATTBearer()
+        #expect(bearer.receive([0x1D, 0x30, 0x00, 0x01]) == [.deliverIndication(F.indication(0x30, [1]))])
+        let second = bearer.receive([0x1D, 0x30, 0x00, 0x02])
+        #expect(second.count == 2)
+        guard case .reportError(.protocolError(let message))? = second.first else {
+            Issue.record("no report: \(second)")
+            return
+        }
+        #expect(message.contains("§3.4.7.2"))
+        #expect(second.last == .deliverIndication(F.indication(0x30, [2])))
+        #expect(bearer.indicationDelivered() == [.send([0x1E])])
+        #expect(bearer.indicationDelivered() == [.send([0x1E])])
+        // Confirmed: the next indication is in order again.
+        #expect(bearer.receive([0x1D, 0x30, 0x00, 0x03]) == [.deliverIndication(F.indication(0x30, [3]))])
+    }
+
     @Test func notificationsAndIndicationsKeepArrivalOrder() {
         var bearer = ATTBearer()
         var actions: [ATTBearer.Action] = []

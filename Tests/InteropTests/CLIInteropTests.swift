@@ -69,6 +69,27 @@ struct CLIInteropTests {
         #expect(requests <= floor, "\(requests) requests at MTU \(mtu)")
     }
 
+    /// Issue 14: at ATT_MTU 23 Bumble answers Read Multiple Variable with more than the MTU;
+    /// every value still comes back (one read each), with a warning naming the violation.
+    @Test func readMultipleAtMTU23GetsEveryValueDespiteBumblesOversizedAnswer() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: 23)
+        defer { peer.stop() }
+        let address = try #require(peer.devices["sensortag"])
+        let handles = "0x0003,0x0010,0x0012,0x0014,0x0016"
+        let read = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "read", "\(address)", "--multiple", handles])
+        #expect(read.code == 0, "\(read.stderr)")
+        let values = try #require(Self.objects(read.stdout).last?["values"] as? [[String: Any]])
+        #expect(values.compactMap { $0["handle"] as? Int } == [0x0003, 0x0010, 0x0012, 0x0014, 0x0016])
+        let texts = values.compactMap { ($0["value"] as? String).flatMap(Hex.decode).map { String(decoding: $0, as: UTF8.self) } }
+        #expect(texts == ["CC2650 SensorTag", "CC2650 SensorTag", "N.A.", "1.40 (Jun 21 2017)", "PCB 1.2/1.3"])
+        // Bumble's oversized answer (0.0.236: 37 octets), tolerated and said.
+        #expect(read.stderr.contains("warning:") && read.stderr.contains("exceeds ATT_MTU 23"), "\(read.stderr)")
+        #expect(Self.objects(read.stdout).contains { $0["event"] as? String == "protocolViolation" })
+        let strict = await Self.gattclient(
+            ["--strict", "--transport", "\(peer.uri)", "read", "\(address)", "--multiple", handles])
+        #expect(strict.code == 1, "\(strict.stderr)")
+    }
+
     @Test func readWriteAndRefusal() async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag"])
         defer { peer.stop() }

@@ -26,8 +26,18 @@ extension ATTBearer {
         case .indication:
             switch decode(sdu) {
             case .success(let pdu):
+                // §3.4.7.2 / §3.3.2: a server sends no further indication until it has our
+                // confirmation. Tolerated (each is delivered, and confirmed in turn), reported.
+                let overlapping = unconfirmedIndications > 0
                 unconfirmedIndications += 1
-                return [.deliverIndication(pdu)]
+                guard overlapping else { return [.deliverIndication(pdu)] }
+                return [
+                    .reportError(
+                        .protocolError(
+                            "Handle Value Indication received while our confirmation of the previous one is "
+                                + "still due (Vol 3 Part F §3.4.7.2: one indication at a time)")),
+                    .deliverIndication(pdu),
+                ]
             case .failure(let error):
                 // Not confirmed: the application never gets it.
                 return [.reportError(error)]

@@ -20,7 +20,10 @@
 ///   (§3.3.3: no more ATT PDUs on this bearer).
 /// - Notifications and indications are delivered in arrival order; a received indication is
 ///   confirmed only when the driver reports, with ``indicationDelivered()``, that the
-///   application has been handed it.
+///   application has been handed it. An indication arriving while our confirmation of the
+///   previous one is still due is delivered (and confirmed in turn) and reported.
+/// - Every ``Action/reportError(_:)`` is a violation by the peer that the bearer tolerates:
+///   ``ATTConnection`` hands each to its violation handler, so a tool can warn or fail.
 /// - Every PDU we send is checked against ATT_MTU (thrown `ATTError.pduTooLarge`, never
 ///   truncated). Received PDUs longer than ATT_MTU are malformed: a request is answered with
 ///   Error Response Invalid PDU (0x04); a response fails the outstanding request; anything else

@@ -30,6 +30,13 @@ public actor ATTConnection {
     /// is replaced by Error Response Unlikely Error (0x0E).
     public typealias ServerHandler = @Sendable (ATTPDU) async -> ATTPDU?
 
+    /// Told of each violation by the peer that the connection tolerates and goes on after (a
+    /// second indication before our confirmation, a response with no request outstanding, a
+    /// PDU over ATT_MTU that is skipped, a malformed notification), and of those the layers
+    /// above tolerate (``reportViolation(_:)``). Called on the connection's executor, in order;
+    /// keep it short.
+    public typealias ViolationHandler = @Sendable (ATTError) -> Void
+
     private var bearer: ATTBearer
     private let channel: any ATTChannel
     private let clock: any ATTClock
@@ -39,6 +46,9 @@ public actor ATTConnection {
     private var indicationWaiters: [ATTBearer.TransactionID: CheckedContinuation<Result<Void, ATTError>, Never>] = [:]
     private var timers: [ATTBearer.Timer: ATTScheduledTimer] = [:]
     private var serverHandler: ServerHandler?
+    private let violationHandler: ViolationHandler?
+    /// Violations tolerated so far (see ``ViolationHandler``).
+    public private(set) var violationsTolerated = 0
     private var writerFinished = false
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var closedWaiters: [CheckedContinuation<String, Never>] = []
@@ -61,11 +71,13 @@ public actor ATTConnection {
         configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
         clock: any ATTClock = ATTSystemClock(),
         logger: Logger = .disabled,
-        serverHandler: ServerHandler? = nil
+        serverHandler: ServerHandler? = nil,
+        violationHandler: ViolationHandler? = nil
     ) {
         var configuration = configuration
         configuration.acceptsRequests = serverHandler != nil
         self.serverHandler = serverHandler
+        self.violationHandler = violationHandler
         self.bearer = ATTBearer(configuration: configuration)
         self.channel = channel
         self.clock = clock
@@ -181,6 +193,15 @@ public actor ATTConnection {
     public func setServerHandler(_ handler: ServerHandler?) {
         serverHandler = handler
         bearer.acceptsRequests = handler != nil
+    }
+
+    /// Reports a violation by the peer that a layer above tolerated (a GATT procedure that fell
+    /// back after a response over ATT_MTU): logged, counted and handed to the violation
+    /// handler like the bearer's own.
+    public func reportViolation(_ error: ATTError) {
+        violationsTolerated += 1
+        logger.warning("\(error)")
+        violationHandler?(error)
     }
 
     // MARK: Close
@@ -321,7 +342,7 @@ public actor ATTConnection {
             case .mtuChanged(let mtu):
                 logger.debug("ATT_MTU is now \(mtu)")
             case .reportError(let error):
-                logger.warning("\(error)")
+                reportViolation(error)
             case .close(let reason):
                 logger.info("ATT bearer closed: \(reason)")
                 for timer in timers.values { timer.cancel() }

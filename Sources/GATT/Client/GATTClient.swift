@@ -149,9 +149,13 @@ public actor GATTClient {
 
     // MARK: Reads and writes
 
-    /// The value at `handle` (§4.8.1), at most ATT_MTU − 1 octets.
-    public func read(handle: UInt16) async throws(GATTError) -> [UInt8] {
-        try await run(ReadCharacteristicValue(handle: handle, mtu: try await readyMTU()))
+    /// The value at `handle`, whole: a Read Request (§4.8.1), and when its response fills
+    /// ATT_MTU − 1 octets (the value may go on) Read Blob Requests until the end (§4.8.3).
+    /// `complete: false` gives the one Read Response as it came (at most ATT_MTU − 1 octets).
+    public func read(handle: UInt16, complete: Bool = true) async throws(GATTError) -> [UInt8] {
+        let mtu = try await readyMTU()
+        if complete { return try await run(ReadLongCharacteristicValues(handle: handle, mtu: mtu)) }
+        return try await run(ReadCharacteristicValue(handle: handle, mtu: mtu))
     }
 
     /// The whole value at `handle` from `offset` (§4.8.3).
@@ -170,6 +174,71 @@ public actor GATTClient {
     /// The values at `handles`, concatenated (§4.8.4).
     public func readMultiple(handles: [UInt16]) async throws(GATTError) -> [UInt8] {
         try await run(ReadMultipleCharacteristicValues(handles: handles, mtu: try await readyMTU()))
+    }
+
+    /// Every value at `handles`, whole, one per handle in the order asked (a handle named twice
+    /// is read twice).
+    ///
+    /// Read Multiple Variable Length (§4.8.5) carries them in as few requests as ATT_MTU allows:
+    /// a response cut at ATT_MTU leaves its last value partial, which is completed with Read
+    /// Blob from where it stopped, and the handles whose tuples did not fit are asked for again.
+    /// A server that rejects the request (Request Not Supported) or answers beyond ATT_MTU gets
+    /// one complete read per remaining handle instead; the answer beyond ATT_MTU is reported to
+    /// the connection's violation handler, since it is tolerated. Any other Error Response fails
+    /// the whole read, naming the handle the server gave.
+    public func readMultipleVariable(handles: [UInt16]) async throws(GATTError) -> [HandleValue] {
+        guard !handles.isEmpty else { throw GATTError.invalidParameter("no handles to read") }
+        var values: [HandleValue] = []
+        values.reserveCapacity(handles.count)
+        var multiple = true
+        while values.count < handles.count {
+            let next = values.count
+            let remaining = handles.count - next
+            let mtu = try await readyMTU()
+            // A request names at most (ATT_MTU − 1) / 2 handles, and at least two.
+            let batch = min(remaining, (mtu - 1) / 2)
+            guard multiple, batch >= 2 else {
+                values.append(HandleValue(handle: handles[next], value: try await read(handle: handles[next])))
+                continue
+            }
+            let asked = Array(handles[next..<(next + batch)])
+            let entries: [ReadMultipleVariableResponse.LengthValue]
+            do {
+                entries = try await run(ReadMultipleVariableLengthCharacteristicValues(handles: asked, mtu: mtu))
+            } catch {
+                switch error {
+                case .peerError(_, _, .requestNotSupported):
+                    multiple = false
+                    continue
+                case .att(.malformed(let opcode, _, _, .exceedsMTU(let length, let limit))),
+                    .invalidResponse(let opcode, .exceedsMTU(let length, let limit)):
+                    multiple = false
+                    await connection.reportViolation(
+                        .protocolError(
+                            "\(opcode) of \(length) octets exceeds ATT_MTU \(limit) (Vol 3 Part F §3.4.4.12); "
+                                + "reading the \(remaining) value\(remaining == 1 ? "" : "s") one by one instead"))
+                    continue
+                default:
+                    throw error
+                }
+            }
+            guard !entries.isEmpty else {
+                // No tuple at all: nothing to build on; read the rest one by one.
+                multiple = false
+                continue
+            }
+            for (handle, entry) in zip(asked, entries) {
+                var value = entry.value
+                if entry.isTruncated {
+                    // Cut at ATT_MTU: Read Blob from the first octet that did not arrive.
+                    value += try await run(
+                        ReadLongCharacteristicValues(
+                            handle: handle, offset: UInt16(value.count), mtu: try await readyMTU()))
+                }
+                values.append(HandleValue(handle: handle, value: value))
+            }
+        }
+        return values
     }
 
     /// Writes `value` with a Write Request (§4.9.3); returns the octets written.

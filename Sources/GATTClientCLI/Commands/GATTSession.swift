@@ -15,12 +15,20 @@ struct GATTSession {
     /// Our Rx MTU: the largest ATT allows on LE (a 4.x peer answers with its own, often 23).
     static let preferredMTU = 517
 
+    /// Tests: the central every session of this task uses instead of `--transport`'s
+    /// (``runGATTClient(_:through:standardOutput:standardError:)``).
+    @TaskLocal static var injectedCentral: (any Central)?
+
     /// `central` replaces the one `--transport` names (tests use an in-memory one).
     static func open(
         _ peer: PeerAddress, options: GlobalOptions, replayMatchAny: Bool, central given: (any Central)? = nil
     ) async throws -> GATTSession {
         let central: any Central
-        if let given { central = given } else { central = try await openCentral(options.transport, options: options, replayMatchAny: replayMatchAny) }
+        if let given = given ?? injectedCentral {
+            central = given
+        } else {
+            central = try await openCentral(options.transport, options: options, replayMatchAny: replayMatchAny)
+        }
         let channel: any ATTChannel
         do {
             channel = try await central.connect(to: peer, timeout: .milliseconds(Int64(options.timeout * 1000)))
@@ -29,7 +37,9 @@ struct GATTSession {
             throw error
         }
         var bearerChannel = channel
-        if options.verbosity > 0 { bearerChannel = TracingATTChannel(channel) }
+        if options.verbosity > 0 {
+            bearerChannel = TracingATTChannel(channel, errorDescriptor: SessionDiagnostics.current?.errors ?? 2)
+        }
         if let path = options.record, !central.recordsHCI {
             // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.
             do {
@@ -42,7 +52,16 @@ struct GATTSession {
                 throw CommandFailure("--record \(path): \(error)", kind: "record")
             }
         }
-        let connection = ATTConnection(channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU))
+        let diagnostics = SessionDiagnostics.current
+        var violationHandler: ATTConnection.ViolationHandler?
+        if let diagnostics {
+            let peerName = peer.address.description
+            violationHandler = { violation in diagnostics.report(violation, peer: peerName) }
+        }
+        let connection = ATTConnection(
+            channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU),
+            violationHandler: violationHandler)
+        diagnostics?.attach(connection)
         let session = GATTSession(central: central, connection: connection, client: GATTClient(connection: connection), peer: peer)
         do {
             _ = try await session.client.exchangeMTU(preferredMTU)

@@ -2,14 +2,26 @@ import ATT
 import Bluetooth
 import GATT
 
-/// `read ADDR HANDLE|UUID [--long] [--multiple H,H,...]`.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `read ADDR HANDLE|UUID [--long | --no-long] [--multiple H,H,...]`.
+///
+/// Every value comes back whole: a Read Response that fills ATT_MTU − 1 octets is completed with
+/// Read Blob (``GATTClient/read(handle:complete:)``), a Read Using Characteristic UUID value cut
+/// at ATT_MTU − 4 likewise, and `--multiple` returns every handle asked, in order
+/// (``GATTClient/readMultipleVariable(handles:)``). `--no-long` gives the single response.
 struct ReadCommand {
     var peer: PeerAddress
     /// The transport to use instead of `--transport` (tests).
     var central: (any Central)? = nil
     var target: AttributeSelector?
+    /// `--long`: by UUID, every value is read again in full (by handle a value is always whole).
     var long = false
     var multiple: [UInt16] = []
+    /// `--no-long`: the one response as it came, not completed.
+    var noLong = false
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
@@ -18,9 +30,9 @@ struct ReadCommand {
         var uuid: BluetoothUUID?
         do {
             if !multiple.isEmpty {
-                values = try await readMultiple(session.client)
+                values = try await session.client.readMultipleVariable(handles: multiple).map { ($0.handle, $0.value) }
             } else if case .handle(let handle)? = target {
-                values = [(handle, long ? try await session.client.readLong(handle: handle) : try await session.client.read(handle: handle))]
+                values = [(handle, try await session.client.read(handle: handle, complete: !noLong))]
                 single = true
             } else if case .uuid(let wanted)? = target {
                 // Read Using Characteristic UUID: no discovery needed.
@@ -29,7 +41,7 @@ struct ReadCommand {
                 let mtu = await session.client.mtu
                 for entry in found {
                     // A value the response had to cut (ATT_MTU − 4) is read again in full.
-                    let full = long || entry.value.count >= mtu - 4
+                    let full = !noLong && (long || entry.value.count >= mtu - 4)
                     values.append((entry.handle, full ? try await session.client.readLong(handle: entry.handle) : entry.value))
                 }
             }
@@ -38,6 +50,8 @@ struct ReadCommand {
             throw CommandFailure.from(error, doing: "reading from \(peer)")
         }
         await session.close()
+        // The violations met on the way, as `event` lines before the result.
+        SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
             var json = JSONWriter()
             json.beginObject()
@@ -62,32 +76,14 @@ struct ReadCommand {
             }
         }
     }
-
-    /// Read Multiple Variable Length when the server has it (values come back separated);
-    /// otherwise one Read per handle, since plain Read Multiple cannot tell the values apart.
-    private func readMultiple(_ client: GATTClient) async throws -> [(UInt16, [UInt8])] {
-        var out: [(UInt16, [UInt8])] = []
-        let values: [ReadMultipleVariableResponse.LengthValue]
-        do {
-            values = try await client.run(ReadMultipleVariableLengthCharacteristicValues(handles: multiple, mtu: await client.mtu))
-        } catch {
-            guard case .peerError(_, _, .requestNotSupported) = error else { throw error }
-            for handle in multiple { out.append((handle, try await client.read(handle: handle))) }
-            return out
-        }
-        // The last value may have been cut at ATT_MTU: read it again in full.
-        for (handle, entry) in zip(multiple, values) {
-            if entry.value.count < Int(entry.length) {
-                out.append((handle, try await client.readLong(handle: handle)))
-            } else {
-                out.append((handle, entry.value))
-            }
-        }
-        return out
-    }
 }
 
 /// `write ADDR HANDLE|UUID VALUE [--text STR] [--no-response] [--long] [--reliable]`.
+///
+/// A Write Request whose value does not fit (longer than ATT_MTU − 3) goes as Prepare/Execute
+/// Write instead (said with `-v`). A Write Command is unconfirmed: it prints "sent", and warns
+/// when the characteristic's properties (known when it is named by UUID) lack
+/// write-without-response.
 struct WriteCommand {
     var peer: PeerAddress
     /// The transport to use instead of `--transport` (tests).
@@ -99,6 +95,7 @@ struct WriteCommand {
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let handle: UInt16
+        var properties: CharacteristicProperties?
         do {
             switch target {
             case .handle(let given):
@@ -108,10 +105,28 @@ struct WriteCommand {
                 guard let first = found.first else { throw GATTError.notFound(uuid) }
                 guard found.count == 1 else { throw GATTError.ambiguousUUID(uuid, handles: found.map(\.valueHandle)) }
                 handle = first.valueHandle
+                properties = first.properties
             }
             switch mode {
-            case .request: try await session.client.write(handle: handle, value: value)
-            case .noResponse: try await session.client.writeWithoutResponse(handle: handle, value: value)
+            case .request:
+                let mtu = await session.client.mtu
+                if value.count > mtu - 3 {
+                    SessionDiagnostics.note(
+                        "\(value.count) octets do not fit one Write Request at ATT_MTU \(mtu) (at most \(mtu - 3)): "
+                            + "writing with Prepare/Execute Write (--long)", verbosity: options.verbosity)
+                    try await session.client.writeLong(handle: handle, value: value)
+                } else {
+                    try await session.client.write(handle: handle, value: value)
+                }
+            case .noResponse:
+                if let properties, !properties.contains(.writeWithoutResponse) {
+                    let errors = SessionDiagnostics.current?.errors ?? STDERR_FILENO
+                    printError(
+                        TextStyle.forDescriptor(errors).yellow("gattclient: warning:")
+                            + " the properties of 0x\(hex(handle, 4)) \(properties) lack write-without-response: "
+                            + "the peer may ignore this Write Command, and nothing would tell", to: errors)
+                }
+                try await session.client.writeWithoutResponse(handle: handle, value: value)
             case .long: try await session.client.writeLong(handle: handle, value: value)
             case .reliable: try await session.client.reliableWrite([ReliableWrites.Write(handle: handle, value: value)])
             }
@@ -120,6 +135,8 @@ struct WriteCommand {
             throw CommandFailure.from(error, doing: "writing to \(peer)")
         }
         await session.close()
+        // The violations met on the way, as `event` lines before the result.
+        SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
             var json = JSONWriter()
             json.beginObject()
@@ -128,7 +145,9 @@ struct WriteCommand {
             json.endObject()
             output.writeLine(bytes: json.bytes)
         } else {
-            output.writeLine("wrote \(value.count) octet\(value.count == 1 ? "" : "s") to 0x\(hex(handle, 4))")
+            // A Write Command has no answer: it was sent, not known to be written.
+            let verb = mode == .noResponse ? "sent" : "wrote"
+            output.writeLine("\(verb) \(value.count) octet\(value.count == 1 ? "" : "s") to 0x\(hex(handle, 4))")
         }
     }
 }

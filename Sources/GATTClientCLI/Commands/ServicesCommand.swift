@@ -21,6 +21,8 @@ struct ServicesCommand {
         let mtu = await session.connection.mtu
         let requests = await session.connection.requestsSent
         await session.close()
+        // The violations met on the way, as `event` lines before the result.
+        SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
             output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests))
         } else {

@@ -48,6 +48,8 @@ struct SubscribeCommand {
         loop: for await event in events.stream {
             switch event {
             case .value(let notification):
+                // The peer's protocol violations so far, as `event` lines, before the value.
+                SessionDiagnostics.current?.drainEvents(into: &output)
                 received += 1
                 let elapsed = clock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -71,6 +71,28 @@ struct CommandFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// `--security medium|high|fips` where nothing could honour it: only the kernel path pairs and
+/// encrypts today (its L2CAP socket's `BT_SECURITY`); the user-space host answers SMP with Pairing
+/// Not Supported, so a session there would run unencrypted while looking secured. Refused with
+/// exit 69 on the user-space transports and `sim`, 64 on `replay:` (a capture cannot pair).
+/// `low` (no security) is honoured everywhere.
+func refuseUnhonouredSecurity(_ options: GlobalOptions, on transport: TransportURI) throws(CommandFailure) {
+    guard let level = options.security, level != "low" else { return }
+    switch transport {
+    case .kernel:
+        return
+    case .replay:
+        throw CommandFailure(
+            "--security \(level): a replayed capture cannot pair or encrypt; drop --security to replay it",
+            kind: "usage", exitCode: .usage)
+    case .userChannel, .tcp, .unix, .serial, .simulator:
+        throw CommandFailure(
+            "--security \(level) is not available on \(transport): this host cannot pair in user space yet; "
+                + "it works on the kernel path (--transport hci0 or hci:N)",
+            kind: "transport", exitCode: .unavailable)
+    }
+}
+
 /// Opens the transport `--transport` names (default: the first kernel adapter).
 func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) async throws -> any Central {
     let parsed: TransportURI
@@ -79,6 +101,7 @@ func openCentral(_ uri: String?, options: GlobalOptions, replayMatchAny: Bool) a
     } catch {
         throw CommandFailure("\(error)", kind: "usage", exitCode: .usage)
     }
+    try refuseUnhonouredSecurity(options, on: parsed)
     switch parsed {
     case .kernel(let index):
         var central = try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })

@@ -37,6 +37,7 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
     } catch {
         throw CommandFailure("\(error)", kind: "usage", exitCode: .usage)
     }
+    try refuseUnhonouredSecurity(options, on: parsed)
     switch parsed {
     case .kernel(let index):
         if let path = options.record {
