@@ -15,6 +15,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "Bluetooth"),
+        // JSON, atomic files, the process environment, detached threads: for the library's own
+        // modules (caches, databases, bonds later), `package` API, not a product for users.
+        .target(name: "SystemSupport", dependencies: ["Bluetooth"]),
         .target(
             name: "CHCI",
             linkerSettings: [.linkedLibrary("bluetooth")]
@@ -24,14 +27,14 @@ let package = Package(
             // libcrypto is opened with dlopen on first use (see chcrypto.c); libdl for glibc < 2.34.
             linkerSettings: [.linkedLibrary("dl")]
         ),
-        .target(name: "HCI", dependencies: ["Bluetooth", "CHCI"]),
+        .target(name: "HCI", dependencies: ["Bluetooth", "SystemSupport", "CHCI"]),
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
-        .target(name: "GATT", dependencies: ["Bluetooth", "ATT", "CCrypto"]),
+        .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]
+            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -50,13 +53,14 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP"]),
-        .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "ATT"]),
+        .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
-        .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "ATT", "GATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],

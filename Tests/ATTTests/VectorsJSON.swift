@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 import Testing
 
@@ -42,17 +43,17 @@ indirect enum JSONValue: Equatable, Sendable {
     }
 
     /// Parses one JSON document (whitespace around it allowed) with the package's strict reader
-    /// (`Bluetooth.JSONValue`), as this simpler tree: objects as dictionaries, numbers as
+    /// (`SystemSupport.JSONValue`), as this simpler tree: objects as dictionaries, numbers as
     /// doubles, which is what the vector comparisons use.
     static func parse<C: Collection>(_ bytes: C) throws -> JSONValue where C.Element == UInt8 {
         do {
-            return JSONValue(try Bluetooth.JSONValue(parsing: Array(bytes)))
+            return JSONValue(try SystemSupport.JSONValue(parsing: Array(bytes)))
         } catch {
             throw ParseError(underlying: error)
         }
     }
 
-    init(_ value: Bluetooth.JSONValue) {
+    init(_ value: SystemSupport.JSONValue) {
         switch value {
         case .null: self = .null
         case .bool(let flag): self = .bool(flag)

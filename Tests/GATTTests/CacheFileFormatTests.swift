@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import SystemSupport
 import ATT
 import Bluetooth
 import Testing

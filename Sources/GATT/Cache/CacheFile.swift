@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 
 /// The JSON layout of one cache file (documented on ``GATTDatabaseCache``). Separate from the

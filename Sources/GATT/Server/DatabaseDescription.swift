@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 
 /// Loads attribute databases from the JSON layout of the shared GATT vectors (one entry of

@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 
 /// Opening capture files from disk (POSIX, no Foundation).

@@ -1,3 +1,4 @@
+import SystemSupport
 import Bluetooth
 
 #if canImport(Glibc)

@@ -1,7 +1,8 @@
 import Synchronization
 import Testing
 
-@testable import Bluetooth
+@testable import SystemSupport
+import Bluetooth
 
 #if canImport(Glibc)
     import Glibc

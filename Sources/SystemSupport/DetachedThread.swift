@@ -1,3 +1,4 @@
+import Bluetooth
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,10 +7,10 @@ import Musl
 
 /// A POSIX thread of its own for blocking work (a terminal read, a socket poll loop): not a
 /// worker of the Swift concurrency pool, which a blocked worker would starve.
-public enum DetachedThread {
+package enum DetachedThread {
     /// Starts a detached thread running `body`; the thread ends when `body` returns.
     /// Throws the `pthread_create` error (`EAGAIN`: no thread to be had) without running `body`.
-    public static func start(_ body: @escaping @Sendable () -> Void) throws(Errno) {
+    package static func start(_ body: @escaping @Sendable () -> Void) throws(Errno) {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(

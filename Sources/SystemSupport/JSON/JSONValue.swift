@@ -1,3 +1,4 @@
+import Bluetooth
 /// A JSON value (RFC 8259), read by a small strict parser and written by a small writer, so
 /// no module of `gattclient` needs Foundation for its JSON files (the GATT cache, `services
 /// --json` read back, `--database` files).
@@ -6,7 +7,7 @@
 /// a handle written as `65535` reads back exactly, whatever a `Double` would round.
 ///
 /// - SeeAlso: RFC 8259, The JavaScript Object Notation (JSON) Data Interchange Format.
-public enum JSONValue: Hashable, Sendable {
+package enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     case number(JSONNumber)
@@ -15,7 +16,7 @@ public enum JSONValue: Hashable, Sendable {
     /// Members in document order; names are unique (the parser rejects a repeated name).
     case object([(String, JSONValue)])
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
@@ -28,7 +29,7 @@ public enum JSONValue: Hashable, Sendable {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
@@ -47,82 +48,82 @@ public enum JSONValue: Hashable, Sendable {
     // MARK: Building
 
     /// An integer number.
-    public static func integer<T: BinaryInteger>(_ value: T) -> JSONValue { .number(JSONNumber(value)) }
+    package static func integer<T: BinaryInteger>(_ value: T) -> JSONValue { .number(JSONNumber(value)) }
 
     // MARK: Reading
 
     /// The member `name` of an object (nil for another kind of value or a missing member).
-    public subscript(name: String) -> JSONValue? {
+    package subscript(name: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.0 == name }?.1
     }
 
     /// The members of an object.
-    public var members: [(String, JSONValue)]? {
+    package var members: [(String, JSONValue)]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
     /// A number written as an integer that fits `Int` (`12`, `-3`; not `12.0`, `1e2`).
-    public var int: Int? {
+    package var int: Int? {
         if case .number(let number) = self { return number.int }
         return nil
     }
 
     /// A number, as the nearest `Double`.
-    public var double: Double? {
+    package var double: Double? {
         if case .number(let number) = self { return number.double }
         return nil
     }
 
-    public var string: String? {
+    package var string: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
-    public var array: [JSONValue]? {
+    package var array: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
-    public var bool: Bool? {
+    package var bool: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
-    public var isNull: Bool {
+    package var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// Parses one JSON text: optional white space, one value, optional white space, nothing
     /// else. Strings must be valid UTF-8; arrays and objects may nest `maximumDepth` deep.
-    public init(parsing bytes: [UInt8], maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONError) {
+    package init(parsing bytes: [UInt8], maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONError) {
         var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
         self = try parser.document()
     }
 
     /// The nesting bound of ``init(parsing:maximumDepth:)``.
-    public static let defaultMaximumDepth = 64
+    package static let defaultMaximumDepth = 64
 }
 
 /// A JSON number, kept as its text: the RFC 8259 grammar
 /// `[-] (0 | [1-9][0-9]*) [. [0-9]+] [(e|E) [+|-] [0-9]+]`. Equality is textual.
-public struct JSONNumber: Hashable, Sendable, CustomStringConvertible {
-    public let text: String
+package struct JSONNumber: Hashable, Sendable, CustomStringConvertible {
+    package let text: String
 
     /// `text` when it follows the grammar, else nil.
-    public init?(text: String) {
+    package init?(text: String) {
         let parser = JSONParser(bytes: Array(text.utf8), maximumDepth: 0)
         guard (try? parser.numberEnd()) == text.utf8.count else { return nil }
         self.text = text
     }
 
-    public init<T: BinaryInteger>(_ value: T) { text = String(value) }
+    package init<T: BinaryInteger>(_ value: T) { text = String(value) }
 
     /// A finite `Double` in its shortest round-trip form; nil for infinities and NaN, which
     /// JSON cannot carry.
-    public init?(_ value: Double) {
+    package init?(_ value: Double) {
         guard value.isFinite else { return nil }
         // "1e-05", "0.1", "100.0": all within the grammar.
         text = value.description
@@ -131,17 +132,17 @@ public struct JSONNumber: Hashable, Sendable, CustomStringConvertible {
     init(validated text: String) { self.text = text }
 
     /// The value when written as an integer that fits `Int`.
-    public var int: Int? { Int(text) }
+    package var int: Int? { Int(text) }
 
     /// The nearest `Double`.
-    public var double: Double? { Double(text) }
+    package var double: Double? { Double(text) }
 
-    public var description: String { text }
+    package var description: String { text }
 }
 
 /// Why a JSON text was refused, and where: `offset` is the octet the parser stopped at.
-public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Reason: Hashable, Sendable {
+package struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
+    package enum Reason: Hashable, Sendable {
         /// The text ended inside a value (or was empty).
         case unexpectedEnd
         /// An octet that cannot start or continue a value here.
@@ -177,15 +178,15 @@ public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
         case trailingCharacters
     }
 
-    public var offset: Int
-    public var reason: Reason
+    package var offset: Int
+    package var reason: Reason
 
-    public init(offset: Int, reason: Reason) {
+    package init(offset: Int, reason: Reason) {
         self.offset = offset
         self.reason = reason
     }
 
-    public var description: String {
+    package var description: String {
         let text: String
         switch reason {
         case .unexpectedEnd: text = "unexpected end of text"

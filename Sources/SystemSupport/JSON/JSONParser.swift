@@ -1,3 +1,4 @@
+import Bluetooth
 /// The recursive-descent reader behind ``JSONValue/init(parsing:maximumDepth:)``: every rule
 /// of RFC 8259 §2–§8, nothing more (no comments, no trailing commas, no byte order mark, no
 /// NaN), and a repeated member name refused (§4 leaves its meaning open).

@@ -1,25 +1,26 @@
+import Bluetooth
 extension JSONValue {
     /// How ``encoded(_:)`` lays a value out.
-    public struct EncodingStyle: Hashable, Sendable {
+    package struct EncodingStyle: Hashable, Sendable {
         /// One value per line, two spaces of indentation per level, a newline at the end.
-        public var prettyPrinted: Bool
+        package var prettyPrinted: Bool
         /// Object members sorted by name (by their UTF-8 octets), else in their stored order.
-        public var sortedMembers: Bool
+        package var sortedMembers: Bool
 
-        public init(prettyPrinted: Bool = false, sortedMembers: Bool = false) {
+        package init(prettyPrinted: Bool = false, sortedMembers: Bool = false) {
             self.prettyPrinted = prettyPrinted
             self.sortedMembers = sortedMembers
         }
 
         /// No white space, members as stored.
-        public static let compact = EncodingStyle()
+        package static let compact = EncodingStyle()
         /// Indented, members sorted: diffable files.
-        public static let pretty = EncodingStyle(prettyPrinted: true, sortedMembers: true)
+        package static let pretty = EncodingStyle(prettyPrinted: true, sortedMembers: true)
     }
 
     /// The value as UTF-8 JSON text (RFC 8259), readable by ``init(parsing:maximumDepth:)``.
     /// Strings escape `"`, `\` and U+0000–U+001F; everything else is written as UTF-8.
-    public func encoded(_ style: EncodingStyle = .compact) -> [UInt8] {
+    package func encoded(_ style: EncodingStyle = .compact) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(into: &out, style: style, level: 0)

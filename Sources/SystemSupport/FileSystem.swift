@@ -1,3 +1,4 @@
+import Bluetooth
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,27 +6,27 @@ import Musl
 #endif
 
 /// A file operation that failed: what was done, to which path, and the `errno`.
-public struct FileSystemError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct FileSystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// `open`, `read`, `write`, `fsync`, `rename`, `mkdir`, `unlink`, `mkstemp`, `stat`.
-    public var operation: String
-    public var path: String
-    public var errno: Errno
+    package var operation: String
+    package var path: String
+    package var errno: Errno
 
-    public init(operation: String, path: String, errno: Errno) {
+    package init(operation: String, path: String, errno: Errno) {
         self.operation = operation
         self.path = path
         self.errno = errno
     }
 
     /// `open /x/y: No such file or directory`.
-    public var description: String { "\(operation) \(path): \(errno)" }
+    package var description: String { "\(operation) \(path): \(errno)" }
 }
 
 /// The few file operations the command-line tool and its caches need, on POSIX calls (no
 /// Foundation): every call retried on `EINTR`, every failure a ``FileSystemError``.
-public enum FileSystem {
+package enum FileSystem {
     /// The whole content of the regular file (or pipe, or `/proc` file) at `path`.
-    public static func readFile(atPath path: String) throws(FileSystemError) -> [UInt8] {
+    package static func readFile(atPath path: String) throws(FileSystemError) -> [UInt8] {
         let descriptor = try open(path, O_RDONLY | O_CLOEXEC, operation: "open")
         defer { _ = close(descriptor) }
         var status = stat()
@@ -74,7 +75,7 @@ public enum FileSystem {
     /// directory (`mkstemp`), every byte written, `fsync`ed, then renamed over `path`. Readers
     /// see the old content or the new one, never a part; on failure the temporary file is removed.
     /// The new file has `mkstemp`'s mode 0600: readable by its owner only.
-    public static func writeFileAtomically(_ bytes: [UInt8], toPath path: String) throws(FileSystemError) {
+    package static func writeFileAtomically(_ bytes: [UInt8], toPath path: String) throws(FileSystemError) {
         var template = Array((path + ".tmp-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw FileSystemError(operation: "mkstemp", path: path, errno: .current) }
@@ -99,7 +100,7 @@ public enum FileSystem {
 
     /// Creates (or truncates) the file at `path` and writes `bytes`; returns the open
     /// descriptor for more ``append(_:to:path:)`` calls (the caller closes it).
-    public static func createFile(atPath path: String, contents bytes: [UInt8] = []) throws(FileSystemError) -> Int32 {
+    package static func createFile(atPath path: String, contents bytes: [UInt8] = []) throws(FileSystemError) -> Int32 {
         let descriptor = try open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o644, operation: "open")
         do {
             try writeAll(bytes, to: descriptor, path: path)
@@ -111,13 +112,13 @@ public enum FileSystem {
     }
 
     /// Writes all of `bytes` to `descriptor` (short writes continued, `EINTR` retried).
-    public static func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(FileSystemError) {
+    package static func append(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(FileSystemError) {
         try writeAll(bytes, to: descriptor, path: path)
     }
 
     /// Creates `path` and its missing parents (mode 0755 less the umask); an existing
     /// directory is no error, an existing file on the way is `ENOTDIR`.
-    public static func createDirectory(atPath path: String) throws(FileSystemError) {
+    package static func createDirectory(atPath path: String) throws(FileSystemError) {
         guard !path.isEmpty else { throw FileSystemError(operation: "mkdir", path: path, errno: Errno(rawValue: ENOENT)) }
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -135,19 +136,19 @@ public enum FileSystem {
     }
 
     /// Whether something (a file, a directory, a live link's target) exists at `path`.
-    public static func fileExists(atPath path: String) -> Bool {
+    package static func fileExists(atPath path: String) -> Bool {
         var status = stat()
         return stat(path, &status) == 0
     }
 
     /// Whether `path` names a directory (following links).
-    public static func isDirectory(atPath path: String) -> Bool {
+    package static func isDirectory(atPath path: String) -> Bool {
         var status = stat()
         return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
     }
 
     /// Removes the file at `path`; `mustExist` false: a missing file is no error.
-    public static func removeFile(atPath path: String, mustExist: Bool = true) throws(FileSystemError) {
+    package static func removeFile(atPath path: String, mustExist: Bool = true) throws(FileSystemError) {
         guard unlink(path) == 0 else {
             let error = Errno.current
             if !mustExist, error.rawValue == ENOENT { return }
@@ -156,7 +157,7 @@ public enum FileSystem {
     }
 
     /// The names in the directory at `path` (not `.` or `..`), in no particular order.
-    public static func contentsOfDirectory(atPath path: String) throws(FileSystemError) -> [String] {
+    package static func contentsOfDirectory(atPath path: String) throws(FileSystemError) -> [String] {
         guard let directory = opendir(path) else { throw FileSystemError(operation: "opendir", path: path, errno: .current) }
         defer { closedir(directory) }
         var names: [String] = []

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import Bluetooth
+@testable import SystemSupport
+import Bluetooth
 
 /// The strict RFC 8259 reader and the writer of ``JSONValue``.
 @Suite("Bluetooth JSON reader and writer")

@@ -1,3 +1,4 @@
+import Bluetooth
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,15 +7,15 @@ import Musl
 
 /// The process's environment variables and the user's home directory, from `environ`,
 /// `getenv` and the password database (no Foundation).
-public enum ProcessEnvironment {
+package enum ProcessEnvironment {
     /// The variable `name`, or nil when it is unset.
-    public static func value(_ name: String) -> String? {
+    package static func value(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
     /// Every variable of `environ` (an entry without `=` is skipped; the first of two equal
     /// names wins, as `getenv` would find it).
-    public static func all() -> [String: String] {
+    package static func all() -> [String: String] {
         var variables: [String: String] = [:]
         var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ
         while let pointer = entry.pointee {
@@ -30,14 +31,14 @@ public enum ProcessEnvironment {
 
     /// `$HOME`, else the home directory of the real user in the password database
     /// (`getpwuid_r`), else nil.
-    public static func homeDirectory(environment: [String: String]? = nil) -> String? {
+    package static func homeDirectory(environment: [String: String]? = nil) -> String? {
         let home = environment.map { $0["HOME"] } ?? value("HOME")
         if let home, !home.isEmpty { return home }
         return passwordDatabaseHome(uid: getuid())
     }
 
     /// The `pw_dir` of `uid` in the password database, or nil when it has no entry.
-    public static func passwordDatabaseHome(uid: uid_t) -> String? {
+    package static func passwordDatabaseHome(uid: uid_t) -> String? {
         var size = sysconf(Int32(_SC_GETPW_R_SIZE_MAX))
         if size <= 0 { size = 4096 }
         // ERANGE: the entry does not fit; try a larger buffer (bounded).
