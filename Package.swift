@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ATT", targets: ["ATT"]),
         .library(name: "L2CAP", targets: ["L2CAP"]),
         .library(name: "GATT", targets: ["GATT"]),
+        .library(name: "Capture", targets: ["Capture"]),
         .library(name: "Emulator", targets: ["Emulator"]),
         .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
@@ -31,10 +32,12 @@ let package = Package(
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
         .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
+        // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
+        .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]
+            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -46,7 +49,7 @@ let package = Package(
         .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
         .executableTarget(
             name: "gattbench",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "CGattBenchMalloc"],
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "CGattBenchMalloc"],
             path: "Sources/gattbench/Swift"
         ),
         // Test helpers shared by the test targets (child processes spawned without leaks).
@@ -57,6 +60,7 @@ let package = Package(
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),

@@ -32,7 +32,7 @@ public struct LESubeventCode: RawRepresentable, Hashable, Sendable {
 }
 
 extension String {
-    func leftPadded(_ width: Int, with pad: Character = "0") -> String {
+    package func leftPadded(_ width: Int, with pad: Character = "0") -> String {
         count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }

@@ -1,3 +1,4 @@
+import Capture
 import Bluetooth
 import Foundation
 import HCI

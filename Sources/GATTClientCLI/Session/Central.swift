@@ -1,3 +1,4 @@
+import Capture
 import ATT
 import Bluetooth
 import HCI

@@ -1,3 +1,4 @@
+import Capture
 import SystemSupport
 import ATT
 import Bluetooth

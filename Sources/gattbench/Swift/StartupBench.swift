@@ -1,3 +1,4 @@
+import Capture
 import HCI
 
 #if canImport(Glibc)

@@ -6,6 +6,7 @@
     import Glibc
 #endif
 
+import Capture
 import CFuzzDriver
 
 /// The program's entry point. SwiftPM links an executable's `main` to `<module>_main`, so the

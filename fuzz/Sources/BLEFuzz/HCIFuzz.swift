@@ -1,3 +1,4 @@
+import Capture
 import Bluetooth
 import HCI
 import L2CAP

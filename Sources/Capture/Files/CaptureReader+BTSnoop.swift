@@ -1,0 +1,125 @@
+import HCI
+import Bluetooth
+import L2CAP
+import ATT
+
+/// btsnoop records: a 24-octet big-endian header (original length, included length, flags,
+/// cumulative drops, timestamp in microseconds since 0 AD) then the included octets.
+/// Datalink 1002: flags bit 0 is the direction (1 received), bit 1 command/event vs data, and
+/// the data starts with the H4 indicator. Datalink 2001: flags are (index << 16) | opcode.
+/// - SeeAlso: BlueZ doc/btsnoop.rst; RFC 1761 §3 (record format)
+extension CaptureReader {
+    static let btsnoopRecordHeaderLength = 24
+
+    @usableFromInline
+    mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord.Header? {
+        let start = offset
+        let available = bytes.count - start
+        if available == 0 { return end() }
+        let headerLength = Self.btsnoopRecordHeaderLength
+        guard available >= headerLength else {
+            return stop(at: start, .truncatedHeader(needed: headerLength, available: available))
+        }
+        // One bounds-checked access for the whole 24-octet header (checked just above).
+        let (original, included, flags, rawTimestamp) = bytes.withUnsafeBytes { raw in
+            (
+                Int(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt32.self))),
+                Int(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))),
+                UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt32.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start + 16, as: UInt64.self))
+            )
+        }
+        guard included <= Self.btsnoopMaximumIncludedLength else {
+            return stop(
+                at: start,
+                .lengthTooLarge(field: "included length", value: included, maximum: Self.btsnoopMaximumIncludedLength))
+        }
+        guard included <= available - headerLength else {
+            return stop(at: start, .truncatedData(needed: included, available: available - headerLength))
+        }
+        guard included <= original else {
+            return stop(at: start, .includedExceedsOriginal(included: included, original: original))
+        }
+        let dataStart = start + headerLength
+        let dataEnd = dataStart + included
+        offset = dataEnd
+        recordCount += 1
+        let timestamp = CaptureTime.unixMicroseconds(btsnoop: rawTimestamp)
+        if monitor {
+            return monitorRecord(
+                number: recordCount, timestamp: timestamp,
+                opcode: MonitorOpcode(rawValue: UInt16(truncatingIfNeeded: flags)),
+                index: UInt16(truncatingIfNeeded: flags >> 16),
+                start: dataStart, end: dataEnd, original: original)
+        }
+        return h4Record(
+            number: recordCount, timestamp: timestamp, direction: flags & 1 == 0 ? .sent : .received,
+            start: dataStart, end: dataEnd, original: original)
+    }
+}
+
+/// Classic pcap records: a 16-octet header in the file's byte order (seconds, microseconds or
+/// nanoseconds, captured length, original length) then the captured octets.
+/// - SeeAlso: draft-ietf-opsawg-pcap §5 (Packet Record)
+extension CaptureReader {
+    @usableFromInline
+    mutating func nextPcap() -> CaptureRecord.Header? {
+        let start = offset
+        let available = bytes.count - start
+        if available == 0 { return end() }
+        guard available >= 16 else { return stop(at: start, .truncatedHeader(needed: 16, available: available)) }
+        let bigEndian = pcapBigEndian
+        let seconds = bytes.captureUInt32(at: start, bigEndian: bigEndian)
+        let fraction = bytes.captureUInt32(at: start + 4, bigEndian: bigEndian)
+        let captured = Int(bytes.captureUInt32(at: start + 8, bigEndian: bigEndian))
+        let original = Int(bytes.captureUInt32(at: start + 12, bigEndian: bigEndian))
+        guard captured <= Self.pcapMaximumCapturedLength else {
+            return stop(
+                at: start,
+                .lengthTooLarge(field: "captured length", value: captured, maximum: Self.pcapMaximumCapturedLength))
+        }
+        guard captured <= available - 16 else {
+            return stop(at: start, .truncatedData(needed: captured, available: available - 16))
+        }
+        guard captured <= original else {
+            return stop(at: start, .includedExceedsOriginal(included: captured, original: original))
+        }
+        offset = start + 16 + captured
+        recordCount += 1
+        let micro = pcapNanosecond ? Int64(fraction / 1000) : Int64(fraction)
+        let timestamp = Int64(seconds) * 1_000_000 &+ micro
+        return linkLayerRecord(
+            linkType: pcapLinkType, number: recordCount, timestamp: timestamp,
+            start: start + 16, end: offset, original: original)
+    }
+
+    /// Decodes the link-layer header of a pcap/pcapng packet of a supported link type.
+    func linkLayerRecord(
+        linkType: PcapLinkType, number: Int, timestamp: Int64, start: Int, end: Int, original: Int
+    ) -> CaptureRecord.Header {
+        switch linkType {
+        case .bluetoothHCIH4:
+            return h4Record(
+                number: number, timestamp: timestamp, direction: .unknown, start: start, end: end, original: original)
+        case .bluetoothLinuxMonitor:
+            guard end - start >= 4 else { return emptyRecord(number: number, timestamp: timestamp, at: end, original: original - 4) }
+            return monitorRecord(
+                number: number, timestamp: timestamp,
+                opcode: MonitorOpcode(rawValue: bytes.captureUInt16(at: start + 2, bigEndian: true)),
+                index: bytes.captureUInt16(at: start, bigEndian: true),
+                start: start + 4, end: end, original: original - 4)
+        default:  // .bluetoothHCIH4WithPHDR: the only other supported type
+            guard end - start >= 4 else { return emptyRecord(number: number, timestamp: timestamp, at: end, original: original - 5) }
+            let phdr = bytes.captureUInt32(at: start, bigEndian: true)
+            return h4Record(
+                number: number, timestamp: timestamp, direction: phdr & 1 == 0 ? .sent : .received,
+                start: start + 4, end: end, original: original - 4)
+        }
+    }
+
+    private func emptyRecord(number: Int, timestamp: Int64, at end: Int, original: Int) -> CaptureRecord.Header {
+        CaptureRecord.Header(
+            number: number, timestamp: timestamp, direction: .unknown, kind: .empty, range: end..<end,
+            originalLength: Swift.max(original, 0))
+    }
+}
