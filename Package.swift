@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "L2CAP", targets: ["L2CAP"]),
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "Capture", targets: ["Capture"]),
+        .library(name: "Host", targets: ["Host"]),
         .library(name: "Emulator", targets: ["Emulator"]),
         .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
@@ -32,12 +33,15 @@ let package = Package(
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
         .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
+        // GAP: LEHost (scanning, aggregation and filters, connecting, advertising, accepted
+        // connections, connection parameters) over HCI and user-space L2CAP.
+        .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
         // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
         .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
-        .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Emulator"]
+            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -49,24 +53,25 @@ let package = Package(
         .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
         .executableTarget(
             name: "gattbench",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "CGattBenchMalloc"],
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "CGattBenchMalloc"],
             path: "Sources/gattbench/Swift"
         ),
         // Test helpers shared by the test targets (child processes spawned without leaks).
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
-        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Bluetooth", "CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
-        .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP"]),
+        .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),
-        .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
-        .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
+        .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture"]),
+        .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT", "GATT"]),
-        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "GATTClientCLI"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "GATT", "Emulator"]),
+        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "GATTClientCLI"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
-        .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
+        .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import Host
 import ATT
 import Bluetooth
 import GATT

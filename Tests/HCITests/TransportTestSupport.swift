@@ -1,3 +1,4 @@
+import TestSupport
 import Bluetooth
 
 @testable import HCI

@@ -1,3 +1,4 @@
+import TestSupport
 import Bluetooth
 import HCI
 import Testing

@@ -3,12 +3,6 @@ import HCI
 
 @testable import L2CAP
 
-/// Bytes from spaced hex text (test vectors only).
-func leBytes(_ text: String) -> [UInt8] {
-    guard let bytes = Hex.decode(text) else { preconditionFailure("bad hex in test vector: \(text)") }
-    return bytes
-}
-
 /// A buffer size the tests can rely on.
 func leBufferSize(length: Int = 27, count: Int) -> ACLBufferSize {
     do { return try ACLBufferSize(packetLength: length, packetCount: count) } catch {

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Host
 import SystemSupport
 import Glibc
 #elseif canImport(Musl)

@@ -1,3 +1,4 @@
+import Host
 import Bluetooth
 import GATT
 import HCI

@@ -1,3 +1,4 @@
+import Host
 import Capture
 import SystemSupport
 import ATT

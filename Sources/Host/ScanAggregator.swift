@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+import L2CAP
 
 /// A device seen while scanning: its advertising data and scan response merged, with every raw
 /// report kept (up to `ScanAggregator.maximumReportsPerDevice`, the oldest dropped first).

@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+import L2CAP
 
 /// Why an `LEHost` operation failed.
 public enum LEHostError: Error, Hashable, Sendable, CustomStringConvertible {

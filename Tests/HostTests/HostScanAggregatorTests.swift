@@ -1,3 +1,5 @@
+import TestSupport
+import Host
 import Bluetooth
 import HCI
 import L2CAP

@@ -1,4 +1,5 @@
 import HCI
+import L2CAP
 
 /// Whether a peer's requested connection parameters are acceptable to the host: the ranges of
 /// the HCI and L2CAP parameter fields and the link-layer rule that the supervision timeout

@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+import L2CAP
 
 /// Which advertisers a scan shows (`scan --name`, `--service`, `--min-rssi`): every condition
 /// given must hold; none given lets everything through.

@@ -1,3 +1,4 @@
+import Host
 import Bluetooth
 import HCI
 import L2CAP

@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+import L2CAP
 
 extension LEHost {
     struct ScanSession {

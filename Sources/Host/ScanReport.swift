@@ -1,5 +1,6 @@
 import Bluetooth
 import HCI
+import L2CAP
 
 /// One advertising report as the controller gave it (legacy, directed or a reassembled extended
 /// chain), normalised for the scan stream.

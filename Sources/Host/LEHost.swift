@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import HCI
+import L2CAP
 import Synchronization
 
 /// The user-space LE host on one controller: the `HCIControllerDriver` and `UserSpaceL2CAP`

@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import HCI
+import L2CAP
 
 /// LE Connection Complete and LE Enhanced Connection Complete [v1/v2], as one.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.65.1, §7.7.65.10

@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import HCI
+import L2CAP
 import Synchronization
 
 /// An LE connection made by `LEHost`: its handle, peer, role, current parameters, its ATT

@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import HCI
+import L2CAP
 
 /// What `LEHost.advertise(_:)` puts on the air.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.5–§7.8.9 (legacy), §7.8.53–§7.8.56 (extended)
