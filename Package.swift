@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "Capture", targets: ["Capture"]),
         .library(name: "Host", targets: ["Host"]),
+        .library(name: "Kernel", targets: ["Kernel"]),
         .library(name: "Emulator", targets: ["Emulator"]),
         .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
@@ -29,19 +30,22 @@ let package = Package(
             // libcrypto is opened with dlopen on first use (see chcrypto.c); libdl for glibc < 2.34.
             linkerSettings: [.linkedLibrary("dl")]
         ),
-        .target(name: "HCI", dependencies: ["Bluetooth", "SystemSupport", "CHCI"]),
+        .target(name: "HCI", dependencies: ["Bluetooth", "SystemSupport"]),
         .target(name: "ATT", dependencies: ["Bluetooth"]),
-        .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT", "CHCI"]),
+        .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT"]),
         .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
         // GAP: LEHost (scanning, aggregation and filters, connecting, advertising, accepted
         // connections, connection parameters) over HCI and user-space L2CAP.
         .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
+        // Everything that talks to the Linux kernel through CHCI: HCI raw/user/monitor sockets,
+        // the management channel, L2CAP ATT sockets, kernel scanning and advertising.
+        .target(name: "Kernel", dependencies: ["Bluetooth", "SystemSupport", "CHCI", "HCI", "ATT", "L2CAP", "Host"]),
         // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
         .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Emulator"]
+            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Kernel", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -66,10 +70,11 @@ let package = Package(
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture"]),
         .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
+        .testTarget(name: "KernelTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "Kernel"]),
         .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT", "GATT"]),
-        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "GATTClientCLI"]),
+        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Emulator"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
     ],

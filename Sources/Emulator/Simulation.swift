@@ -9,7 +9,7 @@ import HCI
 /// through an in-memory HCI transport.
 ///
 /// ```swift
-/// let simulation = try await Simulation.start(try TransportURI(parsing: "sim:sensortag"))!
+/// let simulation = try await Simulation.start(devices: [.sensortag])
 /// let host = try await LEHost.start(transport: simulation.hostTransport)
 /// let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public)
 /// // ... ATTConnection(channel: tag.channel), GATTClient, ...
@@ -83,14 +83,6 @@ public struct Simulation: Sendable {
             to: link, clock: clock, configuration: configuration, logger: logger.child("controller"))
         return Simulation(
             hostTransport: host, controller: controller, link: link, sensorTag: sensorTag, bluefruit: bluefruit)
-    }
-
-    /// Builds the simulation a `sim[:…]` transport URI names.
-    public static func start(
-        _ uri: TransportURI, clock: any ATTClock = ATTSystemClock(), logger: Logger = .disabled
-    ) async throws(SimulationError) -> Simulation? {
-        guard case .simulator(let names) = uri else { return nil }
-        return try await start(devices: try devices(named: names), clock: clock, logger: logger)
     }
 
     /// Stops the controller (the host's transport closes).

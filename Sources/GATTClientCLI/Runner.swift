@@ -5,6 +5,7 @@ import Bluetooth
 import Dispatch
 import GATT
 import HCI
+import Kernel
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
 /// `main` only passes `CommandLine.arguments` here.

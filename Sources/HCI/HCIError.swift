@@ -21,11 +21,9 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A `--transport` URI that does not parse; `reason` says which part is wrong.
     case invalidTransportURI(uri: String, reason: String)
     /// A well-formed transport URI that cannot be opened as a raw HCI transport (the kernel's own
-    /// host path `hciN`, the simulator, replay), or a transport unavailable on this system.
+    /// host path `hciN`, the simulator, replay: refused by whoever opens URIs), or a transport
+    /// unavailable on this system.
     case unsupportedTransport(uri: String, reason: String)
-    /// A kernel socket operation failed (opening the HCI user channel); the wrapped error says
-    /// what to do and classifies it (unavailable, permission, failure).
-    indirect case kernel(KernelBluetoothError)
     /// A value the caller asked us to encode cannot be expressed on the wire (local failure:
     /// too many entries, data over a length limit, a UUID that does not fit its list's width).
     case invalidArgument(context: String, reason: String)
@@ -69,7 +67,6 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         case .transportClosed(let why): return "transport closed: \(why)"
         case .invalidTransportURI(let uri, let reason): return "invalid transport '\(uri)': \(reason)"
         case .unsupportedTransport(let uri, let reason): return "transport '\(uri)': \(reason)"
-        case .kernel(let error): return error.description
         case .invalidArgument(let context, let reason): return "cannot encode \(context): \(reason)"
         }
     }

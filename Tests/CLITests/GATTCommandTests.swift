@@ -3,6 +3,7 @@ import Bluetooth
 import Foundation
 import GATT
 import HCI
+import Kernel
 import Testing
 @testable import GATTClientCLI
 
@@ -155,9 +156,9 @@ final class InMemoryCentral: Central, @unchecked Sendable {
 
 @Suite struct TransportExitCodeTests {
     @Test func permissionDeniedIsSeventySeven() {
-        let denied = HCIError.kernel(.system(operation: .openHCISocket(channel: .user, device: 0), errno: .permissionDenied))
+        let denied = KernelBluetoothError.system(operation: .openHCISocket(channel: .user, device: 0), errno: .permissionDenied)
         #expect(denied.transportExitCode == .permission)
-        let missing = HCIError.kernel(.system(operation: .openHCISocket(channel: .user, device: 0), errno: .addressFamilyNotSupported))
+        let missing = KernelBluetoothError.system(operation: .openHCISocket(channel: .user, device: 0), errno: .addressFamilyNotSupported)
         #expect(missing.transportExitCode == .unavailable)
         #expect(HCIError.transportClosed("gone").transportExitCode == .unavailable)
     }

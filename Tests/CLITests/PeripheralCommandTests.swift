@@ -1,3 +1,4 @@
+import Kernel
 import Host
 import ATT
 import Bluetooth

@@ -4,17 +4,17 @@ import Emulator
 import HCI
 import Testing
 
-@Suite("Emulator: sim transport URIs")
+@Suite("Emulator: the simulation and its devices")
 struct EmulatorSimulationTests {
     @Test func simWithoutDevicesHasBoth() async throws {
-        let simulation = try #require(try await Simulation.start(try TransportURI(parsing: "sim")))
+        let simulation = try await Simulation.start(devices: try Simulation.devices(named: []))
         #expect(simulation.sensorTag != nil && simulation.bluefruit != nil)
         #expect(simulation.link.peripherals.count == 2)
         await simulation.stop()
     }
 
     @Test func simNamesTheDevices() async throws {
-        let simulation = try #require(try await Simulation.start(try TransportURI(parsing: "sim:bluefruit")))
+        let simulation = try await Simulation.start(devices: try Simulation.devices(named: ["bluefruit"]))
         #expect(simulation.sensorTag == nil && simulation.bluefruit != nil)
         #expect(simulation.link.peripherals.map(\.address) == [EmulatedBluefruit.defaultAddress])
         await simulation.stop()
@@ -25,10 +25,6 @@ struct EmulatorSimulationTests {
             _ = try Simulation.devices(named: ["sensortag", "fitbit"])
         }
         #expect(try Simulation.devices(named: ["SensorTag", "sensortag"]) == [.sensortag])
-    }
-
-    @Test func otherTransportsAreNotSimulations() async throws {
-        #expect(try await Simulation.start(try TransportURI(parsing: "hci0")) == nil)
     }
 
     @Test func stoppingClosesTheHostTransport() async throws {

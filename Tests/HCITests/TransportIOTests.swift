@@ -19,7 +19,7 @@ struct TransportIOTests {
 
     @Test func tcpCarriesPacketsBothWaysWhateverTheChunking() async throws {
         let listener = TestTCPListener()
-        let transport = try await TransportURI.tcp(host: "127.0.0.1", port: listener.port).openRawTransport()
+        let transport = try await SocketTransport.connectTCP(host: "127.0.0.1", port: listener.port)
         defer { transport.close() }
         let controller = try #require(await listener.accept())
 
@@ -175,7 +175,7 @@ struct TransportIOTests {
 
     @Test func unixSocketCarriesPackets() async throws {
         let listener = TestUnixListener()
-        let transport = try await TransportURI(parsing: "unix:" + listener.path).openRawTransport()
+        let transport = try await SocketTransport.connectUnix(path: listener.path)
         defer { transport.close() }
         let controller = try #require(await listener.accept())
         try await transport.send(.command, [0x09, 0x10, 0x00])
@@ -217,22 +217,6 @@ struct TransportIOTests {
         #expect(reason.contains("malformed"))
     }
 
-    // MARK: - Kernel user channel
-
-    @Test func userChannelOnANonexistentAdapterIsAKernelError() async {
-        // Adapter 65534 never exists; depending on the machine the kernel says "no Bluetooth"
-        // (EAFNOSUPPORT), "no such device" or "permission denied", always as a kernel error
-        // with advice, never a crash or a hang.
-        await #expect {
-            _ = try await TransportURI(parsing: "hci-user:65534").openRawTransport()
-        } throws: { error in
-            guard case .kernel(let kernel)? = error as? HCIError, case .system(let operation, _) = kernel else {
-                return false
-            }
-            return operation == .openHCISocket(channel: .user, device: 65534) && !kernel.description.isEmpty
-        }
-    }
-
     // MARK: - Serial, over a pseudo-terminal
 
     /// TIOCSPTLCK = _IOW('T', 0x31, int) and TIOCGPTN = _IOR('T', 0x30, unsigned int) in the
@@ -250,7 +234,7 @@ struct TransportIOTests {
         var number: UInt32 = 0
         try #require(ioctl(master, Self.getPtyNumber, &number) == 0)
         let path = "/dev/pts/\(number)"
-        let transport = try await TransportURI(parsing: "serial:\(path)@115200").openRawTransport()
+        let transport = try await SerialTransport.open(device: path, baudRate: 115_200)
         defer { transport.close() }
 
         // The slave is in raw mode: binary bytes (0x03, 0x11, 0x13, 0x0A) pass untouched.

@@ -3,6 +3,7 @@ import ATT
 import Bluetooth
 import Foundation
 import GATT
+import GATTClientCLI
 import HCI
 import L2CAP
 import Testing

@@ -1,5 +1,6 @@
 import Bluetooth
 import Foundation
+import GATTClientCLI
 import HCI
 import TestSupport
 

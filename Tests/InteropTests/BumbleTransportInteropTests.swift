@@ -1,4 +1,5 @@
 import Bluetooth
+import GATTClientCLI
 import HCI
 import Testing
 

@@ -1,10 +1,10 @@
 #if canImport(Glibc)
-import SystemSupport
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 import Bluetooth
+import SystemSupport
 
 /// Who a cached database belongs to: the peer's address and its type.
 public struct GATTPeerIdentity: Hashable, Sendable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+import Kernel
 import Capture
 import ATT
 import Bluetooth
@@ -123,6 +124,10 @@ extension CommandFailure {
         case let gatt as GATTError: return .gatt(gatt, doing: what)
         case let att as ATTError: return .att(att, doing: what)
         case let kernel as KernelBluetoothError: return .kernel(kernel, doing: what)
+        case let scan as KernelScanner.Failure:
+            // Says what failed on its own ("the controller refused …", "scanning: …").
+            if case .refused(_, let status) = scan { return CommandFailure("\(scan)", kind: "hci", hciStatus: status.rawValue) }
+            return CommandFailure("\(scan)", kind: "failure")
         case let hci as HCIError:
             if case .commandFailed(_, let status) = hci {
                 return CommandFailure("\(what): \(hci)", kind: "hci", hciStatus: status.rawValue)

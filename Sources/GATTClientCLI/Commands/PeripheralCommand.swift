@@ -1,6 +1,4 @@
 #if canImport(Glibc)
-import Host
-import SystemSupport
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -11,6 +9,8 @@ import Emulator
 import GATT
 import HCI
 import L2CAP
+import Host
+import SystemSupport
 
 /// `peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S]`.
 public struct PeripheralOptions: Equatable, Sendable {

@@ -1,5 +1,4 @@
 #if canImport(Glibc)
-import SystemSupport
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -7,6 +6,7 @@ import Musl
 import ATT
 import Bluetooth
 import GATT
+import SystemSupport
 
 /// `sensortag ADDR [--sensors LIST] [--period MS] [--count N] [--csv FILE]`: switches the chosen
 /// sensors on at the period, subscribes, prints one decoded reading per line (or JSON Lines), and

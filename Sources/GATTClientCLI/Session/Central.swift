@@ -1,3 +1,4 @@
+import Kernel
 import Capture
 import ATT
 import Bluetooth
@@ -208,12 +209,15 @@ extension CommandFailure {
     }
 }
 
-extension HCIError {
-    /// The exit code for a transport that could not be opened: 77 when the kernel refused it
+extension Error {
+    /// The exit code for a transport that could not be opened (`HCIError` from the H4
+    /// transports, `KernelBluetoothError` from the user channel): 77 when the kernel refused it
     /// for want of a capability, 69 otherwise.
     var transportExitCode: ExitCode {
-        if case .kernel(let kernel) = self, kernel.kind == .permissionDenied { return .permission }
-        if case .system(_, let errno) = self, errno == .permissionDenied || errno == .accessDenied { return .permission }
+        if let kernel = self as? KernelBluetoothError, kernel.kind == .permissionDenied { return .permission }
+        if case .system(_, let errno)? = self as? HCIError, errno == .permissionDenied || errno == .accessDenied {
+            return .permission
+        }
         return .unavailable
     }
 }

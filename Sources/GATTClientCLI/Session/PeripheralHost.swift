@@ -1,3 +1,4 @@
+import Kernel
 import Host
 import ATT
 import Bluetooth
@@ -164,10 +165,8 @@ struct HostPeripheralLink: GATTPeripheralLink {
     }
 }
 
-/// The kernel path: bluetoothd-free advertising through the management socket (connectable,
-/// advertising on) with our advertising data written through a raw HCI socket, and an L2CAP LE
-/// socket listening on the ATT fixed channel (CID 4). bluetoothd's own GATT server, when it
-/// runs, holds that channel: listening then fails with EADDRINUSE.
+/// The kernel path: bluetoothd-free advertising and the centrals it accepts, from
+/// ``KernelAdvertiser``.
 final class KernelPeripheralHost: PeripheralHost {
     let index: UInt16
     let adapter: KernelAdapter
@@ -190,22 +189,8 @@ final class KernelPeripheralHost: PeripheralHost {
         if let why = parameters.invalidity { throw CommandFailure("advertising: \(why)", kind: "usage", exitCode: .usage) }
         let listening: KernelATTListener
         do {
-            let management = try ManagementSocket.open()
-            defer { management.close() }
-            _ = try management.prepareForLowEnergy(index: index)
-            _ = try management.setConnectable(parameters.connectable, index: index)
-            listening = try KernelATTChannel.listen(adapter: adapter.address, security: security)
-            _ = try management.setAdvertising(parameters.connectable ? .connectable : .on, index: index)
-            // The kernel advertises its own data (flags, name); ours replaces it.
-            let socket = try HCISocket.openRaw(device: index, filter: HCIFilter(packetTypes: [.event], events: []))
-            defer { socket.close() }
-            try socket.send(
-                [HCIPacketType.command.rawValue]
-                    + HCICommandPacket(LESetAdvertisingDataCommand(advertisingData: parameters.advertisingData)).encode())
-            try socket.send(
-                [HCIPacketType.command.rawValue]
-                    + HCICommandPacket(LESetScanResponseDataCommand(scanResponseData: parameters.scanResponseData))
-                    .encode())
+            listening = try await KernelAdvertiser.start(
+                adapter: index, address: adapter.address, parameters: parameters, security: security)
         } catch let error as KernelBluetoothError {
             throw CommandFailure.kernel(error, doing: "advertising on hci\(index)")
         }
@@ -236,10 +221,7 @@ final class KernelPeripheralHost: PeripheralHost {
 
     func close() async {
         if let listening = listener.withLock({ $0 }) { await listening.close() }
-        if let management = try? ManagementSocket.open() {
-            _ = try? management.setAdvertising(.off, index: index)
-            management.close()
-        }
+        KernelAdvertiser.stop(adapter: index)
     }
 }
 

@@ -1,3 +1,4 @@
+import Kernel
 import Host
 import Capture
 import SystemSupport
@@ -78,81 +79,38 @@ final class UserSpaceCentral: Central, Scanner {
 }
 
 extension KernelCentral: Scanner {
-    /// Legacy scanning through the kernel's raw HCI socket: commands go in as on any controller,
-    /// LE Meta events come back through the socket's filter; bluetoothd may keep running.
+    /// Legacy scanning through the kernel's raw HCI socket (``KernelScanner``); bluetoothd may
+    /// keep running. `--record` writes what crosses the socket as an H4 btsnoop.
     func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
-        let filter = HCIFilter(packetTypes: [.event], events: [
-            CommandCompleteEvent.eventCode, CommandStatusEvent.eventCode, HCIEventCode(rawValue: 0x3E),
-        ])
-        // --record: what crosses the raw socket (our commands, the events), as an H4 btsnoop.
         let recorder: Mutex<BTSnoopFileWriter?>
         do {
             recorder = Mutex(try scanRecording.map { path throws(HCIError) in try BTSnoopFileWriter(path: path, datalink: .h4) })
         } catch {
             throw CommandFailure("--record \(scanRecording ?? ""): \(error)", kind: "record")
         }
-        @Sendable func record(_ type: HCIPacketType, _ bytes: ArraySlice<UInt8>, _ direction: CaptureDirection) {
-            recorder.withLock { writer in try? writer?.append(type, bytes, direction: direction, timestamp: CaptureTime.now()) }
-        }
-        let socket: HCISocket
-        do {
-            socket = try HCISocket.openRaw(device: index, filter: filter)
-            let parameters = try HCICommandPacket(LESetScanParametersCommand(
-                leScanType: options.active ? .active : .passive, leScanInterval: options.interval, leScanWindow: options.window)).encode()
-            let enable = try HCICommandPacket(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates)).encode()
-            for command in [parameters, enable] {
-                record(.command, command[...], .sent)
-                try socket.send([HCIPacketType.command.rawValue] + command)
-            }
-        } catch let error as KernelBluetoothError {
-            throw CommandFailure.kernel(error, doing: "scanning on hci\(index)")
-        }
-        let mode = options.reportMode
-        let limit = options.maximumDevices
-        return AsyncThrowingStream { continuation in
-            let stop = Mutex(false)
-            // One reader thread per scan, waking at least every 250 ms to notice the end.
-            let reader: @Sendable () -> Void = {
-                var aggregator = ScanAggregator(mode: mode, maximumDevices: limit)
-                while !stop.withLock({ $0 }) {
-                    let packet: [UInt8]?
-                    do {
-                        packet = try socket.receive(timeout: .milliseconds(250))
-                    } catch let error as KernelBluetoothError {
-                        continuation.finish(throwing: CommandFailure.kernel(error, doing: "scanning"))
-                        return
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return
-                    }
-                    guard let packet, packet.first == HCIPacketType.event.rawValue else { continue }
-                    record(.event, packet.dropFirst(), .received)
-                    guard let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { continue }
-                    if case .commandComplete(let complete) = event, let status = complete.status, status != .success {
-                        continuation.finish(throwing: CommandFailure("the controller refused \(complete.opcode): \(status)", kind: "hci", hciStatus: status.rawValue))
-                        return
-                    }
-                    guard case .leMeta(let meta) = event else { continue }
-                    for scanEvent in aggregator.receive(meta) { continuation.yield(scanEvent) }
-                }
-            }
-            continuation.onTermination = { _ in
-                stop.withLock { $0 = true }
-                let disable = (try? HCICommandPacket(LESetScanEnableCommand(leScanEnable: false)).encode()) ?? []
-                record(.command, disable[...], .sent)
-                try? socket.send([HCIPacketType.command.rawValue] + disable)
-                socket.close()
+        var observer: KernelScanner.PacketObserver?
+        if scanRecording != nil {
+            observer = { type, bytes, sent in
                 recorder.withLock { writer in
-                    try? writer?.close()
-                    writer = nil
+                    try? writer?.append(type, bytes, direction: sent ? .sent : .received, timestamp: CaptureTime.now())
                 }
             }
-            do {
-                try DetachedThread.start(reader)
-            } catch {
-                // onTermination (above) disables the scan and closes the socket.
-                continuation.finish(throwing: CommandFailure("scanning: cannot start the reader thread: \(error)", kind: "failure"))
+        }
+        do throws(KernelBluetoothError) {
+            return try KernelScanner.scan(
+                adapter: index, options: options, observer: observer,
+                ended: {
+                    recorder.withLock { writer in
+                        try? writer?.close()
+                        writer = nil
+                    }
+                })
+        } catch {
+            recorder.withLock { writer in
+                try? writer?.close()
+                writer = nil
             }
+            throw CommandFailure.kernel(error, doing: "scanning on hci\(index)")
         }
     }
 }
@@ -200,10 +158,10 @@ final class SimulatedCentral: Central, Scanner {
     static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
-            guard let started = try await Simulation.start(uri) else {
+            guard case .simulator(let names) = uri else {
                 throw CommandFailure("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
             }
-            simulation = started
+            simulation = try await Simulation.start(devices: try Simulation.devices(named: names))
         } catch let error as Simulation.SimulationError {
             throw CommandFailure("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }

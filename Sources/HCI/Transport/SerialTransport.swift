@@ -34,13 +34,17 @@ public enum SerialBaudRate {
 /// 8 data bits, no parity, one stop bit, RTS/CTS hardware flow control (the H4 transport
 /// requires it: Core Spec 5.4, Vol 4, Part A, §1).
 public enum SerialTransport {
+    /// The UART speed used when none is given: what Zephyr's `hci_uart` and Nordic's HCI
+    /// firmware default to.
+    public static let defaultBaudRate = 1_000_000
+
     /// Opens `device` at `baudRate` (one of `SerialBaudRate.supportedRates`), configures it and
     /// discards anything already buffered in either direction.
     public static func open(
-        device: String, baudRate: Int = TransportURI.defaultBaudRate, flowControl: Bool = true,
+        device: String, baudRate: Int = SerialTransport.defaultBaudRate, flowControl: Bool = true,
         writeTimeout: Duration = .seconds(2), logger: Logger = .disabled
     ) async throws(HCIError) -> FileDescriptorTransport {
-        let uri = TransportURI.serial(device: device, baudRate: baudRate).description
+        let uri = "serial:\(device)@\(baudRate)"
         guard let speed = SerialBaudRate.termiosSpeed(for: baudRate) else {
             throw .invalidTransportURI(uri: uri, reason: "baud rate \(baudRate) is not one termios supports")
         }

@@ -18,7 +18,7 @@ public enum SocketTransport {
         host: String, port: UInt16, connectTimeout: Duration = .seconds(5),
         writeTimeout: Duration = .seconds(2), logger: Logger = .disabled
     ) async throws(HCIError) -> FileDescriptorTransport {
-        let uri = TransportURI.tcp(host: host, port: port).description
+        let uri = host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
         let descriptor = try await offCooperativePool { () throws(HCIError) -> Int32 in
             try connectTCPBlocking(host: host, port: port, uri: uri, timeout: connectTimeout)
         }
@@ -31,7 +31,7 @@ public enum SocketTransport {
     public static func connectUnix(
         path: String, writeTimeout: Duration = .seconds(2), logger: Logger = .disabled
     ) async throws(HCIError) -> FileDescriptorTransport {
-        let uri = TransportURI.unix(path: path).description
+        let uri = "unix:\(path)"
         let descriptor = try await offCooperativePool { () throws(HCIError) -> Int32 in
             try connectUnixBlocking(path: path, uri: uri)
         }

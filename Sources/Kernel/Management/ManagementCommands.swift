@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 
 /// A management command with typed parameters and a typed return value (the Return_Parameters
 /// of its Command Complete event).

@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 internal import CHCI
 
 /// One kernel Bluetooth adapter (`hciN`), as HCIGETDEVINFO reports it.

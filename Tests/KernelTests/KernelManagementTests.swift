@@ -2,6 +2,7 @@ import Bluetooth
 import Testing
 
 @testable import HCI
+@testable import Kernel
 
 /// Hex to bytes for test vectors (spaces allowed).
 func kernelHex(_ text: String) -> [UInt8] {

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Bluetooth
+import HCI
 
 /// A socket file descriptor, in the manner of swift-system's `FileDescriptor`: a plain value
 /// with no ownership semantics; whoever opened it closes it explicitly with `close()`.

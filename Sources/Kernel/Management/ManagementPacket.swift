@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 
 /// A management command opcode. Open: unknown opcodes keep their value.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Management Commands"

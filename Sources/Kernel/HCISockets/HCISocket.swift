@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Bluetooth
+import HCI
 internal import CHCI
 import Synchronization
 

@@ -1,6 +1,7 @@
+import HCI
 import Testing
 
-@testable import HCI
+@testable import GATTClientCLI
 
 @Suite("Transport URI parsing")
 struct TransportURITests {

@@ -1,3 +1,5 @@
+import HCI
+
 /// The security an L2CAP socket demands of its link (`BT_SECURITY`); raising it on a connected
 /// LE link makes the kernel start SMP pairing/encryption. Open: unknown levels keep their value.
 public struct L2CAPSecurityLevel: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {

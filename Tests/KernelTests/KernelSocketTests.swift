@@ -7,6 +7,7 @@ import Bluetooth
 import Testing
 
 @testable import HCI
+@testable import Kernel
 
 /// On a kernel without Bluetooth (like CI containers) every kernel entry point must fail with the
 /// exact "no Bluetooth" message; on a machine with Bluetooth it may succeed or fail with one of

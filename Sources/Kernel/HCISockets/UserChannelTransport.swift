@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 internal import CHCI
 
 /// The kernel HCI user channel (`hci-user:N`): exclusive access to adapter N, with the kernel's
@@ -6,21 +7,16 @@ internal import CHCI
 /// delivers one whole packet, indicator first, per read: no H4 framing.
 ///
 /// Needs CAP_NET_ADMIN, and the adapter down and not managed by bluetoothd; the errors say which
-/// (`HCIError.kernel`, whose `kind` maps to the CLI's exit codes).
+/// (`KernelBluetoothError`, whose `kind` maps to the CLI's exit codes).
 public enum UserChannelTransport {
     public static func open(
         adapter index: UInt16, writeTimeout: Duration = .seconds(2), logger: Logger = .disabled
-    ) async throws(HCIError) -> FileDescriptorTransport {
+    ) async throws(KernelBluetoothError) -> FileDescriptorTransport {
         let operation = KernelOperation.openHCISocket(channel: .user, device: index)
-        let descriptor: Int32
-        do {
-            descriptor = try KernelBluetoothError.check(operation) {
-                chci_hci_open(index, UInt16(CHCI_CHANNEL_USER), CHCI_NONBLOCK)
-            }
-        } catch {
-            throw .kernel(error)
+        let descriptor = try KernelBluetoothError.check(operation) {
+            chci_hci_open(index, UInt16(CHCI_CHANNEL_USER), CHCI_NONBLOCK)
         }
-        let name = TransportURI.userChannel(index: index).description
+        let name = "hci-user:\(index)"
         logger.debug("\(name): open")
         return FileDescriptorTransport(
             adopting: descriptor, framing: .datagram, name: name, writeTimeout: writeTimeout, logger: logger)

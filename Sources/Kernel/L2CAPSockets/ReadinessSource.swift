@@ -1,3 +1,5 @@
+import HCI
+
 import Dispatch
 
 /// A `DispatchSource` read or write source on one descriptor that can be armed (delivering

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Bluetooth
+import HCI
 
 /// What we asked the kernel to do when it failed: names the object (adapter, channel, peer) so
 /// the message can say what failed and which capability or fix applies.

@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 
 /// Command Complete Event: Command_Opcode, Status, Return_Parameters.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Command Complete Event"

@@ -1,3 +1,7 @@
+import Bluetooth
+import HCI
+import Kernel
+
 /// Where the controller is: the value of `--transport`, parsed.
 ///
 /// | text | case |
@@ -22,7 +26,7 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
 
     /// The UART speed used when `serial:DEV` names none: what Zephyr's `hci_uart` and Nordic's
     /// HCI firmware default to.
-    public static let defaultBaudRate = 1_000_000
+    public static let defaultBaudRate = SerialTransport.defaultBaudRate
 
     /// The longest path a `sockaddr_un` holds (108 octets with the terminating NUL).
     static let maximumUnixPathLength = 107
@@ -173,5 +177,45 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
             throw .invalidTransportURI(uri: uri, reason: "port '\(portText)' is not a number from 1 to 65535")
         }
         return (String(host), UInt16(port))
+    }
+}
+
+extension TransportURI {
+    /// Opens the raw HCI transport this URI names. `connectTimeout` bounds connecting (TCP) and
+    /// opening; `writeTimeout` bounds each send that the controller does not drain.
+    ///
+    /// `hciN` (the kernel's own host, reached through HCI and L2CAP sockets), `sim` and `replay`
+    /// are not raw transports and throw `HCIError.unsupportedTransport` saying so. Throws
+    /// `HCIError` (the H4 transports) or `KernelBluetoothError` (the user channel).
+    public func openRawTransport(
+        connectTimeout: Duration = .seconds(5),
+        writeTimeout: Duration = .seconds(2),
+        logger: Logger = .disabled
+    ) async throws -> any HCITransport {
+        switch self {
+        case .tcp(let host, let port):
+            return try await SocketTransport.connectTCP(
+                host: host, port: port, connectTimeout: connectTimeout, writeTimeout: writeTimeout, logger: logger)
+        case .unix(let path):
+            return try await SocketTransport.connectUnix(path: path, writeTimeout: writeTimeout, logger: logger)
+        case .serial(let device, let baudRate):
+            return try await SerialTransport.open(
+                device: device, baudRate: baudRate, writeTimeout: writeTimeout, logger: logger)
+        case .userChannel(let index):
+            return try await UserChannelTransport.open(adapter: index, writeTimeout: writeTimeout, logger: logger)
+        case .kernel(let index):
+            throw HCIError.unsupportedTransport(
+                uri: description,
+                reason: "hci\(index) uses the kernel's own HCI and L2CAP sockets, not a raw HCI transport; "
+                    + "use hci-user:\(index) to run the whole host in user space (adapter down, not managed by bluetoothd)"
+            )
+        case .simulator:
+            throw HCIError.unsupportedTransport(
+                uri: description,
+                reason: "the simulator is served in-process by the Emulator module, not a raw HCI transport")
+        case .replay:
+            throw HCIError.unsupportedTransport(
+                uri: description, reason: "replay plays a recorded ATT peer, not a raw HCI transport")
+        }
     }
 }

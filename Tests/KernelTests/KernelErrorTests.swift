@@ -7,6 +7,7 @@ import Bluetooth
 import Testing
 
 @testable import HCI
+@testable import Kernel
 
 @Suite("Kernel Bluetooth error messages")
 struct KernelErrorMessageTests {
@@ -176,5 +177,19 @@ struct KernelErrorMessageTests {
         #expect(a != .system(operation: .adapterUp(index: 1), errno: .busy))
         #expect(a != .system(operation: .adapterUp(index: 0), errno: .permissionDenied))
         #expect(a.errno == .busy)
+    }
+
+    @Test func userChannelOnANonexistentAdapterIsAKernelError() async {
+        // Adapter 65534 never exists; depending on the machine the kernel says "no Bluetooth"
+        // (EAFNOSUPPORT), "no such device" or "permission denied", always as a kernel error
+        // with advice, never a crash or a hang.
+        await #expect {
+            _ = try await UserChannelTransport.open(adapter: 65534)
+        } throws: { error in
+            guard let kernel = error as? KernelBluetoothError, case .system(let operation, _) = kernel else {
+                return false
+            }
+            return operation == .openHCISocket(channel: .user, device: 65534) && !kernel.description.isEmpty
+        }
     }
 }

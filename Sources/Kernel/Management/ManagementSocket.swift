@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 
 /// A socket on the kernel's management (control) channel with a synchronous request/response
 /// helper: send a command, wait (bounded, on readiness) for its Command Complete / Status,

@@ -1,5 +1,4 @@
 #if canImport(Glibc)
-import TestSupport
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -11,6 +10,8 @@ import HCI
 import Testing
 
 @testable import L2CAP
+@testable import Kernel
+import TestSupport
 
 /// Receives one datagram on the test's end, waiting at most 5 s for it.
 func kernelPeerReceive(_ peer: SocketDescriptor) throws -> [UInt8]? {

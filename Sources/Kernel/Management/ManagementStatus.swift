@@ -1,3 +1,5 @@
+import HCI
+
 /// A management status code. Open: codes newer than this table keep their value.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Error Codes"
 public struct ManagementStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
