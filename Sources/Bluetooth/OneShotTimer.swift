@@ -1,6 +1,6 @@
 import Dispatch
 
-/// A one-shot timer on a Dispatch timer source: `fire` runs once, `delay` from now, on a
+/// ``SystemClock``'s timers: a one-shot timer on a Dispatch timer source: `fire` runs once, `delay` from now, on a
 /// shared serial queue, unless `cancel()` comes first.
 ///
 /// Why not a task sleeping in `Task.sleep`: cancelling such a task ends it, but its timer (and
@@ -12,14 +12,14 @@ import Dispatch
 /// `fire` may still run after `cancel()` if it had already started; callers ignore a timer
 /// they no longer wait for. Dropping the timer does not cancel it (an armed source keeps
 /// itself until it fires), so a fire-and-forget timer works as a sleeping task would.
-public final class OneShotTimer: @unchecked Sendable {
+final class OneShotTimer: @unchecked Sendable {
     // @unchecked: the source is only scheduled in init; `cancel()` is thread-safe in Dispatch.
     private let source: any DispatchSourceTimer
 
     /// The queue every timer fires on (its handlers only start tasks or flip state).
-    public static let queue = DispatchQueue(label: "bluetooth.timers")
+    static let queue = DispatchQueue(label: "bluetooth.timers")
 
-    public init(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+    init(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeTimerSource(queue: Self.queue)
         let (seconds, attoseconds) = delay.components
         // Rounded up: a timer never fires before its delay.
@@ -35,7 +35,7 @@ public final class OneShotTimer: @unchecked Sendable {
     }
 
     /// Stops the timer; harmless when it has fired or was cancelled already.
-    public func cancel() {
+    func cancel() {
         source.cancel()
     }
 }

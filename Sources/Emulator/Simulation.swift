@@ -17,7 +17,7 @@ import HCI
 /// ```
 ///
 /// Time runs on the injected clock (the system clock by default; tests pass an
-/// ``ATTManualClock``): advertising events every `configuration.advertisingInterval`, sensor
+/// ``ManualClock``): advertising events every `configuration.advertisingInterval`, sensor
 /// periods, the SensorTag's parameter request.
 public struct Simulation: Sendable {
     /// The devices `sim:` may name.
@@ -59,7 +59,7 @@ public struct Simulation: Sendable {
 
     /// Builds the link with `devices` on it and starts a controller for our host.
     public static func start(
-        devices: [Device] = Device.allCases, clock: any ATTClock = ATTSystemClock(),
+        devices: [Device] = Device.allCases, clock: any BluetoothClock = SystemClock(),
         configuration: VirtualController.Configuration = .init(), logger: Logger = .disabled
     ) async throws(SimulationError) -> Simulation {
         let link = VirtualLink()

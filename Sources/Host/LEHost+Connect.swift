@@ -58,7 +58,7 @@ extension LEHost {
     struct Waiter {
         let key: Awaited
         let continuation: CheckedContinuation<Signal, Never>
-        let timer: OneShotTimer
+        let timer: ScheduledTimer
     }
 
     // MARK: - Connecting
@@ -309,8 +309,8 @@ extension LEHost {
         nextWaiterID += 1
         let body = {
             await withCheckedContinuation { (continuation: CheckedContinuation<Signal, Never>) in
-                let timer = OneShotTimer(after: timeout) { [weak self] in
-                    Task { await self?.interrupt(id, with: .timedOut) }
+                let timer = self.clock.schedule(after: timeout) { [weak self] in
+                    await self?.interrupt(id, with: .timedOut)
                 }
                 self.waiters[id] = Waiter(key: key, continuation: continuation, timer: timer)
             }

@@ -124,11 +124,15 @@ public actor LEHost {
     // Advertising, the peripheral role (LEHost+Advertise.swift).
     var advertising: AdvertisingSession?
 
+    /// Times the host's waits (connection timeouts), and the controller driver's command timeout.
+    let clock: any BluetoothClock
+
     private init(
         driver: HCIControllerDriver, l2cap: UserSpaceL2CAP, info: ControllerInfo, configuration: Configuration,
-        logger: Logger
+        clock: any BluetoothClock, logger: Logger
     ) {
         self.driver = driver
+        self.clock = clock
         self.l2cap = l2cap
         self.info = info
         self.configuration = configuration
@@ -148,12 +152,13 @@ public actor LEHost {
     }
 
     /// Opens the host on `transport`: initialises the controller and starts the pumps. On a
-    /// failure the transport is closed.
+    /// failure the transport is closed. `clock` times every wait of the host and its driver.
     public static func start(
-        transport: any HCITransport, configuration: Configuration = Configuration(), logger: Logger = .disabled
+        transport: any HCITransport, configuration: Configuration = Configuration(),
+        clock: any BluetoothClock = SystemClock(), logger: Logger = .disabled
     ) async throws(LEHostError) -> LEHost {
         let driver = HCIControllerDriver(
-            transport: transport, commandTimeout: configuration.commandTimeout, logger: logger.child("hci"))
+            transport: transport, commandTimeout: configuration.commandTimeout, clock: clock, logger: logger.child("hci"))
         let info: ControllerInfo
         let l2cap: UserSpaceL2CAP
         do {
@@ -174,7 +179,7 @@ public actor LEHost {
             await driver.close(reason: "initialisation failed: \(error)")
             throw .closed("\(error)")
         }
-        let host = LEHost(driver: driver, l2cap: l2cap, info: info, configuration: configuration, logger: logger)
+        let host = LEHost(driver: driver, l2cap: l2cap, info: info, configuration: configuration, clock: clock, logger: logger)
         await host.startPumps()
         logger.info(
             "LE host on \(info.address): \(host.usesExtendedCommands ? "extended" : "legacy") scanning and initiating")

@@ -198,7 +198,7 @@ struct BearerConnectionTests {
     }
 
     @Test func transactionTimeoutWithTheManualClock() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let (a, peer) = InMemoryATTChannel.pair()
         let client = ATTConnection(channel: a, clock: clock)
         var fromClient = peer.incoming.makeAsyncIterator()

@@ -132,7 +132,7 @@ struct TraceFormatTests {
     }
 
     @Test func manualClockFiresDueTimersInOrderAndSkipsCancelledOnes() async {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let (fired, sink) = AsyncStream<Int>.makeStream()
         _ = clock.schedule(after: .seconds(2)) { sink.yield(2) }
         _ = clock.schedule(after: .seconds(1)) { sink.yield(1) }

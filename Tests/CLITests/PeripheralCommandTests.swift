@@ -159,7 +159,7 @@ struct PeripheralServingTests {
 
     static func start(_ options: PeripheralOptions, extended: Bool = true) async throws -> Rig {
         let link = VirtualLink()
-        let clock = ATTSystemClock()
+        let clock = SystemClock()
         let (_, peripheralTransport) = await VirtualController.attach(
             to: link, clock: clock, configuration: .init(address: peripheralAddress, extendedAdvertising: extended))
         let (_, centralTransport) = await VirtualController.attach(
@@ -379,7 +379,7 @@ struct PeripheralServingTests {
         let simulation = try #require(host.simulation)
         #expect(simulation.sensorTag == nil && simulation.bluefruit == nil, "plain `sim`: no emulated device competes")
         let (_, centralTransport) = await VirtualController.attach(
-            to: simulation.link, clock: ATTSystemClock(), configuration: .init(address: Self.centralAddress))
+            to: simulation.link, clock: SystemClock(), configuration: .init(address: Self.centralAddress))
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = .seconds(15)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)

@@ -59,7 +59,7 @@ struct ConnectionOrderTests {
     }
 
     @Test func thePeripheralIsReadyFirstAndItsEarlyDataFollowsTheCentralsConnectionComplete() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let link = VirtualLink()
         let device = EagerPeripheral()
         link.add(device)

@@ -6,9 +6,9 @@ import Testing
 
 /// A controller on a link with both emulated devices, driven by a manual clock.
 func makeController(devices: [Simulation.Device] = Simulation.Device.allCases) async throws
-    -> (simulation: Simulation, probe: HCIProbe, clock: ATTManualClock)
+    -> (simulation: Simulation, probe: HCIProbe, clock: ManualClock)
 {
-    let clock = ATTManualClock()
+    let clock = ManualClock()
     let simulation = try await Simulation.start(devices: devices, clock: clock)
     let probe = HCIProbe(transport: simulation.hostTransport)
     await probe.start()

@@ -131,7 +131,7 @@ struct EmulatorControllerExtendedAdvertisingTests {
     }
 
     @Test func anExtendedAdvertisingSetIsScannedAndConnected() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let link = VirtualLink()
         let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(
             link, clock, EmulatorPeripheralRoleTests.peripheralAddress)
@@ -175,7 +175,7 @@ struct EmulatorControllerExtendedAdvertisingTests {
     }
 
     @Test func anAdvertisingDurationEndsWithAdvertisingTimeout() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let link = VirtualLink()
         let (_, peripheral) = try await EmulatorPeripheralRoleTests.probe(
             link, clock, EmulatorPeripheralRoleTests.peripheralAddress)

@@ -11,21 +11,21 @@ import Testing
 struct ConnectedDevice {
     let simulation: Simulation
     let host: SimulatedHost
-    let clock: ATTManualClock
+    let clock: ManualClock
     let handle: UInt16
     let connection: ATTConnection
     let client: GATTClient
     let database: GATTDatabase
 
     static func connect(_ device: Simulation.Device) async throws -> ConnectedDevice {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let simulation = try await Simulation.start(devices: [device], clock: clock)
         let host = try await SimulatedHost.start(simulation)
         return try await connect(simulation, host, clock, device)
     }
 
     static func connect(
-        _ simulation: Simulation, _ host: SimulatedHost, _ clock: ATTManualClock, _ device: Simulation.Device
+        _ simulation: Simulation, _ host: SimulatedHost, _ clock: ManualClock, _ device: Simulation.Device
     )
         async throws -> ConnectedDevice
     {

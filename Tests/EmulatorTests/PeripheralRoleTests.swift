@@ -12,7 +12,7 @@ struct EmulatorPeripheralRoleTests {
     static let centralAddress = BluetoothAddress("00:1B:DC:E0:5A:02")!
     static let ownRandom = BluetoothAddress("C3:11:22:33:44:55")!
 
-    static func probe(_ link: VirtualLink, _ clock: ATTManualClock, _ address: BluetoothAddress) async throws
+    static func probe(_ link: VirtualLink, _ clock: ManualClock, _ address: BluetoothAddress) async throws
         -> (VirtualController, HCIProbe)
     {
         let (controller, transport) = await VirtualController.attach(
@@ -47,7 +47,7 @@ struct EmulatorPeripheralRoleTests {
     }
 
     @Test func advertisingIsScannedConnectedAndCarriesACLBothWays() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let link = VirtualLink()
         let (_, peripheral) = try await Self.probe(link, clock, Self.peripheralAddress)
         let (centralController, central) = try await Self.probe(link, clock, Self.centralAddress)
@@ -117,7 +117,7 @@ struct EmulatorPeripheralRoleTests {
     }
 
     @Test func advertisingParametersAreCheckedAndLockedWhileAdvertising() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let (_, probe) = try await Self.probe(VirtualLink(), clock, Self.peripheralAddress)
         // Random own address without one set: refused at enable.
         _ = try await probe.send(
@@ -148,7 +148,7 @@ struct EmulatorPeripheralRoleTests {
     }
 
     @Test func ourGATTServerIsDiscoveredAndUsedByOurClientAcrossTheLink() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let link = VirtualLink()
         let (_, peripheralTransport) = await VirtualController.attach(
             to: link, clock: clock, configuration: .init(address: Self.peripheralAddress))

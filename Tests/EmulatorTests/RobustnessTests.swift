@@ -45,7 +45,7 @@ struct EmulatorRobustnessTests {
     }
 
     /// Connects the probe's host to the SensorTag; returns the handle.
-    static func connectSensorTag(_ probe: HCIProbe, _ clock: ATTManualClock) async throws -> UInt16 {
+    static func connectSensorTag(_ probe: HCIProbe, _ clock: ManualClock) async throws -> UInt16 {
         _ = try await probe.send(EmulatorControllerLinkTests.createSensorTag)
         await clock.advance(by: .milliseconds(100))
         guard case .leMeta(.connectionComplete(let complete)) = try await probe.nextEvent() else {

@@ -71,7 +71,7 @@ struct RobustnessConnectionTests {
 
     @Test("silence: a request unanswered for 30 s fails with timeout, not before, and closes the bearer")
     func silentPeerTimesOut() async throws {
-        let clock = ATTManualClock()
+        let clock = ManualClock()
         let (connection, client, peer) = makeLink(clock: clock)
         let pending = Task { () async -> GATTError? in
             do throws(GATTError) {

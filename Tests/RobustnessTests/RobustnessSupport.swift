@@ -53,7 +53,7 @@ final class PeerEnd: Sendable {
 
 /// Our side (an ATTConnection and a GATTClient that sends only what it is asked to) and the
 /// peer's end of the link.
-func makeLink(clock: any ATTClock = ATTSystemClock()) -> (ATTConnection, GATTClient, PeerEnd) {
+func makeLink(clock: any BluetoothClock = SystemClock()) -> (ATTConnection, GATTClient, PeerEnd) {
     let (ours, theirs) = InMemoryATTChannel.pair()
     let connection = ATTConnection(channel: ours, clock: clock)
     let client = GATTClient(connection: connection, configuration: .manual)

@@ -7,7 +7,7 @@ import Synchronization
 /// Per connection there is one reader task (all received SDUs, in order), one writer task
 /// (every SDU we send, in the order the bearer produced them) and one server task (incoming
 /// requests and commands, answered one at a time by the server handler) — never a task per
-/// PDU. Timers come from an injected ``ATTClock``.
+/// PDU. Timers come from an injected ``BluetoothClock``.
 ///
 /// - Client: ``request(_:)`` (one outstanding, further ones queue), ``exchangeMTU(_:)``,
 ///   ``send(_:)`` for commands.
@@ -39,12 +39,12 @@ public actor ATTConnection {
 
     private var bearer: ATTBearer
     private let channel: any ATTChannel
-    private let clock: any ATTClock
+    private let clock: any BluetoothClock
     private let logger: Logger
 
     private var requestWaiters: [ATTBearer.TransactionID: CheckedContinuation<Result<ATTPDU, ATTError>, Never>] = [:]
     private var indicationWaiters: [ATTBearer.TransactionID: CheckedContinuation<Result<Void, ATTError>, Never>] = [:]
-    private var timers: [ATTBearer.Timer: ATTScheduledTimer] = [:]
+    private var timers: [ATTBearer.Timer: ScheduledTimer] = [:]
     private var serverHandler: ServerHandler?
     private let violationHandler: ViolationHandler?
     /// Violations tolerated so far (see ``ViolationHandler``).
@@ -69,7 +69,7 @@ public actor ATTConnection {
     public init(
         channel: any ATTChannel,
         configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
-        clock: any ATTClock = ATTSystemClock(),
+        clock: any BluetoothClock = SystemClock(),
         logger: Logger = .disabled,
         serverHandler: ServerHandler? = nil,
         violationHandler: ViolationHandler? = nil

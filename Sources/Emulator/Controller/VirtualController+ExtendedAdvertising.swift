@@ -20,7 +20,7 @@ extension VirtualController {
         /// Fragments of an operation in progress.
         var pendingData: [UInt8]?
         var pendingScanResponse: [UInt8]?
-        var durationTimer: ATTScheduledTimer?
+        var durationTimer: ScheduledTimer?
     }
 
     /// Legacy PDUs carry at most 31 octets.

@@ -18,7 +18,7 @@ import L2CAP
 /// silence.
 ///
 /// Advertising events happen every `advertisingInterval` of the injected clock, so tests drive
-/// time with ``ATTManualClock``. Start it with ``start()`` or use ``attach(to:clock:configuration:logger:)``;
+/// time with ``ManualClock``. Start it with ``start()`` or use ``attach(to:clock:configuration:logger:)``;
 /// it runs until its transport closes (``stop()`` closes it).
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §4 (flow control), §5.4 (packets), §7 (commands)
 public actor VirtualController {
@@ -102,7 +102,7 @@ public actor VirtualController {
 
     let transport: any HCITransport
     public let link: VirtualLink
-    let clock: any ATTClock
+    let clock: any BluetoothClock
     let configuration: Configuration
     let logger: Logger
 
@@ -118,7 +118,7 @@ public actor VirtualController {
     var reported: Set<ReportKey> = []
     /// Reports as LE Extended Advertising Reports (scanning started by the extended commands).
     var extendedReports = false
-    var scanTimeout: ATTScheduledTimer?
+    var scanTimeout: ScheduledTimer?
     /// Whether the legacy or the extended advertising/scanning commands are in use since reset
     /// (a host may not mix them: Vol 4 Part E §3.1.1).
     var commandKind: Bool?
@@ -140,7 +140,7 @@ public actor VirtualController {
     var advertisingSet: AdvertisingSet?
 
     // Advertising-event timer.
-    var tick: ATTScheduledTimer?
+    var tick: ScheduledTimer?
     var generation = 0
     var runTask: Task<Void, Never>?
 
@@ -148,7 +148,7 @@ public actor VirtualController {
     public static let defaultLEEventMask = HCIEventMask(rawValue: 0x1F)
 
     public init(
-        transport: any HCITransport, link: VirtualLink, clock: any ATTClock = ATTSystemClock(),
+        transport: any HCITransport, link: VirtualLink, clock: any BluetoothClock = SystemClock(),
         configuration: Configuration = Configuration(), logger: Logger = .disabled
     ) {
         self.transport = transport
@@ -161,7 +161,7 @@ public actor VirtualController {
     /// A controller serving the controller end of a new in-memory pair; returns the controller
     /// (started) and the host end, which is what the host's driver opens.
     public static func attach(
-        to link: VirtualLink, clock: any ATTClock = ATTSystemClock(), configuration: Configuration = Configuration(),
+        to link: VirtualLink, clock: any BluetoothClock = SystemClock(), configuration: Configuration = Configuration(),
         logger: Logger = .disabled
     ) async -> (controller: VirtualController, hostTransport: InMemoryTransport) {
         let (host, controllerEnd) = InMemoryTransport.makePair()

@@ -23,7 +23,7 @@ public final class EmulatedBluefruit: VirtualPeripheral {
     public static let defaultAddress = BluetoothAddress("E8:7F:3A:21:9C:05")!
 
     public init(
-        address: BluetoothAddress = EmulatedBluefruit.defaultAddress, clock: any ATTClock = ATTSystemClock(),
+        address: BluetoothAddress = EmulatedBluefruit.defaultAddress, clock: any BluetoothClock = SystemClock(),
         logger: Logger = .disabled
     ) throws(GATTError) {
         self.address = address

@@ -33,7 +33,7 @@ public final class EmulatedSensorTag: VirtualPeripheral {
     public static let defaultAddress = BluetoothAddress("54:6C:0E:9A:3B:01")!
 
     public init(
-        address: BluetoothAddress = EmulatedSensorTag.defaultAddress, clock: any ATTClock = ATTSystemClock(),
+        address: BluetoothAddress = EmulatedSensorTag.defaultAddress, clock: any BluetoothClock = SystemClock(),
         requestsPreferredParameters: Bool = true, logger: Logger = .disabled
     ) throws(GATTError) {
         self.address = address
@@ -96,7 +96,7 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
         var enabled = false
         var period: UInt8
         var sample = 0
-        var timer: ATTScheduledTimer?
+        var timer: ScheduledTimer?
         var generation = 0
         var accelerometerRange = SensorTag.AccelerometerRange.g2
     }
@@ -112,14 +112,14 @@ actor SensorTagFirmware: GATTPeripheralFirmware {
         intervalMin: 0x0050, intervalMax: 0x00A0, peripheralLatency: 0, timeoutMultiplier: 0x03E8)
 
     nonisolated let handles: Handles
-    private let clock: any ATTClock
+    private let clock: any BluetoothClock
     private let requestsPreferredParameters: Bool
     private var connectionGeneration = 0
-    private var parameterTimer: ATTScheduledTimer?
+    private var parameterTimer: ScheduledTimer?
     private var sensors: [SensorTag.Sensor: SensorState] = [:]
     private weak var peripheral: GATTPeripheral?
 
-    init(database: AttributeDatabase, clock: any ATTClock, requestsPreferredParameters: Bool) {
+    init(database: AttributeDatabase, clock: any BluetoothClock, requestsPreferredParameters: Bool) {
         self.requestsPreferredParameters = requestsPreferredParameters
         func handle(_ uuid: BluetoothUUID) -> UInt16 { database.valueHandle(of: uuid) ?? 0 }
         var sensorHandles: [SensorTag.Sensor: SensorHandles] = [:]

@@ -79,7 +79,7 @@ public actor GATTPeripheral {
     private var server: GATTServer
     private let initialDatabase: AttributeDatabase
     private var rxMTU: Int
-    private let clock: any ATTClock
+    private let clock: any BluetoothClock
     private let firmware: any GATTPeripheralFirmware
     private let logger: Logger
     private let signaling = LESignalingResponder(role: .peripheral)
@@ -89,7 +89,7 @@ public actor GATTPeripheral {
 
     public init(
         database: AttributeDatabase, rxMTU: Int = ATTPDU.defaultLEMTU, firmware: any GATTPeripheralFirmware,
-        clock: any ATTClock = ATTSystemClock(), logger: Logger = .disabled
+        clock: any BluetoothClock = SystemClock(), logger: Logger = .disabled
     ) {
         self.server = GATTServer(database: database, configuration: .init(rxMTU: rxMTU))
         self.initialDatabase = database

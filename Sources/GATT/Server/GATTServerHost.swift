@@ -45,7 +45,7 @@ public actor GATTServerHost {
     /// The client is forgotten when the bearer closes.
     public func serve(
         _ channel: any ATTChannel, configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
-        clock: any ATTClock = ATTSystemClock(), security: SecurityLevel = .none
+        clock: any BluetoothClock = SystemClock(), security: SecurityLevel = .none
     ) -> (connection: ATTConnection, client: GATTServer.ClientID) {
         let id = server.connect(security: security)
         let connection = ATTConnection(

@@ -15,8 +15,7 @@ public actor HCIControllerDriver {
 
     private let transport: any HCITransport
     private let logger: Logger
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    private let clock: any BluetoothClock
     private let inboundContinuation: AsyncStream<HCITransportPacket>.Continuation
 
     private var flow: HCICommandFlow
@@ -27,15 +26,19 @@ public actor HCIControllerDriver {
     private var outbox: [HCICommandPacket] = []
     private var draining = false
     private var readerTask: Task<Void, Never>?
-    private var timer: OneShotTimer?
+    private var timer: ScheduledTimer?
     private var armedDeadline: Duration?
     private var closedReason: String?
 
-    public init(transport: any HCITransport, commandTimeout: Duration = .seconds(2), logger: Logger = .disabled) {
+    /// `clock` times the command timeout (tests pass a ``ManualClock``).
+    public init(
+        transport: any HCITransport, commandTimeout: Duration = .seconds(2), clock: any BluetoothClock = SystemClock(),
+        logger: Logger = .disabled
+    ) {
         self.transport = transport
         self.logger = logger
+        self.clock = clock
         self.flow = HCICommandFlow(commandTimeout: commandTimeout)
-        self.origin = clock.now
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: HCITransportPacket.self)
     }
 
@@ -134,7 +137,7 @@ public actor HCIControllerDriver {
 
     // MARK: - Internals
 
-    private var now: Duration { origin.duration(to: clock.now) }
+    private var now: Duration { clock.now }
 
     private func received(_ packet: HCITransportPacket) {
         switch packet.type {
@@ -205,10 +208,10 @@ public actor HCIControllerDriver {
             timer = nil
             return
         }
-        // A Dispatch timer, not a sleeping task: every command re-arms it, and a cancelled
-        // sleep would keep its timer until the old deadline (see OneShotTimer).
-        timer = OneShotTimer(after: clock.now.duration(to: origin.advanced(by: deadline))) { [weak self] in
-            Task { await self?.timerFired(for: deadline) }
+        // The clock's timer, not a sleeping task: every command re-arms it, and a cancelled
+        // sleep would keep its timer until the old deadline (see SystemClock).
+        timer = clock.schedule(after: deadline - now) { [weak self] in
+            await self?.timerFired(for: deadline)
         }
     }
 

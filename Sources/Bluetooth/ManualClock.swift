@@ -3,7 +3,7 @@ import Synchronization
 /// A clock that only moves when told to: `advance(by:)` fires, in deadline order, every timer
 /// that falls due and waits for each to finish. Makes the 30 s transaction timeout a
 /// millisecond test.
-public final class ATTManualClock: ATTClock {
+public final class ManualClock: BluetoothClock {
     private struct Pending {
         var id: UInt64
         var deadline: Duration
@@ -30,13 +30,13 @@ public final class ATTManualClock: ATTClock {
         state.withLock { $0.pending.count }
     }
 
-    public func schedule(after delay: Duration, _ fire: @escaping @Sendable () async -> Void) -> ATTScheduledTimer {
+    public func schedule(after delay: Duration, _ fire: @escaping @Sendable () async -> Void) -> ScheduledTimer {
         let id = state.withLock { state in
             state.nextID += 1
             state.pending.append(Pending(id: state.nextID, deadline: state.now + delay, fire: fire))
             return state.nextID
         }
-        return ATTScheduledTimer { [weak self] in
+        return ScheduledTimer { [weak self] in
             self?.state.withLock { state in
                 state.pending.removeAll { $0.id == id }
             }
