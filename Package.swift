@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture"]),
         .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .testTarget(name: "KernelTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "Kernel"]),
-        .testTarget(name: "GATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT", "GATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Emulator"]),

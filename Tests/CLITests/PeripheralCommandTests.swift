@@ -8,27 +8,8 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 @testable import GATTClientCLI
-
-struct PeripheralTestTimeout: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out: \(what)" }
-}
-
-/// Runs `body`, failing after `seconds` (generous: the suites share two cores).
-func withPeripheralTimeout<T: Sendable>(_ seconds: Double = 60, _ what: String, _ body: @escaping @Sendable () async throws -> T)
-    async throws -> T
-{
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw PeripheralTestTimeout(what: what)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
 
 @Suite("CLI: peripheral command line")
 struct PeripheralCommandLineTests {
@@ -192,7 +173,7 @@ struct PeripheralServingTests {
 
     /// Waits until the peripheral's host has no connection left and its command heard of it.
     static func waitForDisconnection(_ rig: Rig) async throws {
-        try await withPeripheralTimeout(30, "the peripheral's disconnection") {
+        try await withTimeout(30, "the peripheral's disconnection") {
             while await !rig.peripheralHost.host.activeConnections.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         }
         try await Task.sleep(for: .milliseconds(200))
@@ -204,7 +185,7 @@ struct PeripheralServingTests {
 
     @Test func sensortagIsDiscoveredReadWrittenSubscribedAndDrivenFromStdin() async throws {
         let rig = try await Self.start(PeripheralOptions(device: .sensortag))
-        try await withPeripheralTimeout(120, "the SensorTag session") {
+        try await withTimeout(120, "the SensorTag session") {
             let (link, connection, client) = try await Self.connect(rig)
             #expect(link.role == .central)
             #expect(try await client.exchangeMTU(517) == 23, "the emulated SensorTag's own ATT_MTU")
@@ -258,7 +239,7 @@ struct PeripheralServingTests {
         }
         try await Self.waitForDisconnection(rig)
         rig.lines.finish()
-        let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
+        let lines = try await withTimeout(60, "the command's end") { try await rig.command.value }
         await rig.central.close()
         let objects = lines.compactMap(Self.json)
         #expect(objects.count == lines.count, "every line is JSON: \(lines)")
@@ -277,7 +258,7 @@ struct PeripheralServingTests {
 
     @Test func theSensorTagsDisconnectRequestEndsTheLinkFromOurSideAndItAdvertisesAgain() async throws {
         let rig = try await Self.start(PeripheralOptions(device: .sensortag))
-        try await withPeripheralTimeout(120, "the disconnect request") {
+        try await withTimeout(120, "the disconnect request") {
             let (link, connection, client) = try await Self.connect(rig)
             // Connection Control CCC3: writing 1 makes the firmware disconnect (through our host).
             let request = try await client.discoverDatabase().characteristic(uuid: SensorTag.uuid(0xCCC3))
@@ -293,7 +274,7 @@ struct PeripheralServingTests {
         }
         try await Self.waitForDisconnection(rig)
         rig.lines.finish()
-        let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
+        let lines = try await withTimeout(60, "the command's end") { try await rig.command.value }
         await rig.central.close()
         let events = lines.compactMap(Self.json).compactMap { $0["event"] as? String }
         #expect(events == ["advertising", "connected", "disconnected", "connected", "disconnected", "stopped"], "\(lines)")
@@ -318,7 +299,7 @@ struct PeripheralServingTests {
         options.mtu = 100
         // A controller without the extended commands: legacy advertising.
         let rig = try await Self.start(options, extended: false)
-        try await withPeripheralTimeout(120, "the database session") {
+        try await withTimeout(120, "the database session") {
             let (link, connection, client) = try await Self.connect(rig)
             #expect(try await client.exchangeMTU(517) == 100)
             let database = try await client.discoverDatabase()
@@ -337,7 +318,7 @@ struct PeripheralServingTests {
         }
         try await Self.waitForDisconnection(rig)
         rig.lines.finish()
-        let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
+        let lines = try await withTimeout(60, "the command's end") { try await rig.command.value }
         await rig.central.close()
         let objects = lines.compactMap(Self.json)
         #expect(objects.first?["mtu"] as? Int == 100)
@@ -352,7 +333,7 @@ struct PeripheralServingTests {
         rig.lines.finish()
         let started = ContinuousClock.now
         // Still serving after the end of input: a central connects and the UART echoes.
-        try await withPeripheralTimeout(60, "the Bluefruit session") {
+        try await withTimeout(60, "the Bluefruit session") {
             let (link, connection, client) = try await Self.connect(rig)
             let database = try await client.discoverDatabase()
             let tx = try database.characteristic(uuid: NordicUART.tx)
@@ -364,7 +345,7 @@ struct PeripheralServingTests {
             try await rig.central.disconnect(link)
             await connection.close()
         }
-        let lines = try await withPeripheralTimeout(60, "the command's end") { try await rig.command.value }
+        let lines = try await withTimeout(60, "the command's end") { try await rig.command.value }
         #expect(ContinuousClock.now - started >= .seconds(1.4))
         #expect(lines.compactMap(Self.json).last?["event"] as? String == "stopped")
         await rig.central.close()
@@ -393,7 +374,7 @@ struct PeripheralServingTests {
             try await finalCommand.run(global: global, output: &output)
             return output.capturedLines
         }
-        try await withPeripheralTimeout(60, "the Bluefruit over sim") {
+        try await withTimeout(60, "the Bluefruit over sim") {
             let link = try await central.connect(to: host.address, type: .public, timeout: .seconds(30))
             let connection = ATTConnection(channel: link.channel)
             let client = GATTClient(connection: connection)
@@ -408,7 +389,7 @@ struct PeripheralServingTests {
             await connection.close()
         }
         lines.finish()
-        let output = try await withPeripheralTimeout(60, "the command's end") { try await serving.value }
+        let output = try await withTimeout(60, "the command's end") { try await serving.value }
         #expect(output.compactMap(Self.json).first?["device"] as? String == "bluefruit")
         await central.close()
     }

@@ -97,12 +97,12 @@ struct ConnectCycleTests {
         for index in 0..<20 { try await Self.cycle(host, disconnectRequest: disconnectRequest, index: index) }  // warm-up
         let before = Snapshot.take()
         let started = ContinuousClock.now
-        try await withEmulatorTimeout(600) {
+        try await withTimeout(600) {
             for index in 0..<1_000 { try await Self.cycle(host, disconnectRequest: disconnectRequest, index: index) }
         }
         let elapsed = ContinuousClock.now - started
         // Disconnections complete asynchronously on both sides: wait, bounded.
-        try await withEmulatorTimeout(30) {
+        try await withTimeout(30) {
             while true {
                 let hostConnections = await host.activeConnections.count
                 let controllerConnections = await simulation.controller.connectionHandles.count

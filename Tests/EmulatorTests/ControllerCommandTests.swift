@@ -3,6 +3,7 @@ import Bluetooth
 import Emulator
 import HCI
 import Testing
+import TestSupport
 
 /// A controller on a link with both emulated devices, driven by a manual clock.
 func makeController(devices: [Simulation.Device] = Simulation.Device.allCases) async throws
@@ -118,7 +119,7 @@ struct EmulatorControllerCommandTests {
     @Test func informationalReturnsDescribeTheController() async throws {
         let (simulation, probe, _) = try await makeController()
         guard case .commandComplete(let commands) = try await probe.send(ReadLocalSupportedCommandsCommand()).answer
-        else { throw EmulatorTimeout(seconds: 0) }
+        else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
         let supported = try commands.decodeReturn(for: ReadLocalSupportedCommandsCommand.self).supportedCommands
         for opcode in simulation.controller.implementedCommands {
             #expect(supported.supports(opcode) == true, "\(opcode)")
@@ -128,23 +129,23 @@ struct EmulatorControllerCommandTests {
         #expect(supported.supports(.leSetPHY) == false)
 
         guard case .commandComplete(let buffers) = try await probe.send(LEReadBufferSizeV1Command()).answer
-        else { throw EmulatorTimeout(seconds: 0) }
+        else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
         let le = try buffers.decodeReturn(for: LEReadBufferSizeV1Command.self)
         #expect(le.leACLDataPacketLength == 27)
         #expect(le.totalNumLEACLDataPackets == 4)
         guard case .commandComplete(let shared) = try await probe.send(ReadBufferSizeCommand()).answer
-        else { throw EmulatorTimeout(seconds: 0) }
+        else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
         let acl = try shared.decodeReturn(for: ReadBufferSizeCommand.self)
         #expect(acl.aclDataPacketLength == 27 && acl.totalNumACLDataPackets == 4)
 
         guard case .commandComplete(let features) = try await probe.send(ReadLocalSupportedFeaturesCommand()).answer
-        else { throw EmulatorTimeout(seconds: 0) }
+        else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
         let lmp = try features.decodeReturn(for: ReadLocalSupportedFeaturesCommand.self).lmpFeatures
         #expect(lmp.contains(bit: LMPFeatures.leSupportedController))
         #expect(lmp.contains(bit: LMPFeatures.brEDRNotSupported))
 
         guard case .commandComplete(let address) = try await probe.send(ReadBDADDRCommand()).answer
-        else { throw EmulatorTimeout(seconds: 0) }
+        else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
         #expect(
             try address.decodeReturn(for: ReadBDADDRCommand.self).address == VirtualController.Configuration().address)
         await simulation.stop()
@@ -153,7 +154,7 @@ struct EmulatorControllerCommandTests {
     @Test func ourDriverInitialisesAgainstTheVirtualController() async throws {
         let simulation = try await Simulation.start(devices: [])
         let driver = HCIControllerDriver(transport: simulation.hostTransport, commandTimeout: .seconds(30))
-        let info = try await withEmulatorTimeout { try await driver.initialize() }
+        let info = try await withTimeout { try await driver.initialize() }
         #expect(info.address == VirtualController.Configuration().address)
         #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 4, shared: false))
         #expect(info.supportedCommands == simulation.controller.supportedCommands)

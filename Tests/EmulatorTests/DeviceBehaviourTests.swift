@@ -5,6 +5,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 /// Our whole user-space host connected to one emulated device over the virtual controller,
 /// the emulator's time on a manual clock.
@@ -35,7 +36,7 @@ struct ConnectedDevice {
             advance: { await clock.advance(by: .milliseconds(100)) })
         let connection = ATTConnection(channel: channel)
         let client = GATTClient(connection: connection)
-        let database = try await withEmulatorTimeout { try await client.discoverDatabase() }
+        let database = try await withTimeout { try await client.discoverDatabase() }
         return ConnectedDevice(
             simulation: simulation, host: host, clock: clock, handle: handle, connection: connection, client: client,
             database: database)
@@ -167,7 +168,7 @@ struct EmulatorDeviceBehaviourTests {
         _ = try await tag.client.write(handle: tag.valueHandle(SensorTag.uuid(0xCCC3)), value: [0x01])
         await tag.clock.advance(by: .milliseconds(10))
         let connection = tag.connection
-        _ = try await withEmulatorTimeout { await connection.waitUntilClosed() }
+        _ = try await withTimeout { await connection.waitUntilClosed() }
         let disconnections = await tag.host.disconnections
         #expect(disconnections.map(\.reason) == [.remoteUserTerminatedConnection])
         await tag.close()

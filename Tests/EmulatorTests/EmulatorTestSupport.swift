@@ -5,27 +5,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
-
-struct EmulatorTimeout: Error, CustomStringConvertible {
-    var seconds: Double
-    var description: String { "no result within \(seconds) s" }
-}
-
-/// Runs `body`, failing after `seconds` (every wait in these tests is bounded; generous, as the
-/// whole suite runs in parallel on two cores).
-func withEmulatorTimeout<T: Sendable>(_ seconds: Double = 30, _ body: @escaping @Sendable () async throws -> T)
-    async throws -> T
-{
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw EmulatorTimeout(seconds: seconds)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
+import TestSupport
 
 /// The host's side of a virtual controller at the packet level: sends commands and ACL,
 /// collects every packet the controller sends.
@@ -70,7 +50,7 @@ actor HCIProbe {
             await withCheckedContinuation { waiter = $0 }
             timer.cancel()
         }
-        guard !buffer.isEmpty else { throw EmulatorTimeout(seconds: Double(timeout.components.seconds)) }
+        guard !buffer.isEmpty else { throw TestTimeout(what: "a packet from the controller", seconds: Double(timeout.components.seconds)) }
         return buffer.removeFirst()
     }
 
@@ -248,7 +228,7 @@ actor SimulatedHost {
                 connectionParameters: LEConnectionParameters(
                     connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)))
         if let advance { await advance() }
-        let complete = try await withEmulatorTimeout { await self.waitForConnection(address) }
+        let complete = try await withTimeout { await self.waitForConnection(address) }
         guard complete.status == .success else {
             throw HCIError.commandFailed(opcode: LECreateConnectionCommand.opcode, status: complete.status)
         }
@@ -259,7 +239,7 @@ actor SimulatedHost {
     /// Waits for a central at `address` to connect to our advertising and opens the ATT
     /// channel in the peripheral role.
     func accept(from address: BluetoothAddress) async throws -> (handle: UInt16, channel: UserSpaceATTChannel) {
-        let complete = try await withEmulatorTimeout { await self.waitForConnection(address) }
+        let complete = try await withTimeout { await self.waitForConnection(address) }
         #expect(complete.role == .peripheral)
         let channel = try l2cap.connectionOpened(handle: complete.connectionHandle, role: .peripheral)
         return (complete.connectionHandle, channel)
@@ -279,12 +259,12 @@ actor SimulatedHost {
 /// Waits for the next notification of `handle` on `connection` (bounded).
 func nextNotification(_ connection: ATTConnection, handle: UInt16, timeout: Double = 30) async throws -> [UInt8] {
     let inbound = connection.inbound
-    return try await withEmulatorTimeout(timeout) { () -> [UInt8] in
+    return try await withTimeout(timeout) { () -> [UInt8] in
         for await pdu in inbound {
             if case .handleValueNotification(let notification) = pdu, notification.handle == handle {
                 return notification.value
             }
         }
-        throw EmulatorTimeout(seconds: timeout)
+        throw TestTimeout(what: "the condition", seconds: timeout)
     }
 }

@@ -6,6 +6,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 /// What `--transport sim` and `gattclient demo` run: our LEHost over the built-in simulation,
 /// in real time (advertising every 10 ms).
@@ -22,7 +23,7 @@ struct EmulatorLEHostSimulationTests {
         #expect(host.usesExtendedCommands == extended)
 
         // Scan until both devices are seen with their names (from the scan responses).
-        let names = try await withEmulatorTimeout { () -> [BluetoothAddress: String] in
+        let names = try await withTimeout { () -> [BluetoothAddress: String] in
             var names: [BluetoothAddress: String] = [:]
             for try await event in host.scan() {
                 switch event {
@@ -41,7 +42,7 @@ struct EmulatorLEHostSimulationTests {
         let tag = try await host.connect(to: EmulatedSensorTag.defaultAddress, type: .public, timeout: .seconds(30))
         let tagConnection = ATTConnection(channel: tag.channel)
         let tagClient = GATTClient(connection: tagConnection)
-        let database = try await withEmulatorTimeout { try await tagClient.discoverDatabase() }
+        let database = try await withTimeout { try await tagClient.discoverDatabase() }
         #expect(database.services.count == 14)
         let humidity = try database.characteristic(uuid: SensorTag.Sensor.humidity.data)
         try await tagClient.configure(humidity, .notifications)
@@ -61,7 +62,7 @@ struct EmulatorLEHostSimulationTests {
         let board = try await host.connect(to: EmulatedBluefruit.defaultAddress, type: .random, timeout: .seconds(30))
         let boardConnection = ATTConnection(channel: board.channel)
         let boardClient = GATTClient(connection: boardConnection)
-        let uart = try await withEmulatorTimeout { try await boardClient.discoverDatabase() }
+        let uart = try await withTimeout { try await boardClient.discoverDatabase() }
         let tx = try uart.characteristic(uuid: NordicUART.tx)
         try await boardClient.configure(tx, .notifications)
         _ = try await boardClient.write(

@@ -5,6 +5,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 @Suite("Emulator: our host as a peripheral, reached by a second virtual controller")
 struct EmulatorPeripheralRoleTests {
@@ -185,7 +186,7 @@ struct EmulatorPeripheralRoleTests {
 
         let connection = ATTConnection(channel: clientChannel)
         let gattClient = GATTClient(connection: connection)
-        let discovered = try await withEmulatorTimeout { try await gattClient.discoverDatabase() }
+        let discovered = try await withTimeout { try await gattClient.discoverDatabase() }
         #expect(discovered.services.map(\.uuid) == [.bit16(0x1800), .bit16(0x180F)])
         let level = try discovered.characteristic(uuid: .bit16(0x2A19))
         #expect(try await gattClient.read(handle: level.valueHandle) == [87])

@@ -4,6 +4,7 @@ import Emulator
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 @Suite("Emulator: robustness and the peripheral's L2CAP")
 struct EmulatorRobustnessTests {
@@ -49,7 +50,7 @@ struct EmulatorRobustnessTests {
         _ = try await probe.send(EmulatorControllerLinkTests.createSensorTag)
         await clock.advance(by: .milliseconds(100))
         guard case .leMeta(.connectionComplete(let complete)) = try await probe.nextEvent() else {
-            throw EmulatorTimeout(seconds: 0)
+            throw TestTimeout(what: "an answer from the controller", seconds: 0)
         }
         return complete.connectionHandle
     }

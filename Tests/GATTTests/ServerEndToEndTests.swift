@@ -1,6 +1,7 @@
 import ATT
 import Bluetooth
 import Testing
+import TestSupport
 
 @testable import GATT
 
@@ -8,24 +9,6 @@ import Testing
 /// the whole path (both roles are ours, so it cannot catch a misreading both share).
 @Suite("GATT server: end to end with our client")
 struct ServerEndToEndTests {
-    struct Timeout: Error {}
-
-    /// Runs `body`, failing after `seconds`.
-    static func bounded<T: Sendable>(
-        _ seconds: Int = 10, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(seconds))
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw Timeout() }
-            return value
-        }
-    }
-
     static func definitions() -> [ServiceDefinition] {
         [StandardServices.genericAccess(deviceName: "Swift GATT"), StandardServices.genericAttribute()]
             + ServerFixture.definitions().dropFirst(2)
@@ -51,7 +34,7 @@ struct ServerEndToEndTests {
 
     @Test("discovery at ATT_MTU 23 finds what the server holds; long reads and writes round-trip")
     func discoverAndReadAt23() async throws {
-        try await Self.bounded {
+        try await withTimeout {
             let (host, client, connection) = try await Self.setUp(attach: true)
             let discovered = try await client.discoverDatabase()
             let served = await host.database.model
@@ -92,7 +75,7 @@ struct ServerEndToEndTests {
 
     @Test("after Exchange MTU, notifications reach the subscribed client and Service Changed is indicated")
     func notificationsAndServiceChanged() async throws {
-        try await Self.bounded {
+        try await withTimeout {
             let (host, client, connection) = try await Self.setUp(serverRxMTU: 100)
             #expect(try await connection.exchangeMTU(517) == 100)
             let custom = try #require(try await client.findCharacteristics(uuid: ServerFixture.u2).first)
@@ -127,7 +110,7 @@ struct ServerEndToEndTests {
 
     @Test("indications go out one at a time, in order, each confirmed")
     func indicationsInOrder() async throws {
-        try await Self.bounded {
+        try await withTimeout {
             let (host, client, connection) = try await Self.setUp()
             let serviceChanged = try #require(try await client.findCharacteristics(uuid: GATTUUID.serviceChanged).first)
             try await client.configure(serviceChanged, .indications)
@@ -149,7 +132,7 @@ struct ServerEndToEndTests {
 
     @Test("two clients: one server, per-client subscriptions, shared values")
     func twoClients() async throws {
-        try await Self.bounded {
+        try await withTimeout {
             let host = GATTServerHost(server: GATTServer(database: try AttributeDatabase(services: Self.definitions())))
             var clients: [(GATTClient, ATTConnection)] = []
             for _ in 0..<2 {
@@ -179,7 +162,7 @@ struct ServerEndToEndTests {
 
     @Test("a closed bearer detaches the client from the server")
     func detachOnClose() async throws {
-        try await Self.bounded {
+        try await withTimeout {
             let (host, _, connection) = try await Self.setUp()
             #expect(await host.state.connectedClients.count == 1)
             await connection.close()

@@ -8,32 +8,13 @@ import Bluetooth
 #endif
 
 /// A test waited longer than its bound.
-struct TransportTestTimeout: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Runs `body`, failing with `TransportTestTimeout` after `seconds`.
-func withTransportTimeout<T: Sendable>(
-    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TransportTestTimeout(what: what)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
 
 /// Reads exactly `count` packets from `transport` (bounded).
 func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double = 5) async throws
     -> [HCITransportPacket]
 {
     let packets = transport.packets
-    return try await withTransportTimeout(seconds, "\(count) packet(s)") {
+    return try await withTimeout(seconds, "\(count) packet(s)") {
         var out: [HCITransportPacket] = []
         var iterator = packets.makeAsyncIterator()
         while out.count < count, let packet = try await iterator.next() {
@@ -47,7 +28,7 @@ func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double 
 /// when it finished without one. Packets still queued are skipped.
 func streamEnd(_ transport: some HCITransport, seconds: Double = 5) async throws -> HCIError? {
     let packets = transport.packets
-    return try await withTransportTimeout(seconds, "the packet stream to end") {
+    return try await withTimeout(seconds, "the packet stream to end") {
         do {
             for try await _ in packets {}
             return nil

@@ -5,6 +5,7 @@ import HCI
 import L2CAP
 import Synchronization
 import Testing
+import TestSupport
 
 /// A scripted controller for the peripheral role: the initialisation answers of
 /// `HostScriptedController`, success for the legacy and extended advertising commands (or a
@@ -81,9 +82,9 @@ final class AdvertiseScriptedController: Sendable {
 
     func next(_ opcode: HCIOpcode, seconds: Double = 30) async throws -> [UInt8] {
         let log = log
-        return try await withHostTimeout(seconds) {
+        return try await withTimeout(seconds) {
             guard let parameters = await log.next(opcode) else {
-                throw HostTestTimeout(what: "\(opcode): command stream ended")
+                throw HostStreamEnded(what: "\(opcode): command stream ended")
             }
             return parameters
         }
@@ -94,9 +95,9 @@ final class AdvertiseScriptedController: Sendable {
     /// The next ACL data packet the host wrote (bounded).
     func nextACL(seconds: Double = 30) async throws -> [UInt8] {
         let acl = acl
-        return try await withHostTimeout(seconds) {
+        return try await withTimeout(seconds) {
             var iterator = acl.makeAsyncIterator()
-            guard let packet = await iterator.next() else { throw HostTestTimeout(what: "ACL stream ended") }
+            guard let packet = await iterator.next() else { throw HostStreamEnded(what: "ACL stream ended") }
             return packet
         }
     }
@@ -126,15 +127,15 @@ struct HostAdvertiseTests {
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = .seconds(30)
         let generous = configuration
-        return try await withHostTimeout(60) {
+        return try await withTimeout(60) {
             try await LEHost.start(transport: controller.hostTransport, configuration: generous)
         }
     }
 
     static func firstConnection(_ stream: AsyncStream<LEConnection>) async throws -> LEConnection {
-        try await withHostTimeout(30) {
+        try await withTimeout(30) {
             for await connection in stream { return connection }
-            throw HostTestTimeout(what: "the connection stream ended")
+            throw HostStreamEnded(what: "the connection stream ended")
         }
     }
 
@@ -185,9 +186,9 @@ struct HostAdvertiseTests {
 
         // Exchange MTU Request from the central arrives on the ATT channel.
         try await controller.sendACL(HostScriptedController.aclFrame(handle: 0x0040, cid: 4, [0x02, 0x00, 0x02]))
-        let sdu = try await withHostTimeout(30) {
+        let sdu = try await withTimeout(30) {
             for try await sdu in connection.channel.incoming { return sdu }
-            throw HostTestTimeout(what: "no SDU")
+            throw HostStreamEnded(what: "no SDU")
         }
         #expect(sdu == [0x02, 0x00, 0x02])
         // Our response goes out on the same handle and CID.
@@ -209,7 +210,7 @@ struct HostAdvertiseTests {
         for (round, handle) in handles.enumerated() {
             try await controller.event(
                 AdvertiseScriptedController.peripheralConnectionComplete(handle: handle, peer: Self.central))
-            try await withHostTimeout(30) {
+            try await withTimeout(30) {
                 while await host.activeConnections.map(\.handle) != [handle] { await Task.yield() }
             }
             // One connection at most (the default): no advertising while it is up.

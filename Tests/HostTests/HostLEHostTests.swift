@@ -3,6 +3,7 @@ import Bluetooth
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 /// `LEHost` against a scripted controller: initialisation, connect / cancel / failure,
 /// connection complete matching, queued connects, peer parameter requests, L2CAP updates,
@@ -159,13 +160,13 @@ struct HostLEHostTests {
         // ATT Handle Value Notification on the ATT fixed channel.
         try await controller.acl(HostScriptedController.aclFrame(handle: 0x0040, cid: 4, [0x1B, 0x03, 0x00, 0x2A]))
         let incoming = connection.channel.incoming
-        let first = try await withHostTimeout(5) { () -> [UInt8]? in
+        let first = try await withTimeout(5) { () -> [UInt8]? in
             var iterator = incoming.makeAsyncIterator()
             return try await iterator.next()
         }
         #expect(first == [0x1B, 0x03, 0x00, 0x2A])
         try await controller.event(HostScriptedController.disconnectionComplete(handle: 0x0040, reason: 0x08))
-        let reason = try await withHostTimeout(5) { () -> HCIStatus? in
+        let reason = try await withTimeout(5) { () -> HCIStatus? in
             var reasons = connection.disconnected.makeAsyncIterator()
             return await reasons.next()
         }
@@ -208,7 +209,7 @@ struct HostLEHostTests {
         #expect(Array(update[0..<10]) == [0x40, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01])
         try await controller.event(
             HostScriptedController.connectionUpdateComplete(handle: 0x0040, interval: 56, latency: 0, timeout: 500))
-        let applied = try await withHostTimeout(5) { () -> LEConnection.Parameters? in
+        let applied = try await withTimeout(5) { () -> LEConnection.Parameters? in
             var updates = connection.parameterUpdates.makeAsyncIterator()
             return await updates.next()
         }
@@ -249,7 +250,7 @@ struct HostLEHostTests {
         try await controller.event([0x05, 0x02, 0x00])  // Disconnection Complete cut short
         try await controller.acl(HostScriptedController.aclFrame(handle: 0x0040, cid: 4, [0x1B, 0x03, 0x00, 0x01]))
         let incoming = connection.channel.incoming
-        let pdu = try await withHostTimeout(5) { () -> [UInt8]? in
+        let pdu = try await withTimeout(5) { () -> [UInt8]? in
             var iterator = incoming.makeAsyncIterator()
             return try await iterator.next()
         }
@@ -278,7 +279,7 @@ struct HostLEHostTests {
         try await controller.event(
             [0x3E, 20, 0x02, 0x01, 0x00, 0x01] + Self.peer.littleEndianBytes + [8, 0x02, 0x01, 0x06, 0x04, 0x08]
                 + Array("UAR".utf8) + [0xC4])
-        let device = try await withHostTimeout(5) { try await scanning.value }
+        let device = try await withTimeout(5) { try await scanning.value }
         #expect(device?.name == "UAR")
         #expect(device?.rssi == -60)
         #expect(try await controller.next(.leSetScanEnable) == [0x00, 0x00])

@@ -3,6 +3,7 @@ import Bluetooth
 import HCI
 import L2CAP
 import Synchronization
+import TestSupport
 
 /// A scripted controller on the far end of an `InMemoryTransport` pair: it answers the
 /// initialisation commands and the LE commands `LEHost` sends (Command Complete / Command
@@ -56,9 +57,9 @@ final class HostScriptedController: Sendable {
     /// Waits (bounded) for the next command with `opcode`, skipping others.
     func next(_ opcode: HCIOpcode, seconds: Double = 30) async throws -> [UInt8] {
         let log = log
-        return try await withHostTimeout(seconds) {
+        return try await withTimeout(seconds) {
             guard let parameters = await log.next(opcode) else {
-                throw HostTestTimeout(what: "\(opcode): command stream ended")
+                throw HostStreamEnded(what: "\(opcode): command stream ended")
             }
             return parameters
         }
@@ -155,21 +156,8 @@ actor CommandLog {
     }
 }
 
-struct HostTestTimeout: Error, CustomStringConvertible {
+/// A scripted stream ended before what the test waited for.
+struct HostStreamEnded: Error, CustomStringConvertible {
     var what: String
-    var description: String { "timed out: \(what)" }
-}
-
-func withHostTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws
-    -> T
-{
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw HostTestTimeout(what: "\(seconds) s")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
+    var description: String { "stream ended: \(what)" }
 }

@@ -2,6 +2,7 @@ import Bluetooth
 import GATTClientCLI
 import HCI
 import Testing
+import TestSupport
 
 /// Our controller driver (command flow control and the LE host initialisation sequence)
 /// against Bumble's controller over H4/TCP. Skipped where python3 cannot import bumble.
@@ -73,7 +74,7 @@ struct BumbleControllerInteropTests {
         }
 
         let inbound = driver.inbound
-        let sightings = try await withInteropTimeout(10) { () -> [BluetoothAddress: Sighting] in
+        let sightings = try await withTimeout(10) { () -> [BluetoothAddress: Sighting] in
             var sightings: [BluetoothAddress: Sighting] = [:]
             func note(_ address: BluetoothAddress, scanResponse: Bool, data: [UInt8]) {
                 let summary = AdvertisingDataSummary(AdvertisingData(data))
@@ -145,7 +146,7 @@ struct BumbleConnectionInteropTests {
     static func nextEvent<T: Sendable>(
         _ inbound: AsyncStream<HCITransportPacket>, _ match: @escaping @Sendable (HCIEvent) -> T?
     ) async throws -> T {
-        try await withInteropTimeout(5) { () -> T in
+        try await withTimeout(5) { () -> T in
             for await packet in inbound where packet.type == .event {
                 if let found = match(try HCIEvent(bytes: packet.bytes)) { return found }
             }
@@ -225,22 +226,3 @@ struct BumbleConnectionInteropTests {
     }
 }
 
-struct InteropTimeout: Error, CustomStringConvertible {
-    var seconds: Double
-    var description: String { "timed out after \(seconds) s" }
-}
-
-/// Runs `body`, failing after `seconds`.
-func withInteropTimeout<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws
-    -> T
-{
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw InteropTimeout(seconds: seconds)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}

@@ -7,6 +7,7 @@ import GATTClientCLI
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 /// Our whole user-space host — TCP transport, `LEHost` (controller driver + user-space L2CAP),
 /// ATT bearer, GATT client — against Bumble's controller and GATT servers
@@ -75,7 +76,7 @@ struct BumbleGATTInteropTests {
         let bluefruit = try #require(peer.devices["bluefruit"])
 
         // The stream lives only in the loop: leaving the loop ends it, which stops the scan.
-        let found = try await withInteropTimeout(15) { () -> [BluetoothAddress: DiscoveredDevice] in
+        let found = try await withTimeout(15) { () -> [BluetoothAddress: DiscoveredDevice] in
             var found: [BluetoothAddress: DiscoveredDevice] = [:]
             for try await event in host.scan(ScanOptions(active: true, procedure: procedure)) {
                 switch event {
@@ -102,7 +103,7 @@ struct BumbleGATTInteropTests {
         #expect(uart.serviceUUIDs == [Self.uartService])
 
         // The stream ended, so scanning was disabled: a new scan (all reports) can start.
-        let kinds = try await withInteropTimeout(15) { () -> Set<ScanReport.Kind> in
+        let kinds = try await withTimeout(15) { () -> Set<ScanReport.Kind> in
             var kinds: Set<ScanReport.Kind> = []
             var reports = 0
             for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports))
@@ -134,7 +135,7 @@ struct BumbleGATTInteropTests {
         let connection = ATTConnection(channel: link.channel)
         let client = GATTClient(connection: connection)
 
-        let database = try await withInteropTimeout(30) { () -> GATTDatabase in
+        let database = try await withTimeout(30) { () -> GATTDatabase in
             if mtu > 23 { _ = try await connection.exchangeMTU(517) }
             return try await client.discoverDatabase()
         }
@@ -165,7 +166,7 @@ struct BumbleGATTInteropTests {
         let connection = ATTConnection(channel: link.channel)
         let client = GATTClient(connection: connection)
         let value = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        let readBack = try await withInteropTimeout(20) { () -> [UInt8] in
+        let readBack = try await withTimeout(20) { () -> [UInt8] in
             _ = try await connection.exchangeMTU(517)
             // IO Data: Bumble's server does not enforce lengths (notes), which suits this test.
             let io = try #require(try await client.findCharacteristics(uuid: Self.ti(0xAA65)).first)
@@ -187,7 +188,7 @@ struct BumbleGATTInteropTests {
         let tagLink = try await Self.connect(host, peer, "sensortag")
         let tag = ATTConnection(channel: tagLink.channel)
         let tagClient = GATTClient(connection: tag)
-        try await withInteropTimeout(20) {
+        try await withTimeout(20) {
             let name = try await tagClient.read(uuid: BluetoothUUID(0x2A00))
             #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
             let configuration = try #require(try await tagClient.findCharacteristics(uuid: Self.ti(0xAA02)).first)
@@ -199,14 +200,14 @@ struct BumbleGATTInteropTests {
         let uartLink = try await Self.connect(host, peer, "bluefruit")
         let uart = ATTConnection(channel: uartLink.channel)
         let uartClient = GATTClient(connection: uart)
-        let database = try await withInteropTimeout(20) { try await uartClient.discoverDatabase() }
+        let database = try await withTimeout(20) { try await uartClient.discoverDatabase() }
         let tx = try #require(database.characteristics(uuid: Self.uartTX).first)
         let rx = try #require(database.characteristics(uuid: Self.uartRX).first)
         try await uartClient.configure(tx, .notifications)
         let text = Array("hello from LEHost".utf8)
         _ = try await uartClient.write(handle: rx.valueHandle, value: text)
         let inbound = uart.inbound
-        let echoed = try await withInteropTimeout(5) { () -> [UInt8] in
+        let echoed = try await withTimeout(5) { () -> [UInt8] in
             var echoed: [UInt8] = []
             for await pdu in inbound {
                 if case .handleValueNotification(let notification) = pdu, notification.handle == tx.valueHandle {
@@ -233,7 +234,7 @@ struct BumbleGATTInteropTests {
 
         // L2CAP Connection Parameter Update Request: accepted, applied with LE Connection Update.
         #expect(try await peer.command("update sensortag 40 56 0 500") == "ok update")
-        let viaL2CAP = try await withInteropTimeout(5) { [link] in
+        let viaL2CAP = try await withTimeout(5) { [link] in
             var updates = link.parameterUpdates.makeAsyncIterator()
             return await updates.next()
         }
@@ -243,7 +244,7 @@ struct BumbleGATTInteropTests {
 
         // Link-layer Connection Parameters Request: LE Remote Connection Parameter Request → Reply.
         #expect(try await peer.command("ll-update sensortag 24 32 1 400") == "ok ll-update")
-        let viaLL = try await withInteropTimeout(5) { [link] in
+        let viaLL = try await withTimeout(5) { [link] in
             var updates = link.parameterUpdates.makeAsyncIterator()
             return await updates.next()
         }
@@ -263,10 +264,10 @@ struct BumbleGATTInteropTests {
         let first = try await Self.connect(host, peer, "sensortag")
         let connection = ATTConnection(channel: first.channel)
         let client = GATTClient(connection: connection)
-        _ = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+        _ = try await withTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
 
         #expect(try await peer.command("disconnect sensortag") == "ok disconnect")
-        let reason = try await withInteropTimeout(5) { [first] in
+        let reason = try await withTimeout(5) { [first] in
             var reasons = first.disconnected.makeAsyncIterator()
             return await reasons.next()
         }
@@ -281,7 +282,7 @@ struct BumbleGATTInteropTests {
         let second = try await Self.connect(host, peer, "sensortag")
         let bearer = ATTConnection(channel: second.channel)
         let again = GATTClient(connection: bearer)
-        let name = try await withInteropTimeout(10) { try await again.read(uuid: BluetoothUUID(0x2A00)) }
+        let name = try await withTimeout(10) { try await again.read(uuid: BluetoothUUID(0x2A00)) }
         #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
         // Closing the bearer asks for a disconnect too; whichever HCI_Disconnect comes second is
         // refused by the controller, and the host still reports the one Disconnection Complete.
@@ -301,7 +302,7 @@ struct BumbleGATTInteropTests {
         let host = try await Self.open(peer)
         #expect(host.usesExtendedCommands)
         let bluefruit = try #require(peer.devices["bluefruit"])
-        let seen = try await withInteropTimeout(15) { () -> DiscoveredDevice? in
+        let seen = try await withTimeout(15) { () -> DiscoveredDevice? in
             for try await event in host.scan() {
                 switch event {
                 case .discovered(let device), .updated(let device):
@@ -315,7 +316,7 @@ struct BumbleGATTInteropTests {
         #expect(seen?.reports.first?.kind == .advInd)  // legacy PDUs in extended reports
         let link = try await Self.connect(host, peer, "sensortag")
         let client = GATTClient(connection: ATTConnection(channel: link.channel))
-        let name = try await withInteropTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
+        let name = try await withTimeout(10) { try await client.read(uuid: BluetoothUUID(0x2A00)) }
         #expect(name.first?.value == Array("CC2650 SensorTag".utf8))
         await host.close()
     }
@@ -350,8 +351,8 @@ struct BumbleGATTInteropTests {
         let tagClient = GATTClient(connection: tag)
         let uartClient = GATTClient(connection: uart)
         // Both discoveries at once, interleaved on the controller.
-        async let tagDatabase = withInteropTimeout(30) { try await tagClient.discoverDatabase() }
-        async let uartDatabase = withInteropTimeout(30) { try await uartClient.discoverDatabase() }
+        async let tagDatabase = withTimeout(30) { try await tagClient.discoverDatabase() }
+        async let uartDatabase = withTimeout(30) { try await uartClient.discoverDatabase() }
         let (tagServices, uartServices) = try await (tagDatabase, uartDatabase)
         #expect(tagServices.services.count == 11)
         #expect(tagServices.characteristics.count == 32)
@@ -363,7 +364,7 @@ struct BumbleGATTInteropTests {
         let rx = try #require(uartServices.characteristics(uuid: Self.uartRX).first)
         try await uartClient.configure(tx, .notifications)
         let text = Array("no cross talk".utf8)
-        async let reads = withInteropTimeout(10) { () -> Int in
+        async let reads = withTimeout(10) { () -> Int in
             var count = 0
             for _ in 0..<10 {
                 _ = try await tagClient.read(uuid: BluetoothUUID(0x2A24))
@@ -373,7 +374,7 @@ struct BumbleGATTInteropTests {
         }
         _ = try await uartClient.write(handle: rx.valueHandle, value: text)
         let uartInbound = uart.inbound
-        let echoed = try await withInteropTimeout(5) { () -> [UInt8] in
+        let echoed = try await withTimeout(5) { () -> [UInt8] in
             var echoed: [UInt8] = []
             for await pdu in uartInbound {
                 if case .handleValueNotification(let notification) = pdu { echoed += notification.value }
@@ -386,7 +387,7 @@ struct BumbleGATTInteropTests {
         await tag.close()
         // The SensorTag bearer saw no notification (its inbound ends with the close).
         let tagInbound = tag.inbound
-        let strays = try await withInteropTimeout(5) { () -> Int in
+        let strays = try await withTimeout(5) { () -> Int in
             var strays = 0
             for await pdu in tagInbound {
                 if case .handleValueNotification = pdu { strays += 1 }

@@ -2,6 +2,7 @@ import Bluetooth
 import GATTClientCLI
 import HCI
 import Testing
+import TestSupport
 
 /// Our TCP transport against a real third-party controller: Bumble's, run by
 /// scripts/bumble_peer.py. Skipped (with the reason printed) where `python3 -c 'import bumble'`
@@ -128,28 +129,14 @@ struct EventReader: Sendable {
         self.timeout = timeout
     }
 
-    struct Timeout: Error, CustomStringConvertible {
-        var what: String
-        var description: String { "timed out waiting for \(what)" }
-    }
-
     /// The next HCI event (event code, length, parameters); other packet types are skipped.
     func nextEvent() async throws -> [UInt8] {
         let packets = transport.packets
-        let seconds = timeout
-        return try await withThrowingTaskGroup(of: [UInt8].self) { group in
-            group.addTask {
-                for try await packet in packets where packet.type == .event {
-                    return packet.bytes
-                }
-                throw HCIError.transportClosed("packet stream ended")
+        return try await withTimeout(timeout, "an HCI event") {
+            for try await packet in packets where packet.type == .event {
+                return packet.bytes
             }
-            group.addTask {
-                try await Task.sleep(for: .seconds(seconds))
-                throw Timeout(what: "an HCI event")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+            throw HCIError.transportClosed("packet stream ended")
         }
     }
 
@@ -170,7 +157,7 @@ struct EventReader: Sendable {
             let complete = try CommandCompleteEvent(parsing: &reader)
             if complete.opcode == opcode { return complete }
         }
-        throw Timeout(what: "Command Complete for \(opcode)")
+        throw TestTimeout(what: "Command Complete for \(opcode) within 100 events", seconds: timeout)
     }
 }
 

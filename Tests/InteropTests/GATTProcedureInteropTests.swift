@@ -5,6 +5,7 @@ import GATT
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 /// The GATT client's long and reliable writes, indications and a notification flood against
 /// Bumble's GATT server, through our whole user-space host.
@@ -26,11 +27,11 @@ struct GATTProcedureInteropTests {
         // IO Data (AA65): Bumble's server does not enforce its length (see the notes).
         let io = try #require(try await client.findCharacteristics(uuid: BumbleGATTInteropTests.ti(0xAA65)).first)
         let long = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 13) }
-        let written = try await withInteropTimeout(20) { try await client.writeLong(handle: io.valueHandle, value: long) }
+        let written = try await withTimeout(20) { try await client.writeLong(handle: io.valueHandle, value: long) }
         #expect(written == long.count)
         #expect(try await client.readLong(handle: io.valueHandle) == long, "Prepare Write queue executed in order")
         let reliable = (0..<40).map { UInt8($0) }
-        _ = try await withInteropTimeout(20) {
+        _ = try await withTimeout(20) {
             try await client.reliableWrite([ReliableWrites.Write(handle: io.valueHandle, value: reliable)])
         }
         #expect(try await client.readLong(handle: io.valueHandle) == reliable)
@@ -64,7 +65,7 @@ struct GATTProcedureInteropTests {
         let subscription = try await client.subscribe(characteristic: keys, bufferLimit: 20_000)
         let total = 10_000
         let flood = Task { try await peer.command("notify sensortag \(keys.valueHandle) \(total)", timeout: 100) }
-        let (received, outOfOrder) = try await withInteropTimeout(100) { () -> (Int, Int) in
+        let (received, outOfOrder) = try await withTimeout(100) { () -> (Int, Int) in
             var count = 0, outOfOrder = 0
             var expected: UInt32 = 0
             for try await notification in subscription {

@@ -44,7 +44,7 @@ struct RobustnessConnectionTests {
     func disconnectMidProcedure(operation: ClientOperation, disconnectAt: Int) async throws {
         let (connection, client, peer) = makeLink()
         let server = servePeer(peer, disconnectAt: disconnectAt, linkLoss: disconnectAt % 2 == 1)
-        let outcome: Result<Void, GATTError> = try await bounded(20, "\(operation) against a disconnecting peer") {
+        let outcome: Result<Void, GATTError> = try await withTimeout(20, "\(operation) against a disconnecting peer") {
             do throws(GATTError) {
                 try await operation.run(client)
                 return .success(())
@@ -54,7 +54,7 @@ struct RobustnessConnectionTests {
         }
         // A procedure that ended before the peer's disconnect leaves the link up: drop it ourselves.
         await connection.close()
-        let answered = try await bounded(10, "the peer task ending") { await server.value }
+        let answered = try await withTimeout(10, "the peer task ending") { await server.value }
         switch outcome {
         case .failure(let error):
             #expect(error.isBearerClosed, "\(operation): \(error)")
@@ -81,7 +81,7 @@ struct RobustnessConnectionTests {
                 return error
             }
         }
-        let request = try await bounded(10, "the request reaching the peer") { () async -> [UInt8]? in
+        let request = try await withTimeout(10, "the request reaching the peer") { () async -> [UInt8]? in
             var iterator = peer.received.makeAsyncIterator()
             return await iterator.next()
         }
@@ -89,7 +89,7 @@ struct RobustnessConnectionTests {
         await clock.advance(by: .seconds(29))
         #expect(await connection.isOpen, "still waiting after 29 s")
         await clock.advance(by: .seconds(1))
-        let error = try await bounded(10, "the timeout failing the read") { await pending.value }
+        let error = try await withTimeout(10, "the timeout failing the read") { await pending.value }
         guard case .att(.timeout(let opcode))? = error else {
             Issue.record("expected a timeout, got \(String(describing: error))")
             return
@@ -115,7 +115,7 @@ struct RobustnessConnectionTests {
             guard case .att(.protocolError)? = error as? GATTError else { return false }
             return true
         }
-        let value = try await bounded(10, "a read after the wrong answer") { try await client.read(handle: 0x0003) }
+        let value = try await withTimeout(10, "a read after the wrong answer") { try await client.read(handle: 0x0003) }
         #expect(value == [0x2A])
         await answers.value
     }
@@ -138,7 +138,7 @@ struct RobustnessConnectionTests {
             guard case .att(.malformed(_, _, _, .exceedsMTU))? = error as? GATTError else { return false }
             return true
         }
-        #expect(try await bounded(10, "a read after the over-MTU answer") { try await client.read(handle: 0x0003) } == [0x42])
+        #expect(try await withTimeout(10, "a read after the over-MTU answer") { try await client.read(handle: 0x0003) } == [0x42])
         #expect(await connection.isOpen)
         await answers.value
     }
@@ -155,7 +155,7 @@ struct RobustnessConnectionTests {
         // handled with nothing outstanding. Without it our read could go out first and take the
         // unsolicited Error Response as its answer, as the protocol then demands.
         try await peer.send(.readRequest(ReadRequest(handle: 0x0001)))
-        try await bounded(10, "our answer to the peer's request") { () async -> Void in
+        try await withTimeout(10, "our answer to the peer's request") { () async -> Void in
             for await sdu in peer.received where sdu.first == ATTOpcode.errorResponse.rawValue { return }
         }
         let answers = Task {
@@ -164,7 +164,7 @@ struct RobustnessConnectionTests {
                 return
             }
         }
-        let value = try await bounded(10, "a read after unsolicited PDUs") { try await client.read(handle: 0x0003) }
+        let value = try await withTimeout(10, "a read after unsolicited PDUs") { try await client.read(handle: 0x0003) }
         #expect(value == [0x99], "the unsolicited Read Response was not taken as this answer")
         #expect(await connection.isOpen)
         await answers.value
@@ -187,7 +187,7 @@ struct RobustnessConnectionTests {
         for index in 0..<count {
             try await peer.send(.handleValueIndication(HandleValueIndication(handle: 0x0006, value: [UInt8(index & 0xFF), UInt8(index >> 8)])))
         }
-        let order = try await bounded(60, "\(count) indications") { () async -> Bool in
+        let order = try await withTimeout(60, "\(count) indications") { () async -> Bool in
             var next = 0
             for await pdu in connection.inbound {
                 guard case .handleValueIndication(let indication) = pdu else { continue }
@@ -198,7 +198,7 @@ struct RobustnessConnectionTests {
             return false
         }
         #expect(order, "indications arrived out of order or were lost")
-        let confirmed = try await bounded(60, "\(count) confirmations") { await confirmations.value }
+        let confirmed = try await withTimeout(60, "\(count) confirmations") { await confirmations.value }
         #expect(confirmed == count)
         #expect(await connection.isOpen)
         _ = client
@@ -215,7 +215,7 @@ struct RobustnessConnectionTests {
                 try await peer.send(.handleValueNotification(HandleValueNotification(handle: 0x0006, value: value)))
             }
         }
-        let received = try await bounded(300, "\(count) notifications") { () async -> (Int, Bool, Int) in
+        let received = try await withTimeout(300, "\(count) notifications") { () async -> (Int, Bool, Int) in
             var next = 0
             var inOrder = true
             var peak = 0

@@ -31,11 +31,11 @@ struct RobustnessCycleTests {
         let descriptorsBefore = openDescriptorCount()
         let heapBefore = heapBytesInUse()
         let residentBefore = residentBytes()
-        try await bounded(600, "1 000 cycles") {
+        try await withTimeout(600, "1 000 cycles") {
             for index in 0..<1_000 { try await self.cycle(host, linkLoss: index % 2 == 1) }
         }
         // The server forgets a client when its bearer closes (asynchronously): wait, bounded.
-        let clients = try await bounded(30, "the server forgetting its clients") { () async -> Int in
+        let clients = try await withTimeout(30, "the server forgetting its clients") { () async -> Int in
             while await !host.state.connectedClients.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
             return 0
         }

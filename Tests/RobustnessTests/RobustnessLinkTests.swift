@@ -3,6 +3,7 @@ import Bluetooth
 import HCI
 import L2CAP
 import Testing
+import TestSupport
 
 @Suite("Robustness: hostile link and controller")
 struct RobustnessLinkTests {
@@ -103,7 +104,7 @@ struct RobustnessLinkTests {
         host.receive(ACLDataPacket(handle: 0x0123, packetBoundary: .firstFlushable, data: frame([0x0A, 0x01, 0x00])))
         host.receive(ACLDataPacket(handle: Self.handle, packetBoundary: .firstFlushable, data: frame([0x1B, 0x03], length: 200)))
         host.receive(ACLDataPacket(handle: Self.handle, packetBoundary: .firstFlushable, data: frame([0x1B, 0x03, 0x00, 0x2A])))
-        let first = try await bounded(10, "the one complete SDU") { () async throws -> [UInt8]? in
+        let first = try await withTimeout(10, "the one complete SDU") { () async throws -> [UInt8]? in
             for try await sdu in channel.incoming { return sdu }
             return nil
         }
@@ -130,16 +131,16 @@ struct RobustnessLinkTests {
         let started = ContinuousClock.now
         for _ in 0..<3 {
             await #expect(throws: HCIError.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))) {
-                _ = try await bounded(30, "a command to a silent controller") { try await driver.send(ReadBDADDRCommand()) }
+                _ = try await withTimeout(30, "a command to a silent controller") { try await driver.send(ReadBDADDRCommand()) }
             }
         }
         await #expect(throws: HCIError.self) {
-            _ = try await bounded(30, "initialization against a silent controller") { try await driver.initialize() }
+            _ = try await withTimeout(30, "initialization against a silent controller") { try await driver.initialize() }
         }
         #expect(ContinuousClock.now - started < .seconds(60), "bounded even on a loaded machine")
         await driver.close()
         host.close(reason: "test over")
-        let seen = try await bounded(10, "the silent controller's stream ending") { await fake.value }
+        let seen = try await withTimeout(10, "the silent controller's stream ending") { await fake.value }
         #expect(seen >= 4, "every command reached the controller")
     }
 }

@@ -4,29 +4,6 @@ import Foundation
 import GATT
 import Testing
 
-/// Why a bounded wait gave up.
-struct RobustnessTimeout: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "no answer within the bound: \(what)" }
-}
-
-/// Runs `body`, failing with `RobustnessTimeout` if it takes longer than `seconds` (wall
-/// clock, generous for a loaded machine): every hostile scenario must end in bounded time.
-func bounded<T: Sendable>(
-    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw RobustnessTimeout(what: what) }
-        return value
-    }
-}
-
 /// The far end of an in-memory ATT channel, played by a test: what our side sent arrives,
 /// in order, on `received`.
 final class PeerEnd: Sendable {
