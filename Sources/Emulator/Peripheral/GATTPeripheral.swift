@@ -38,8 +38,9 @@ public protocol GATTPeripheralFirmware: Sendable {
 
 /// The host side of an emulated peripheral: a minimal LE L2CAP (fixed channels ATT 0x0004,
 /// LE signaling 0x0005 answered by ``LESignalingResponder`` in the peripheral role, SMP 0x0006
-/// answered Pairing Not Supported by ``SecurityManagerResponder``) and an ATT bearer
-/// (``ATTConnection`` with Rx MTU `rxMTU`) served by our ``GATTServer``.
+/// answered Pairing Not Supported by ``SecurityManagerResponder``) and an ATT bearer served by
+/// the GATT module's one server driver, ``GATTServerHost`` (Rx MTU `rxMTU`), with the firmware
+/// as its application (its write checks and event handling).
 ///
 /// The same object also serves an ATT channel of a real host (our `LEHost` accepting a
 /// connection as peripheral): ``connected(channel:link:parameters:)``.
@@ -64,20 +65,10 @@ public actor GATTPeripheral {
         let forwarder: Task<Void, Never>?
     }
 
-    /// How ``push(_:handle:as:)`` delivered a value.
-    public enum PushOutcome: Hashable, Sendable {
-        /// Sent (an indication: and confirmed).
-        case sent
-        /// Stored; no central is connected.
-        case notConnected
-        /// Stored; the characteristic does not have the notify (indicate) property.
-        case notPermitted
-        /// Stored; the central's Client Characteristic Configuration does not enable it.
-        case notEnabled(ClientCharacteristicConfiguration)
-    }
+    /// How ``push(_:handle:indication:)`` delivered a value.
+    public typealias PushOutcome = GATTServerHost.PushOutcome
 
-    private var server: GATTServer
-    private let initialDatabase: AttributeDatabase
+    private let server: GATTServerHost
     private var rxMTU: Int
     private let clock: any BluetoothClock
     private let firmware: any GATTPeripheralFirmware
@@ -85,14 +76,15 @@ public actor GATTPeripheral {
     private let signaling = LESignalingResponder(role: .peripheral)
     private let securityManager = SecurityManagerResponder()
     private var session: Session?
+    private var applicationSet = false
     private var nextSignalingIdentifier: UInt8 = 1
 
     public init(
         database: AttributeDatabase, rxMTU: Int = ATTPDU.defaultLEMTU, firmware: any GATTPeripheralFirmware,
         clock: any BluetoothClock = SystemClock(), logger: Logger = .disabled
     ) {
-        self.server = GATTServer(database: database, configuration: .init(rxMTU: rxMTU))
-        self.initialDatabase = database
+        self.server = GATTServerHost(
+            server: GATTServer(database: database, configuration: .init(rxMTU: rxMTU)), logger: logger)
         self.rxMTU = rxMTU
         self.firmware = firmware
         self.clock = clock
@@ -100,10 +92,12 @@ public actor GATTPeripheral {
     }
 
     /// The attribute database as it is now (values included).
-    public var database: AttributeDatabase { server.database }
+    public var database: AttributeDatabase {
+        get async { await server.database }
+    }
 
     /// The value stored at `handle`.
-    public func value(at handle: UInt16) -> [UInt8]? { server.database.attribute(at: handle)?.value }
+    public func value(at handle: UInt16) async -> [UInt8]? { await server.database.attribute(at: handle)?.value }
 
     /// Whether a central is connected.
     public var isConnected: Bool { session != nil }
@@ -116,29 +110,17 @@ public actor GATTPeripheral {
 
     /// Stores `value` at `handle` and notifies or indicates it to the central if subscribed.
     public func updateValue(_ value: [UInt8], handle: UInt16) async throws(GATTError) {
-        if let session { server.setMTU(await session.connection.mtu, for: session.client) }
-        let outbound = try server.updateValue(value, handle: handle)
-        guard let session else { return }
-        for item in outbound where item.client == session.client {
-            do throws(ATTError) {
-                if case .handleValueIndication(let indication) = item.pdu {
-                    try await session.connection.indicate(indication)
-                } else {
-                    try await session.connection.send(item.pdu)
-                }
-            } catch {
-                logger.warning("emulated peripheral: \(item.pdu.opcode) not sent: \(error)")
-            }
-        }
+        try await server.updateValue(value, handle: handle)
     }
 
     /// Sets our Rx MTU (offered in Exchange MTU) for the next connection; refused (false)
     /// while a central is connected.
     @discardableResult
-    public func setRxMTU(_ mtu: Int) -> Bool {
+    public func setRxMTU(_ mtu: Int) async -> Bool {
         guard session == nil else { return false }
-        rxMTU = max(ATTPDU.defaultLEMTU, min(mtu, 0xFFFF))
-        server = GATTServer(database: server.database, configuration: .init(rxMTU: rxMTU))
+        let wanted = max(ATTPDU.defaultLEMTU, min(mtu, 0xFFFF))
+        guard await server.setConfiguration(.init(rxMTU: wanted)) else { return false }
+        rxMTU = wanted
         return true
     }
 
@@ -147,9 +129,9 @@ public actor GATTPeripheral {
 
     /// The connected central's Client Characteristic Configuration of the value at
     /// `valueHandle` (empty when not connected or not configured).
-    public func clientConfiguration(ofValue valueHandle: UInt16) -> ClientCharacteristicConfiguration {
+    public func clientConfiguration(ofValue valueHandle: UInt16) async -> ClientCharacteristicConfiguration {
         guard let session else { return [] }
-        return server.clientConfiguration(ofValue: valueHandle, for: session.client)
+        return await server.clientConfiguration(ofValue: valueHandle, for: session.client)
     }
 
     /// Stores `value` at the characteristic value `handle` and sends it as `indication` (awaiting
@@ -157,33 +139,12 @@ public actor GATTPeripheral {
     /// Client Characteristic Configuration; the value is cut to ATT_MTU − 3 octets.
     /// Throws `noAttribute`/`valueTooLong` as storing does, `.att` when sending fails.
     public func push(_ value: [UInt8], handle: UInt16, indication: Bool) async throws(GATTError) -> PushOutcome {
-        _ = try server.updateValue(value, handle: handle)
-        guard let session else { return .notConnected }
-        let properties = server.database.properties(ofValue: handle) ?? []
-        guard properties.contains(indication ? .indicate : .notify) else { return .notPermitted }
-        let configuration = server.clientConfiguration(ofValue: handle, for: session.client)
-        guard configuration.contains(indication ? .indications : .notifications) else {
-            return .notEnabled(configuration)
-        }
-        let mtu = await session.connection.mtu
-        let fitted = Array(value.prefix(mtu - 3))
-        do throws(ATTError) {
-            if indication {
-                try await session.connection.indicate(HandleValueIndication(handle: handle, value: fitted))
-            } else {
-                try await session.connection.send(
-                    .handleValueNotification(HandleValueNotification(handle: handle, value: fitted)))
-            }
-        } catch {
-            throw .att(error)
-        }
-        return .sent
+        try await server.push(value, handle: handle, indication: indication, to: session?.client)
     }
 
     /// Stores `value` at `handle` without telling anyone (firmware-internal state).
-    public func setValue(_ value: [UInt8], handle: UInt16) throws(GATTError) {
-        // The PDUs updateValue would send are dropped: nobody is told.
-        _ = try server.updateValue(value, handle: handle)
+    public func setValue(_ value: [UInt8], handle: UInt16) async throws(GATTError) {
+        try await server.setValue(value, handle: handle)
     }
 
     /// Ends the connection from the peripheral's side.
@@ -219,13 +180,7 @@ public actor GATTPeripheral {
     public func connected(_ link: VirtualLinkConnection) async {
         if session != nil { await dropSession(reason: .connectionTerminatedByLocalHost, notify: false) }
         let (bearerEnd, ourEnd) = InMemoryATTChannel.pair()
-        let handler: ATTConnection.ServerHandler = { [weak self] pdu in
-            await self?.respond(to: pdu)
-        }
-        let connection = ATTConnection(
-            channel: bearerEnd, configuration: ATTBearer.Configuration(rxMTU: rxMTU), clock: clock, logger: logger,
-            serverHandler: handler)
-        let client = server.connect(mtu: ATTPDU.defaultLEMTU)
+        let (connection, client) = await serve(bearerEnd)
         let forwarder = Task {
             do {
                 for try await sdu in ourEnd.incoming {
@@ -249,13 +204,7 @@ public actor GATTPeripheral {
         channel: any ATTChannel, link: any GATTPeripheralLink, parameters: VirtualLinkConnection.Parameters
     ) async {
         if session != nil { await dropSession(reason: .connectionTerminatedByLocalHost, notify: false) }
-        let handler: ATTConnection.ServerHandler = { [weak self] pdu in
-            await self?.respond(to: pdu)
-        }
-        let connection = ATTConnection(
-            channel: channel, configuration: ATTBearer.Configuration(rxMTU: rxMTU), clock: clock, logger: logger,
-            serverHandler: handler)
-        let client = server.connect(mtu: ATTPDU.defaultLEMTU)
+        let (connection, client) = await serve(channel)
         session = Session(link: .external(link), connection: connection, client: client, channel: nil, forwarder: nil)
         await firmware.handle(.connected(parameters), peripheral: self)
     }
@@ -301,7 +250,7 @@ public actor GATTPeripheral {
     private func dropSession(reason: HCIStatus, notify: Bool) async {
         guard let session else { return }
         self.session = nil
-        server.disconnect(session.client)
+        await server.detach(session.client)
         if let channel = session.channel {
             await channel.close()
         } else {
@@ -313,37 +262,28 @@ public actor GATTPeripheral {
 
     // MARK: Server
 
-    private func respond(to pdu: ATTPDU) async -> ATTPDU? {
-        guard let session else { return nil }
-        switch pdu {
-        case .writeRequest(let request):
-            if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
-                return .errorResponse(
-                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
-            }
-        case .writeCommand(let command):
-            if firmware.checkWrite(handle: command.handle, value: command.value) != nil { return nil }
-        case .prepareWriteRequest(let request) where request.offset == 0:
-            // A queued write whose first part the firmware refuses is refused at once.
-            if let error = firmware.checkWrite(handle: request.handle, value: request.value) {
-                return .errorResponse(
-                    ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
-            }
-        default:
-            break
+    /// Serves `channel` with the firmware as the server's application (set once).
+    private func serve(_ channel: any ATTChannel) async -> (ATTConnection, GATTServer.ClientID) {
+        if !applicationSet {
+            applicationSet = true
+            let firmware = firmware
+            await server.setApplication(
+                writeCheck: { handle, value in firmware.checkWrite(handle: handle, value: value) },
+                eventHandler: { [weak self] event in await self?.firmwareHears(event) })
         }
-        server.setMTU(await session.connection.mtu, for: session.client)
-        let response = server.respond(to: pdu, from: session.client)
-        for event in server.takeEvents() {
-            switch event {
-            case .valueWritten(_, let handle, let value):
-                await firmware.handle(.valueWritten(handle: handle, value: value), peripheral: self)
-            case .clientConfigurationChanged(_, let valueHandle, let configuration):
-                await firmware.handle(.subscriptionChanged(valueHandle: valueHandle, configuration), peripheral: self)
-            case .signedWriteRejected(_, let handle, let reason):
-                logger.debug("emulated peripheral: signed write to \(handle) rejected: \(reason)")
-            }
+        let served = await server.serve(channel, configuration: ATTBearer.Configuration(rxMTU: rxMTU), clock: clock)
+        return (served.connection, served.client)
+    }
+
+    /// A server event, told to the firmware before the request's response leaves.
+    private func firmwareHears(_ event: GATTServer.Event) async {
+        switch event {
+        case .valueWritten(_, let handle, let value):
+            await firmware.handle(.valueWritten(handle: handle, value: value), peripheral: self)
+        case .clientConfigurationChanged(_, let valueHandle, let configuration):
+            await firmware.handle(.subscriptionChanged(valueHandle: valueHandle, configuration), peripheral: self)
+        case .signedWriteRejected(_, let handle, let reason):
+            logger.debug("emulated peripheral: signed write to \(handle) rejected: \(reason)")
         }
-        return response
     }
 }

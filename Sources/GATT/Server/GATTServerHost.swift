@@ -1,13 +1,36 @@
 import ATT
 import Bluetooth
 
-/// Runs a ``GATTServer`` over ATT connections: each attached ``ATTConnection`` gets the
-/// server as its request handler, and value updates go out as notifications and indications.
+/// Runs a ``GATTServer`` over ATT connections — the one GATT server driver, used by
+/// `gattclient peripheral`, the emulated devices and the tests: each attached ``ATTConnection``
+/// gets the server as its request handler, and value updates go out as notifications and
+/// indications.
 ///
 /// Per connection there is one task that sends its indications in order (the bearer allows
 /// one outstanding and this task awaits each confirmation) and one that notices the bearer
-/// closing; never a task per PDU. Server events (writes, subscriptions) arrive on ``events``.
+/// closing; never a task per PDU. Server events (writes, subscriptions) arrive on ``events``,
+/// or, when an application is set (``setApplication(writeCheck:eventHandler:)``), go to its
+/// handler before the request's response leaves.
 public actor GATTServerHost {
+    /// The application's veto on a write before it is stored (an application error such as
+    /// TI's 0x80); synchronous and pure. nil lets the write through.
+    public typealias WriteCheck = @Sendable (_ handle: UInt16, _ value: [UInt8]) -> ATTErrorCode?
+    /// The application's reaction to a server event; awaited before the request's response is
+    /// sent, so a write's effects (a sensor timer, an echo) are in place when the client sees it.
+    public typealias EventHandler = @Sendable (GATTServer.Event) async -> Void
+
+    /// How ``push(_:handle:indication:to:)`` delivered a value.
+    public enum PushOutcome: Hashable, Sendable {
+        /// Sent (an indication: and confirmed).
+        case sent
+        /// Stored; the client is not connected.
+        case notConnected
+        /// Stored; the characteristic does not have the notify (indicate) property.
+        case notPermitted
+        /// Stored; the client's Client Characteristic Configuration does not enable it.
+        case notEnabled(ClientCharacteristicConfiguration)
+    }
+
     /// Indications waiting for the one outstanding per client; beyond, the oldest waiting one
     /// is dropped (and logged): a client that never confirms is closed by the 30 s timeout.
     public static let pendingIndicationLimit = 64
@@ -19,6 +42,8 @@ public actor GATTServerHost {
 
     private var server: GATTServer
     private var links: [GATTServer.ClientID: Link] = [:]
+    private var writeCheck: WriteCheck?
+    private var eventHandler: EventHandler?
     private let logger: Logger
     private let eventContinuation: AsyncStream<GATTServer.Event>.Continuation
 
@@ -36,6 +61,36 @@ public actor GATTServerHost {
 
     /// The current database.
     public var database: AttributeDatabase { server.database }
+
+    /// Sets the application behind the server: `writeCheck` vetoes writes (Write Request, Write
+    /// Command, the first Prepare Write of a value) before they are stored; `eventHandler`
+    /// takes the server events instead of ``events``, before each response leaves.
+    public func setApplication(writeCheck: WriteCheck?, eventHandler: EventHandler?) {
+        self.writeCheck = writeCheck
+        self.eventHandler = eventHandler
+    }
+
+    /// Replaces the server's configuration (its Rx MTU, queue limits) keeping the database;
+    /// refused (false) while a client is attached.
+    @discardableResult
+    public func setConfiguration(_ configuration: GATTServer.Configuration) -> Bool {
+        guard links.isEmpty else { return false }
+        server = GATTServer(database: server.database, configuration: configuration)
+        return true
+    }
+
+    /// `client`'s Client Characteristic Configuration of the value at `valueHandle`.
+    public func clientConfiguration(
+        ofValue valueHandle: UInt16, for client: GATTServer.ClientID
+    ) -> ClientCharacteristicConfiguration {
+        server.clientConfiguration(ofValue: valueHandle, for: client)
+    }
+
+    /// The ATT_MTU of `client`'s bearer; nil when it is not attached.
+    public func mtu(of client: GATTServer.ClientID) async -> Int? {
+        guard let link = links[client] else { return nil }
+        return await link.connection.mtu
+    }
 
     /// A snapshot of the server state (for inspection).
     public var state: GATTServer { server }
@@ -118,6 +173,41 @@ public actor GATTServerHost {
         await send(outbound)
     }
 
+    /// Stores `value` at `handle` without telling anyone (application-internal state).
+    public func setValue(_ value: [UInt8], handle: UInt16) throws(GATTError) {
+        // The PDUs updateValue would send are dropped: nobody is told.
+        _ = try server.updateValue(value, handle: handle)
+    }
+
+    /// Stores `value` at the characteristic value `handle` and sends it to `client` as an
+    /// indication (awaiting the confirmation) or notification, when that client enabled that kind
+    /// in its Client Characteristic Configuration; the value is cut to ATT_MTU − 3 octets.
+    /// Throws `noAttribute`/`valueTooLong` as storing does, `.att` when sending fails.
+    public func push(
+        _ value: [UInt8], handle: UInt16, indication: Bool, to client: GATTServer.ClientID?
+    ) async throws(GATTError) -> PushOutcome {
+        _ = try server.updateValue(value, handle: handle)
+        guard let client, let link = links[client] else { return .notConnected }
+        let properties = server.database.properties(ofValue: handle) ?? []
+        guard properties.contains(indication ? .indicate : .notify) else { return .notPermitted }
+        let configuration = server.clientConfiguration(ofValue: handle, for: client)
+        guard configuration.contains(indication ? .indications : .notifications) else {
+            return .notEnabled(configuration)
+        }
+        let fitted = Array(value.prefix(await link.connection.mtu - 3))
+        do throws(ATTError) {
+            if indication {
+                try await link.connection.indicate(HandleValueIndication(handle: handle, value: fitted))
+            } else {
+                try await link.connection.send(
+                    .handleValueNotification(HandleValueNotification(handle: handle, value: fitted)))
+            }
+        } catch {
+            throw .att(error)
+        }
+        return .sent
+    }
+
     /// Swaps in `database` and indicates Service Changed to the clients that asked for it.
     public func replaceDatabase(_ database: AttributeDatabase, changed: ClosedRange<UInt16> = 0x0001...0xFFFF) async {
         let outbound = server.replaceDatabase(database, changed: changed)
@@ -128,10 +218,32 @@ public actor GATTServerHost {
 
     private func handle(_ pdu: ATTPDU, from client: GATTServer.ClientID) async -> ATTPDU? {
         guard let link = links[client] else { return nil }
+        if let writeCheck {
+            switch pdu {
+            case .writeRequest(let request):
+                if let error = writeCheck(request.handle, request.value) {
+                    return .errorResponse(ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+                }
+            case .writeCommand(let command):
+                if writeCheck(command.handle, command.value) != nil { return nil }
+            case .prepareWriteRequest(let request) where request.offset == 0:
+                // A queued write whose first part the application refuses is refused at once.
+                if let error = writeCheck(request.handle, request.value) {
+                    return .errorResponse(ErrorResponse(requestOpcode: pdu.opcode, handle: request.handle, errorCode: error))
+                }
+            default:
+                break
+            }
+        }
         let mtu = await link.connection.mtu
         server.setMTU(mtu, for: client)
         let response = server.respond(to: pdu, from: client)
-        for event in server.takeEvents() { eventContinuation.yield(event) }
+        let events = server.takeEvents()
+        if let eventHandler {
+            for event in events { await eventHandler(event) }
+        } else {
+            for event in events { eventContinuation.yield(event) }
+        }
         return response
     }
 
