@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "L2CAP", targets: ["L2CAP"]),
         .library(name: "GATT", targets: ["GATT"]),
         .library(name: "Capture", targets: ["Capture"]),
+        .library(name: "Security", targets: ["Security"]),
         .library(name: "Host", targets: ["Host"]),
         .library(name: "Kernel", targets: ["Kernel"]),
         .library(name: "Emulator", targets: ["Emulator"]),
@@ -34,15 +35,17 @@ let package = Package(
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT"]),
         .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
+        // LE security: the SMP codec and the Pairing Not Supported responder; pairing and bonds later.
+        .target(name: "Security", dependencies: ["Bluetooth", "L2CAP"]),
         // GAP: LEHost (scanning, aggregation and filters, connecting, advertising, accepted
         // connections, connection parameters) over HCI and user-space L2CAP.
-        .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP"]),
+        .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),
         // Everything that talks to the Linux kernel through CHCI: HCI raw/user/monitor sockets,
         // the management channel, L2CAP ATT sockets, kernel scanning and advertising.
         .target(name: "Kernel", dependencies: ["Bluetooth", "SystemSupport", "CHCI", "HCI", "ATT", "L2CAP", "Host"]),
         // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
         .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
-        .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
+        .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security", "Host", "GATT"]),
         .target(
             name: "GATTClientCLI",
             dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Kernel", "Emulator"]
@@ -67,8 +70,9 @@ let package = Package(
         .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),
-        .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Security", "GATT"]),
         .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "Host", "GATT", "Capture"]),
+        .testTarget(name: "SecurityTests", dependencies: ["TestSupport", "Bluetooth", "L2CAP", "Security"]),
         .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT"]),
         .testTarget(name: "KernelTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "Kernel"]),
         .testTarget(name: "GATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT", "GATT"]),

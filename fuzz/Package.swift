@@ -16,7 +16,7 @@ let package = Package(
         .executableTarget(
             name: "BLEFuzz",
             dependencies: ["CFuzzDriver"]
-                + ["Bluetooth", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Capture", "GATTClientCLI"].map {
+                + ["Bluetooth", "HCI", "ATT", "L2CAP", "Security", "Host", "Kernel", "GATT", "Capture", "GATTClientCLI"].map {
                     .product(name: $0, package: rootIdentity)
                 },
             path: "Sources/BLEFuzz"

@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import HCI
 import L2CAP
+import Security
 import Synchronization
 
 /// The user-space LE host on one controller: the `HCIControllerDriver` and `UserSpaceL2CAP`
@@ -168,7 +169,8 @@ public actor LEHost {
                 isShared: info.aclBuffers.shared)
             l2cap = UserSpaceL2CAP(
                 bufferSize: buffers, maximumQueuedFrames: configuration.maximumQueuedFrames,
-                maximumBufferedSDUs: configuration.maximumBufferedSDUs, logger: logger.child("l2cap"))
+                maximumBufferedSDUs: configuration.maximumBufferedSDUs,
+                securityManager: SecurityManagerResponder(), logger: logger.child("l2cap"))
         } catch let error as HCIError {
             await driver.close(reason: "initialisation failed: \(error)")
             throw .hci(error)

@@ -2,6 +2,7 @@ import TestSupport
 import Bluetooth
 import HCI
 import Testing
+import Security
 
 @testable import L2CAP
 
@@ -44,16 +45,22 @@ import Testing
         )
     }
 
-    @Test func pairingIsRefusedOnCID6() {
-        var connection = LEL2CAPConnection(handle: 1, role: .central)
+    @Test func pairingIsRefusedOnCID6ByTheSecurityManager() {
+        var connection = LEL2CAPConnection(handle: 1, role: .central, securityManager: SecurityManagerResponder())
         let actions = connection.receive(leIncoming(handle: 1, cid: 6, leBytes("0b 01")))
         #expect(
             actions == [
                 .send(L2CAPBasicFrame(channelID: 6, payload: leBytes("05 05")[...])),
-                .report(.refusedPairing(request: .securityRequest, reason: .pairingNotSupported, error: nil)),
+                .report(.securityManager("answered \(SecurityManagerCode.securityRequest) with Pairing Failed 0x05")),
             ])
         let stray = connection.receive(leIncoming(handle: 1, cid: 6, leBytes("05 08")))
-        #expect(stray == [.report(.ignoredSecurityManager(.pairingFailed))])
+        #expect(stray == [.report(.securityManager("ignored SMP \(SecurityManagerCode.pairingFailed)"))])
+    }
+
+    @Test func withoutASecurityManagerSMPIsDroppedAndReported() {
+        var connection = LEL2CAPConnection(handle: 1, role: .central)
+        let actions = connection.receive(leIncoming(handle: 1, cid: 6, leBytes("0b 01")))
+        #expect(actions == [.report(.unsupportedChannel(cid: 6, length: 2))])
     }
 
     @Test(arguments: [UInt16(0x0000), 0x0001, 0x0003, 0x0007, 0x003F, 0x0040, 0xFFFF])
@@ -88,7 +95,8 @@ import Testing
 
 @Suite struct LEMultiplexerTests {
     static func multiplexer(credits: Int = 4, queue: Int = 8) throws -> LEL2CAPMultiplexer {
-        var mux = LEL2CAPMultiplexer(bufferSize: leBufferSize(count: credits), maximumQueuedFrames: queue)
+        var mux = LEL2CAPMultiplexer(
+            bufferSize: leBufferSize(count: credits), maximumQueuedFrames: queue, securityManager: SecurityManagerResponder())
         try mux.connectionOpened(handle: 0x40, role: .central)
         try mux.connectionOpened(handle: 0x41, role: .peripheral)
         return mux
@@ -116,7 +124,8 @@ import Testing
         #expect(
             actions == [
                 .report(
-                    handle: 0x40, .refusedPairing(request: .pairingRequest, reason: .pairingNotSupported, error: nil))
+                    handle: 0x40,
+                    .securityManager("answered \(SecurityManagerCode.pairingRequest) with Pairing Failed 0x05"))
             ])
         actions.removeAll()
         mux.receive(.numberOfCompletedPackets(leCompleted((0x40, 1))), into: &actions)

@@ -4,6 +4,7 @@ import Bluetooth
 import GATT
 import HCI
 import L2CAP
+import Security
 
 /// What an emulated device's firmware hears from its GATT peripheral.
 public enum GATTPeripheralEvent: Hashable, Sendable {

@@ -59,21 +59,21 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// `0x` and `digits` lower-case hex digits.
-func l2capHex<T: BinaryInteger>(_ value: T, _ digits: Int) -> String {
+package func l2capHex<T: BinaryInteger>(_ value: T, _ digits: Int) -> String {
     let text = String(value, radix: 16)
     return "0x" + String(repeating: "0", count: max(0, digits - text.count)) + text
 }
 
 extension ByteReader {
-    mutating func l2capUInt8(_ context: String) throws(L2CAPError) -> UInt8 {
+    package mutating func l2capUInt8(_ context: String) throws(L2CAPError) -> UInt8 {
         do { return try readUInt8() } catch { throw L2CAPError(error, context: context) }
     }
 
-    mutating func l2capUInt16(_ context: String) throws(L2CAPError) -> UInt16 {
+    package mutating func l2capUInt16(_ context: String) throws(L2CAPError) -> UInt16 {
         do { return try readUInt16LE() } catch { throw L2CAPError(error, context: context) }
     }
 
-    func l2capExpectEnd(_ context: String) throws(L2CAPError) {
+    package func l2capExpectEnd(_ context: String) throws(L2CAPError) {
         do { try expectEnd() } catch { throw L2CAPError(error, context: context) }
     }
 }

@@ -3,8 +3,8 @@ import HCI
 
 /// L2CAP on one LE connection in user space, as a sans-I/O state machine: received ACL data
 /// packets go through the reassembler, and each B-frame is dispatched by CID — ATT (0x0004)
-/// upward, LE signaling (0x0005) and SMP (0x0006) answered here, anything else dropped and
-/// reported. Outgoing frames are returned as actions; fragmentation and credits are the
+/// upward, LE signaling (0x0005) answered here, SMP (0x0006) by the Security Manager channel the
+/// host supplies (``LESecurityManagerChannel``), anything else dropped and reported. Outgoing frames are returned as actions; fragmentation and credits are the
 /// business of `ACLFlowControl`.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §2.1 (fixed channels), §3.1 (B-frame), §7.2
 public struct LEL2CAPConnection: Sendable {
@@ -24,15 +24,17 @@ public struct LEL2CAPConnection: Sendable {
     public let role: LERole
     private var reassembler: L2CAPReassembler
     private let signaling: LESignalingResponder
-    private let securityManager = SecurityManagerResponder()
+    private let securityManager: (any LESecurityManagerChannel)?
 
     /// `maximumFrameLength` bounds the L2CAP Length accepted from the peer (the largest ATT PDU
     /// is 517 octets; the default leaves room for any SDU up to the L2CAP maximum).
     public init(
         handle: UInt16, role: LERole, maximumFrameLength: Int = 65_535,
-        signalingMTU: Int = LESignalingResponder.minimumSignalingMTU
+        signalingMTU: Int = LESignalingResponder.minimumSignalingMTU,
+        securityManager: (any LESecurityManagerChannel)? = nil
     ) {
         self.handle = handle
+        self.securityManager = securityManager
         self.role = role
         self.reassembler = L2CAPReassembler(maximumLength: maximumFrameLength, maximumPartialFrames: 1)
         self.signaling = LESignalingResponder(role: role, signalingMTU: signalingMTU)
@@ -80,17 +82,15 @@ public struct LEL2CAPConnection: Sendable {
             if let update = outcome.connectionParameterUpdate { actions.append(.updateConnectionParameters(update)) }
             if let report = outcome.report { actions.append(.report(report)) }
         case L2CAPBasicFrame.securityManagerCID:
-            switch securityManager.receive(frame.payload) {
-            case .pairingFailed(let failed, let request, let error):
-                actions.append(
-                    .send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: failed.encode()[...]))
-                )
-                actions.append(.report(.refusedPairing(request: request, reason: failed.reason, error: error)))
-            case .ignored(let code):
-                actions.append(.report(.ignoredSecurityManager(code)))
-            case .empty:
-                actions.append(.report(.ignoredSecurityManager(nil)))
+            guard let securityManager else {
+                actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
+                return
             }
+            let outcome = securityManager.answer(frame.payload)
+            if let answer = outcome.answer {
+                actions.append(.send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: answer[...])))
+            }
+            if let report = outcome.report { actions.append(.report(.securityManager(report))) }
         default:
             actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
         }

@@ -27,14 +27,20 @@ public struct LEL2CAPMultiplexer: Sendable {
     public private(set) var flowControl: ACLFlowControl
     private var connections: [UInt16: LEL2CAPConnection] = [:]
     private let maximumFrameLength: Int
+    private let securityManager: (any LESecurityManagerChannel)?
     private var scratch: [LEL2CAPConnection.Action] = []
 
     /// - Parameters:
     ///   - maximumQueuedFrames: outgoing PDUs waiting per connection before sends are refused.
     ///   - maximumFrameLength: largest L2CAP Length accepted from a peer.
-    public init(bufferSize: ACLBufferSize, maximumQueuedFrames: Int = 64, maximumFrameLength: Int = 65_535) {
+    ///   - securityManager: answers SMP (CID 0x0006) on every connection; nil drops it.
+    public init(
+        bufferSize: ACLBufferSize, maximumQueuedFrames: Int = 64, maximumFrameLength: Int = 65_535,
+        securityManager: (any LESecurityManagerChannel)? = nil
+    ) {
         flowControl = ACLFlowControl(bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames)
         self.maximumFrameLength = maximumFrameLength
+        self.securityManager = securityManager
     }
 
     public func isOpen(handle: UInt16) -> Bool { connections[handle] != nil }
@@ -49,7 +55,8 @@ public struct LEL2CAPMultiplexer: Sendable {
         }
         guard connections[handle] == nil else { throw L2CAPError.connectionExists(handle: handle) }
         try flowControl.addConnection(handle: handle)
-        connections[handle] = LEL2CAPConnection(handle: handle, role: role, maximumFrameLength: maximumFrameLength)
+        connections[handle] = LEL2CAPConnection(
+            handle: handle, role: role, maximumFrameLength: maximumFrameLength, securityManager: securityManager)
     }
 
     /// Queues one ATT PDU on a connection and appends the packets that can go now.

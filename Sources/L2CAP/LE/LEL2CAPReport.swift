@@ -45,10 +45,9 @@ public enum LEL2CAPReport: Hashable, Sendable, CustomStringConvertible {
     case rejectedConnectionParameters(ConnectionParameterUpdateRequest, reason: String)
     /// A request for `count` credit-based channels on `spsm`, refused (SPSM not supported).
     case refusedChannel(spsm: UInt16, count: Int)
-    /// A Pairing Request or Security Request answered with Pairing Failed.
-    case refusedPairing(request: SecurityManagerCode, reason: PairingFailedReason, error: L2CAPError?)
-    /// An SMP command dropped: no pairing is ever in progress, or an empty PDU (`nil`).
-    case ignoredSecurityManager(SecurityManagerCode?)
+    /// What the Security Manager channel's responder reported (a refused pairing, an ignored
+    /// command), in its words.
+    case securityManager(String)
     /// A response could not be queued for sending.
     case responseNotSent(cid: UInt16, error: L2CAPError)
 
@@ -67,10 +66,7 @@ public enum LEL2CAPReport: Hashable, Sendable, CustomStringConvertible {
         case .rejectedConnectionParameters(let request, let reason): return "rejected \(request): \(reason)"
         case .refusedChannel(let spsm, let count):
             return "refused \(count) credit-based channel(s) on SPSM \(l2capHex(spsm, 4))"
-        case .refusedPairing(let request, let reason, let error):
-            return "answered \(request) with Pairing Failed \(l2capHex(reason.rawValue, 2))"
-                + (error.map { ": \($0)" } ?? "")
-        case .ignoredSecurityManager(let code): return "ignored SMP " + (code.map { "\($0)" } ?? "empty PDU")
+        case .securityManager(let report): return report
         case .responseNotSent(let cid, let error): return "response on CID \(l2capHex(cid, 4)) not sent: \(error)"
         }
     }

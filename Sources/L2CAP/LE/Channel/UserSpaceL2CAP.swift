@@ -71,14 +71,18 @@ public final class UserSpaceL2CAP: Sendable {
     ///   - bufferSize: the controller's LE ACL buffers (LE Read Buffer Size / Read Buffer Size).
     ///   - maximumQueuedFrames: outgoing PDUs waiting per connection.
     ///   - maximumBufferedSDUs: received ATT SDUs waiting per channel for the reader.
+    ///   - securityManager: answers SMP (CID 0x0006) on every connection (the Security
+    ///     module's responder); nil drops it.
     public init(
         bufferSize: ACLBufferSize, maximumQueuedFrames: Int = 64, maximumBufferedSDUs: Int = 1024,
-        logger: Logger = .disabled
+        securityManager: (any LESecurityManagerChannel)? = nil, logger: Logger = .disabled
     ) {
         precondition(maximumBufferedSDUs > 0, "a channel must buffer at least one SDU")
         (outputs, outputContinuation) = AsyncStream<Output>.makeStream(bufferingPolicy: .unbounded)
         state = Mutex(
-            State(multiplexer: LEL2CAPMultiplexer(bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames)))
+            State(
+                multiplexer: LEL2CAPMultiplexer(
+                    bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames, securityManager: securityManager)))
         self.maximumBufferedSDUs = maximumBufferedSDUs
         self.logger = logger
     }

@@ -1,9 +1,9 @@
 import TestSupport
 import Bluetooth
-import HCI
+import L2CAP
 import Testing
 
-@testable import L2CAP
+@testable import Security
 
 @Suite struct LESecurityManagerTests {
     static let responder = SecurityManagerResponder()

@@ -1,4 +1,5 @@
 import Bluetooth
+import L2CAP
 
 /// The Code of a Security Manager Protocol command. Open.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §3.3 (Table 3.3)
@@ -196,6 +197,24 @@ public struct SecurityManagerResponder: Sendable {
             return .pairingFailed(PairingFailed(reason: .pairingNotSupported), request: code, error: nil)
         } catch {
             return .pairingFailed(PairingFailed(reason: .invalidParameters), request: code, error: error)
+        }
+    }
+}
+
+extension SecurityManagerResponder: LESecurityManagerChannel {
+    /// Answers for L2CAP's Security Manager channel: Pairing Failed for a Pairing or Security
+    /// Request, and a report line for everything.
+    public func answer(_ pdu: ArraySlice<UInt8>) -> LESecurityManagerChannelOutcome {
+        switch receive(pdu) {
+        case .pairingFailed(let failed, let request, let error):
+            return LESecurityManagerChannelOutcome(
+                answer: failed.encode(),
+                report: "answered \(request) with Pairing Failed \(l2capHex(failed.reason.rawValue, 2))"
+                    + (error.map { ": \($0)" } ?? ""))
+        case .ignored(let code):
+            return LESecurityManagerChannelOutcome(report: "ignored SMP \(code)")
+        case .empty:
+            return LESecurityManagerChannelOutcome(report: "ignored SMP empty PDU")
         }
     }
 }
