@@ -65,20 +65,9 @@ public final class RecordingATTChannel: ATTChannel {
     private init(_ channel: any ATTChannel, _ recorder: Recorder) throws(HCIError) {
         self.channel = channel
         self.recorder = recorder
-        let upstream = IteratorBox(channel.incoming.makeAsyncIterator())
-        incoming = AsyncThrowingStream(unfolding: {
-            do {
-                guard let sdu = try await upstream.next() else {
-                    recorder.finish()
-                    return nil
-                }
-                recorder.record(sdu, .received)
-                return sdu
-            } catch {
-                recorder.finish()
-                throw error
-            }
-        })
+        incoming = ObservedATTChannel(
+            channel, onReceive: { sdu in recorder.record(sdu, .received) }, onEnd: { _ in recorder.finish() }
+        ).incoming
     }
 
     public var maximumSDUSize: Int? {
@@ -177,24 +166,5 @@ private final class Recorder: Sendable {
                 if state.failure == nil { state.failure = error }
             }
         }
-    }
-}
-
-/// The wrapped channel's iterator, advanced by the one consumer of
-/// `RecordingATTChannel.incoming`.
-///
-/// `@unchecked Sendable`: `AsyncThrowingStream(unfolding:)` calls its closure for one `next()`
-/// at a time (a stream has one consumer), so the iterator is never advanced concurrently.
-private final class IteratorBox: @unchecked Sendable {
-    private var iterator: AsyncThrowingStream<[UInt8], Error>.AsyncIterator
-
-    init(_ iterator: AsyncThrowingStream<[UInt8], Error>.AsyncIterator) {
-        self.iterator = iterator
-    }
-
-    func next() async throws -> [UInt8]? {
-        var current = iterator
-        defer { iterator = current }
-        return try await current.next()
     }
 }

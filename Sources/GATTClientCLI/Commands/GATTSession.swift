@@ -40,7 +40,7 @@ struct GATTSession {
         }
         var bearerChannel = channel
         if options.verbosity > 0 {
-            bearerChannel = TracingATTChannel(channel, errorDescriptor: SessionDiagnostics.current?.errors ?? 2)
+            bearerChannel = ATTTracing.channel(channel, errorDescriptor: SessionDiagnostics.current?.errors ?? 2)
         }
         if let path = options.record, !central.recordsHCI {
             // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.

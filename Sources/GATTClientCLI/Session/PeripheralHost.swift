@@ -205,13 +205,18 @@ final class KernelPeripheralHost: PeripheralHost {
                         printError("gattclient: peripheral: accepting on hci\(self.index): \(error)")
                         break
                     }
-                    let watched = WatchedATTChannel(channel)
+                    // Its end (the peer gone, or closed) awaited beside the bearer reading it.
+                    let ended = EndSignal()
+                    let watched = ObservedATTChannel(channel, onEnd: { _ in ended.finish() })
                     let peer = channel.peer.map { "\($0)" } ?? "unknown"
                     continuation.yield(
                         AcceptedCentral(
                             channel: watched, peer: peer, link: KernelPeripheralLink(channel: channel),
                             parameters: .init(interval: 0, latency: 0, supervisionTimeout: 0),
-                            ended: { await watched.waitUntilEnded() }))
+                            ended: {
+                                await ended.wait()
+                                return nil
+                            }))
                 }
                 continuation.finish()
             }
@@ -260,39 +265,3 @@ final class EndSignal: Sendable {
     }
 }
 
-/// An ATT channel whose end (the peer gone, or closed) can be awaited by someone other than its
-/// reader: the SDUs pass through unchanged.
-final class WatchedATTChannel: ATTChannel, Sendable {
-    let inner: any ATTChannel
-    let incoming: AsyncThrowingStream<[UInt8], Error>
-    private let done = EndSignal()
-    private let pump: Task<Void, Never>
-
-    init(_ inner: any ATTChannel) {
-        self.inner = inner
-        let (stream, continuation) = AsyncThrowingStream<[UInt8], Error>.makeStream()
-        incoming = stream
-        let done = done
-        pump = Task {
-            do {
-                for try await sdu in inner.incoming { continuation.yield(sdu) }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-            done.finish()
-        }
-    }
-
-    var maximumSDUSize: Int? { get async { await inner.maximumSDUSize } }
-
-    func send(_ sdu: [UInt8]) async throws { try await inner.send(sdu) }
-
-    func close() async { await inner.close() }
-
-    /// Returns once the channel's incoming SDUs ended.
-    func waitUntilEnded() async -> HCIStatus? {
-        await done.wait()
-        return nil
-    }
-}

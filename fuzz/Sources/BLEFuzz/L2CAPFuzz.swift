@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import HCI
 import L2CAP
+import Security
 
 /// Targets over L2CAP: ACL reassembly, LE signaling, SMP.
 enum L2CAPFuzz {
@@ -16,7 +17,7 @@ enum L2CAPFuzz {
         var tracker = CreditBasedChannelTracker()
         // A user-space L2CAP with one open connection (0x0040); everything else is an unknown handle.
         guard let bufferSize = try? ACLBufferSize(packetLength: 27, packetCount: 4) else { return }
-        let host = UserSpaceL2CAP(bufferSize: bufferSize, maximumBufferedSDUs: 8)
+        let host = UserSpaceL2CAP(bufferSize: bufferSize, maximumBufferedSDUs: 8, securityManager: SecurityManagerResponder())
         let channel = try? host.connectionOpened(handle: 0x0040, role: .peripheral)
         var steps = 0
         while !input.isEmpty && steps < 512 {
