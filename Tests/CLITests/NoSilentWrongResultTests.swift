@@ -4,6 +4,7 @@ import Foundation
 import GATT
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import GATTClientCLI
 
@@ -253,25 +254,8 @@ import Testing
         stderr.split(separator: "\n").filter { $0.contains("warning:") }
     }
 
-    /// `runGATTClient` through `central`, on a thread of its own, output captured.
-    static func run(_ arguments: [String], through central: any Central) async -> (code: Int32, stdout: String, stderr: String) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let directory = FileManager.default.temporaryDirectory
-                let outPath = directory.appendingPathComponent("cli-out-\(UUID().uuidString)").path
-                let errPath = directory.appendingPathComponent("cli-err-\(UUID().uuidString)").path
-                let out = open(outPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-                let err = open(errPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-                let code = runGATTClient(arguments, through: central, standardOutput: out, standardError: err)
-                close(out)
-                close(err)
-                let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-                let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-                try? FileManager.default.removeItem(atPath: outPath)
-                try? FileManager.default.removeItem(atPath: errPath)
-                continuation.resume(returning: (code, stdout, stderr))
-            }
-        }
+    static func run(_ arguments: [String], through central: any Central) async -> CapturedRun {
+        await runInProcess(arguments, through: central)
     }
 }
 

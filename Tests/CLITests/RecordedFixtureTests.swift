@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import GATTClientCLI
 
 /// Sessions of ours recorded against the Bumble peers and the simulated devices
@@ -58,24 +59,11 @@ import Testing
     }
 }
 
-/// Runs the CLI in process on a thread of its own (it blocks while its async work runs), with
-/// its standard output and error captured.
-func runInProcess(_ arguments: [String]) async -> (code: Int32, stdout: String, stderr: String) {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread {
-            let directory = FileManager.default.temporaryDirectory
-            let outPath = directory.appendingPathComponent("cli-out-\(UUID().uuidString)").path
-            let errPath = directory.appendingPathComponent("cli-err-\(UUID().uuidString)").path
-            let out = open(outPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-            let err = open(errPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-            let code = runGATTClient(arguments, standardOutput: out, standardError: err)
-            close(out)
-            close(err)
-            let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-            let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-            try? FileManager.default.removeItem(atPath: outPath)
-            try? FileManager.default.removeItem(atPath: errPath)
-            continuation.resume(returning: (code, stdout, stderr))
-        }
+/// Runs the CLI in process (``captureRun(_:)``), every connection of its GATT commands through
+/// `central` when one is given.
+func runInProcess(_ arguments: [String], through central: (any Central)? = nil) async -> CapturedRun {
+    await captureRun { out, err in
+        if let central { return runGATTClient(arguments, through: central, standardOutput: out, standardError: err) }
+        return runGATTClient(arguments, standardOutput: out, standardError: err)
     }
 }

@@ -2,6 +2,7 @@ import Bluetooth
 import Foundation
 import GATTClientCLI
 import Testing
+import TestSupport
 
 /// `gattclient` itself against Bumble's controller and peripherals over H4/TCP: what a user
 /// types, checked against what the peer holds.
@@ -9,26 +10,9 @@ import Testing
     "gattclient against Bumble over tcp:",
     .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
 struct CLIInteropTests {
-    /// Runs the CLI in process on a thread of its own (it blocks while its async work runs), with
-    /// standard output and error captured in temporary files.
-    static func gattclient(_ arguments: [String]) async -> (code: Int32, stdout: String, stderr: String) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let directory = FileManager.default.temporaryDirectory
-                let outPath = directory.appendingPathComponent("cli-out-\(UUID().uuidString)").path
-                let errPath = directory.appendingPathComponent("cli-err-\(UUID().uuidString)").path
-                let out = open(outPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-                let err = open(errPath, O_CREAT | O_RDWR | O_TRUNC, 0o600)
-                let code = runGATTClient(arguments, standardOutput: out, standardError: err)
-                close(out)
-                close(err)
-                let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-                let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-                try? FileManager.default.removeItem(atPath: outPath)
-                try? FileManager.default.removeItem(atPath: errPath)
-                continuation.resume(returning: (code, stdout, stderr))
-            }
-        }
+    /// Runs the CLI in process, output captured (``captureRun(_:)``).
+    static func gattclient(_ arguments: [String]) async -> CapturedRun {
+        await captureRun { out, err in runGATTClient(arguments, standardOutput: out, standardError: err) }
     }
 
     static func objects(_ text: String) -> [[String: Any]] {
