@@ -70,7 +70,7 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
         }
         return try await UserSpacePeripheralHost.start(
             try UserSpaceCentral.recording(simulation.hostTransport, options.record), name: parsed.description,
-            commandTimeout: .seconds(15), simulation: simulation)
+            commandTimeout: SimulatedCentral.commandTimeout, simulation: simulation)
     }
 }
 

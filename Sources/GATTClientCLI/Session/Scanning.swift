@@ -155,6 +155,9 @@ final class SimulatedCentral: Central, Scanner {
 
     var recordsHCI: Bool { central.recordsHCI }
 
+    /// The HCI command timeout towards the in-process virtual controller.
+    static let commandTimeout = Duration.seconds(30)
+
     static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
@@ -165,10 +168,11 @@ final class SimulatedCentral: Central, Scanner {
         } catch let error as Simulation.SimulationError {
             throw CommandFailure("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }
-        // The virtual controller answers in microseconds; a longer bound only matters on a
-        // machine so loaded that the in-process controller task is not scheduled for seconds.
+        // The virtual controller answers in microseconds; the bound only matters on a machine so
+        // loaded that the in-process controller task is not scheduled for seconds (seen under
+        // AddressSanitizer with the suite's Bumble peers starting on two cores: over 15 s).
         let central = try await UserSpaceCentral.start(
-            simulation.hostTransport, name: uri.description, commandTimeout: .seconds(15), record: record)
+            simulation.hostTransport, name: uri.description, commandTimeout: Self.commandTimeout, record: record)
         return SimulatedCentral(simulation: simulation, central: central)
     }
 
