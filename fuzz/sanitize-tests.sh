@@ -16,6 +16,9 @@ export SWIFT_BACKTRACE=enable=no
 # Leak checking would report the runtime's and Swift Testing's process-lifetime caches.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}"
+# Every bounded wait of the tests (TestSupport.withTimeout) four times longer: the sanitized
+# process runs slower, and once stalled for up to 20 s while the Bumble peers started.
+export TEST_TIMEOUT_SCALE="${TEST_TIMEOUT_SCALE:-4}"
 
 start=$(date +%s)
 swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"
