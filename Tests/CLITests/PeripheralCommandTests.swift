@@ -146,9 +146,9 @@ struct PeripheralServingTests {
         let (_, centralTransport) = await VirtualController.attach(
             to: link, clock: clock, configuration: .init(address: centralAddress))
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(15)
+        configuration.commandTimeout = .seconds(15 * testTimeoutScale)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
-        let host = try await UserSpacePeripheralHost.start(peripheralTransport, name: "virtual", commandTimeout: .seconds(15))
+        let host = try await UserSpacePeripheralHost.start(peripheralTransport, name: "virtual", commandTimeout: .seconds(15 * testTimeoutScale))
         #expect(host.host.usesExtendedAdvertising == extended)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: options)
@@ -362,7 +362,7 @@ struct PeripheralServingTests {
         let (_, centralTransport) = await VirtualController.attach(
             to: simulation.link, clock: SystemClock(), configuration: .init(address: Self.centralAddress))
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(15)
+        configuration.commandTimeout = .seconds(15 * testTimeoutScale)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: PeripheralOptions(device: .bluefruit))

@@ -13,7 +13,7 @@ struct BumbleControllerInteropTests {
     @Test func initialisationSequenceCompletes() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         await driver.start()
 
         let info = try await driver.initialize()
@@ -30,7 +30,7 @@ struct BumbleControllerInteropTests {
     @Test func unknownCommandFailsFastInsteadOfTimingOut() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         await driver.start()
         let vendor = try HCICommandPacket(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0042), parameters: [0x01, 0x02])
         let outcome = await driver.execute(vendor)
@@ -60,7 +60,7 @@ struct BumbleControllerInteropTests {
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
         let bluefruit = try #require(peer.devices["bluefruit"])
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         await driver.start()
         _ = try await driver.initialize()
         if extended {
@@ -158,7 +158,7 @@ struct BumbleConnectionInteropTests {
         let peer = try await BumblePeer.start(devices: ["sensortag"])
         defer { peer.stop() }
         let sensorTag = try #require(peer.devices["sensortag"])
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         _ = try await driver.initialize()
         let inbound = driver.inbound
 
@@ -187,7 +187,7 @@ struct BumbleConnectionInteropTests {
     @Test func cancellingAPendingConnection() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         _ = try await driver.initialize()
         let inbound = driver.inbound
 
@@ -215,7 +215,7 @@ struct BumbleConnectionInteropTests {
     @Test func disconnectingAnUnknownHandleIsRefused() async throws {
         let peer = try await BumblePeer.start()
         defer { peer.stop() }
-        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10))
+        let driver = HCIControllerDriver(transport: try await peer.uri.openRawTransport(), commandTimeout: .seconds(10 * testTimeoutScale))
         _ = try await driver.initialize()
         await #expect(
             throws: HCIError.commandFailed(opcode: DisconnectCommand.opcode, status: .unknownConnectionIdentifier)
