@@ -130,7 +130,7 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
     let options = invocation.options
     let initial = output
     let diagnostics = SessionDiagnostics(
-        errors: errors, json: options.json, strict: options.strict, verbosity: options.verbosity)
+        errors: errors, json: options.json, strict: options.strict)
     let injected = GATTSession.injectedCentral
     let result = runAsync { () async -> (Int32, BufferedOutput) in
         await GATTSession.$injectedCentral.withValue(injected) {

@@ -38,9 +38,10 @@ public final class RecordingATTChannel: ATTChannel {
         }
     }
 
-    private let channel: any ATTChannel
+    /// The wrapped channel, seen through by the recorder.
+    private let channel: ObservedATTChannel
     private let recorder: Recorder
-    public let incoming: AsyncThrowingStream<[UInt8], Error>
+    public var incoming: AsyncThrowingStream<[UInt8], Error> { channel.incoming }
 
     /// Records into a new file at `path` (created or truncated).
     public convenience init(
@@ -63,11 +64,10 @@ public final class RecordingATTChannel: ATTChannel {
     }
 
     private init(_ channel: any ATTChannel, _ recorder: Recorder) throws(HCIError) {
-        self.channel = channel
+        self.channel = ObservedATTChannel(
+            channel, onReceive: { sdu in recorder.record(sdu, .received) }, onSend: { sdu in recorder.record(sdu, .sent) },
+            onEnd: { _ in recorder.finish() })
         self.recorder = recorder
-        incoming = ObservedATTChannel(
-            channel, onReceive: { sdu in recorder.record(sdu, .received) }, onEnd: { _ in recorder.finish() }
-        ).incoming
     }
 
     public var maximumSDUSize: Int? {
@@ -76,7 +76,6 @@ public final class RecordingATTChannel: ATTChannel {
 
     /// Records `sdu` as sent, then sends it.
     public func send(_ sdu: [UInt8]) async throws {
-        recorder.record(sdu, .sent)
         try await channel.send(sdu)
     }
 

@@ -2,10 +2,6 @@ import ATT
 import Bluetooth
 import GATT
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `read ADDR HANDLE|UUID [--long | --no-long] [--multiple H,H,...]`.
 ///
 /// Every value comes back whole: a Read Response that fills ATT_MTU − 1 octets is completed with
@@ -120,11 +116,9 @@ struct WriteCommand {
                 }
             case .noResponse:
                 if let properties, !properties.contains(.writeWithoutResponse) {
-                    let errors = SessionDiagnostics.current?.errors ?? STDERR_FILENO
-                    printError(
-                        TextStyle.forDescriptor(errors).yellow("gattclient: warning:")
-                            + " the properties of 0x\(hex(handle, 4)) \(properties) lack write-without-response: "
-                            + "the peer may ignore this Write Command, and nothing would tell", to: errors)
+                    SessionDiagnostics.warn(
+                        "the properties of 0x\(hex(handle, 4)) \(properties) lack write-without-response: "
+                            + "the peer may ignore this Write Command, and nothing would tell")
                 }
                 try await session.client.writeWithoutResponse(handle: handle, value: value)
             case .long: try await session.client.writeLong(handle: handle, value: value)

@@ -19,7 +19,6 @@ final class SessionDiagnostics: Sendable {
     let errors: Int32
     let json: Bool
     let strict: Bool
-    let verbosity: Int
 
     private struct State {
         var violations: [String] = []
@@ -31,11 +30,10 @@ final class SessionDiagnostics: Sendable {
     }
     private let state = Mutex(State())
 
-    init(errors: Int32, json: Bool, strict: Bool, verbosity: Int) {
+    init(errors: Int32, json: Bool, strict: Bool) {
         self.errors = errors
         self.json = json
         self.strict = strict
-        self.verbosity = verbosity
     }
 
     /// The violations reported so far, as their warning texts.
@@ -58,7 +56,7 @@ final class SessionDiagnostics: Sendable {
             return strict ? state.connections : []
         }
         let suffix = strict ? " (--strict: failing)" : " (tolerated; --strict makes this a failure)"
-        printError(TextStyle.forDescriptor(errors).yellow("gattclient: warning:") + " " + message + suffix, to: errors)
+        Self.warn(message + suffix, to: errors)
         for connection in toClose { Task { await connection.close() } }
     }
 
@@ -94,5 +92,11 @@ final class SessionDiagnostics: Sendable {
     static func note(_ text: String, verbosity: Int) {
         guard verbosity > 0 else { return }
         printError("gattclient: " + text, to: current?.errors ?? STDERR_FILENO)
+    }
+
+    /// One `gattclient: warning: …` line on standard error (the invocation's when bound).
+    static func warn(_ text: String, to descriptor: Int32? = nil) {
+        let errors = descriptor ?? current?.errors ?? STDERR_FILENO
+        printError(TextStyle.forDescriptor(errors).yellow("gattclient: warning:") + " " + text, to: errors)
     }
 }
