@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Host", targets: ["Host"]),
         .library(name: "Kernel", targets: ["Kernel"]),
         .library(name: "Emulator", targets: ["Emulator"]),
+        .library(name: "BLE", targets: ["BLE"]),
         .library(name: "GATTClientCLI", targets: ["GATTClientCLI"]),
         .executable(name: "gattclient", targets: ["gattclient"]),
     ],
@@ -46,9 +47,14 @@ let package = Package(
         // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
         .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security", "Host", "GATT"]),
+        // The library's front door: one Adapter over every transport, Peripheral, LocalPeripheral.
+        .target(
+            name: "BLE",
+            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Security", "Capture", "Host", "Kernel", "Emulator"]
+        ),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Kernel", "Emulator"]
+            dependencies: ["BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Kernel", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -76,9 +82,9 @@ let package = Package(
         .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host"]),
         .testTarget(name: "KernelTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Kernel"]),
         .testTarget(name: "GATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT", "GATT"]),
-        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "GATTClientCLI"]),
+        .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "BLE", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Capture", "Emulator"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Capture", "Emulator", "BLE"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),
     ],

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BLE
 import Glibc
 #endif
 import Bluetooth
@@ -77,8 +78,8 @@ func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, e
         writer.field("message", failure.message)
         writer.field("kind", failure.kind)
         if let handle = failure.handle { writer.field("handle", Int(handle)) }
-        if let code = failure.attError { writer.field("attError", Int(code)) }
-        if let status = failure.hciStatus { writer.field("hciStatus", Int(status)) }
+        if let code = failure.attError { writer.field("attError", Int(code.rawValue)) }
+        if let status = failure.hciStatus { writer.field("hciStatus", Int(status.rawValue)) }
         writer.endObject()
         writer.endObject()
         output.writeLine(bytes: writer.bytes)
@@ -152,7 +153,7 @@ private func runGATTCommand(
     var out = initial
     do {
         if case .demo = invocation.command {
-            try refuseUnhonouredSecurity(options, on: .simulator(devices: []))
+            try refuseUnhonouredSecurity(options.adapterOptions, on: .simulator(devices: []))
         }
         switch invocation.command {
         case .services(let peer):

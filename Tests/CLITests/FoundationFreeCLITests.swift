@@ -1,3 +1,4 @@
+import BLE
 import SystemSupport
 import ATT
 import Bluetooth

@@ -1,3 +1,4 @@
+import BLE
 import ATT
 import Bluetooth
 import Foundation
@@ -112,7 +113,7 @@ final class InMemoryCentral: Central, @unchecked Sendable {
         do {
             _ = try await run { try await ReadCommand(peer: Self.peer, central: central, target: .handle(0x00F0)).run(options: GlobalOptions(), replayMatchAny: false, output: &$0) }
         } catch let failure as CommandFailure {
-            #expect(failure.attError == 0x01, "Invalid Handle")
+            #expect(failure.attError?.rawValue == 0x01, "Invalid Handle")
             #expect(failure.handle == 0x00F0)
             #expect(failure.message.contains("Invalid Handle"))
         }

@@ -1,3 +1,4 @@
+import BLE
 import Kernel
 import Host
 import ATT
@@ -116,7 +117,7 @@ struct PeripheralCommandLineTests {
         var global = GlobalOptions()
         global.transport = "replay:/nonexistent.btsnoop"
         await #expect {
-            _ = try await openPeripheralHost(global.transport, options: global)
+            _ = try await openPeripheralHost(global.transport, options: global.adapterOptions)
         } throws: { error in
             guard let failure = error as? CommandFailure else { return false }
             return failure.exitCode == .usage && failure.message.contains("cannot accept connections")
@@ -355,7 +356,7 @@ struct PeripheralServingTests {
         var global = GlobalOptions()
         global.transport = "sim"
         global.json = true
-        let opened = try await openPeripheralHost(global.transport, options: global)
+        let opened = try await openPeripheralHost(global.transport, options: global.adapterOptions)
         let host = try #require(opened as? UserSpacePeripheralHost)
         let simulation = try #require(host.simulation)
         #expect(simulation.sensorTag == nil && simulation.bluefruit == nil, "plain `sim`: no emulated device competes")

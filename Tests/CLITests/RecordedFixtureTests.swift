@@ -1,3 +1,4 @@
+import BLE
 import Foundation
 import Testing
 import TestSupport

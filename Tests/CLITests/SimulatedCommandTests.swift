@@ -1,3 +1,4 @@
+import BLE
 import Bluetooth
 import Emulator
 import Foundation

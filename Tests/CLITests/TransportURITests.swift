@@ -1,3 +1,4 @@
+import BLE
 import HCI
 import Testing
 

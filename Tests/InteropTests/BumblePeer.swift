@@ -1,3 +1,4 @@
+import BLE
 import Bluetooth
 import Foundation
 import GATTClientCLI

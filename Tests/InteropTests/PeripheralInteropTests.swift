@@ -1,3 +1,4 @@
+import BLE
 import Bluetooth
 import Foundation
 import GATT
@@ -90,7 +91,7 @@ struct PeripheralInteropTests {
 
         var global = GlobalOptions()
         global.json = true
-        let host = try await openPeripheralHost(hostURI, options: global)
+        let host = try await openPeripheralHost(hostURI, options: global.adapterOptions)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         let (readyDevices, readySignal) = AsyncStream.makeStream(of: UInt16.self)
         var command = PeripheralCommand(options: PeripheralOptions(device: .sensortag))
@@ -185,7 +186,7 @@ struct PeripheralInteropTests {
         let centralPort = String(central.split(separator: ":").last ?? "")
         var global = GlobalOptions()
         global.json = true
-        let host = try await openPeripheralHost(String(ready.dropFirst("READY ".count)), options: global)
+        let host = try await openPeripheralHost(String(ready.dropFirst("READY ".count)), options: global.adapterOptions)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: PeripheralOptions(device: .database(path: path)))
         command.host = host

@@ -1,3 +1,4 @@
+import BLE
 import Host
 import ATT
 import Bluetooth

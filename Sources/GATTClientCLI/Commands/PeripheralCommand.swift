@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BLE
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -215,7 +216,7 @@ struct PeripheralCommand {
 
     func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
         let host: any PeripheralHost
-        if let given = self.host { host = given } else { host = try await openPeripheralHost(global.transport, options: global) }
+        if let given = self.host { host = given } else { host = try await openPeripheralHost(global.transport, options: global.adapterOptions) }
         let device: PeripheralDevice
         do {
             device = try PeripheralDevice.make(options, address: host.address)

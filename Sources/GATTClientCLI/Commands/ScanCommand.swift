@@ -1,3 +1,4 @@
+import BLE
 import Host
 import Bluetooth
 import GATT
@@ -18,7 +19,7 @@ struct ScanCommand {
     func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
         let central: any Central
         if let given = self.central { central = given } else {
-            central = try await openCentral(global.transport, options: global, replayMatchAny: global.replayMatchAny)
+            central = try await openCentral(global.transport, options: global.adapterOptions)
         }
         guard let scanner = central as? any Scanner else {
             await central.close()

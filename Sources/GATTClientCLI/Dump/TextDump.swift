@@ -1,3 +1,4 @@
+import BLE
 import Capture
 import ATT
 import GATT

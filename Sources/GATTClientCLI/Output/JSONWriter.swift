@@ -1,3 +1,4 @@
+import BLE
 import Bluetooth
 
 /// Writes one JSON document into a byte buffer, keys in the order given. Used for every `--json`

@@ -1,3 +1,4 @@
+import BLE
 import SystemSupport
 import Bluetooth
 import GATT

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BLE
 import Glibc
 #endif
 

@@ -1,3 +1,4 @@
+import BLE
 import ATT
 import Bluetooth
 

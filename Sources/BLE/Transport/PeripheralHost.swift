@@ -9,20 +9,20 @@ import L2CAP
 import Synchronization
 
 /// A central that connected to our advertising.
-struct AcceptedCentral: Sendable {
+package struct AcceptedCentral: Sendable {
     /// Its ATT channel (fixed CID 0x0004).
-    let channel: any ATTChannel
-    let peer: String
+    package let channel: any ATTChannel
+    package let peer: String
     /// Ends the connection, asks for parameters (what the emulated firmware uses).
-    let link: any GATTPeripheralLink
-    let parameters: VirtualLinkConnection.Parameters
+    package let link: any GATTPeripheralLink
+    package let parameters: VirtualLinkConnection.Parameters
     /// Waits for the end of the connection; returns the reason (nil when only the channel
     /// closed, as on the kernel path).
-    let ended: @Sendable () async -> HCIStatus?
+    package let ended: @Sendable () async -> HCIStatus?
 }
 
 /// What `gattclient peripheral` needs from a transport: advertising and accepting centrals.
-protocol PeripheralHost: Sendable {
+package protocol PeripheralHost: Sendable {
     /// The address centrals connect to.
     var address: BluetoothAddress { get }
     /// Starts advertising; the stream yields each central that connects.
@@ -32,33 +32,34 @@ protocol PeripheralHost: Sendable {
 
 /// Opens the peripheral side of the transport `--transport` names (default: the first kernel
 /// adapter).
-func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> any PeripheralHost {
+package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async throws -> any PeripheralHost {
     let parsed: TransportURI
     do {
         parsed = try TransportURI(parsing: uri ?? "hci0")
     } catch {
-        throw CommandFailure("\(error)", kind: "usage", exitCode: .usage)
+        throw BLEError("\(error)", kind: "usage", exitCode: .usage)
     }
     try refuseUnhonouredSecurity(options, on: parsed)
     switch parsed {
     case .kernel(let index):
         if let path = options.record {
-            throw CommandFailure(
+            throw BLEError(
                 "peripheral --record \(path): on the kernel transport the kernel owns HCI; record with "
                     + "`gattclient --record \(path) monitor hci\(index)` beside it", kind: "usage", exitCode: .usage)
         }
-        return try KernelPeripheralHost(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })
+        return try KernelPeripheralHost(
+            index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) }, warning: options.warning)
     case .replay:
-        throw CommandFailure("peripheral: a replayed capture cannot accept connections", kind: "usage", exitCode: .usage)
+        throw BLEError("peripheral: a replayed capture cannot accept connections", kind: "usage", exitCode: .usage)
     case .userChannel, .tcp, .unix, .serial:
         let transport: any HCITransport
         do {
-            transport = try await parsed.openRawTransport(connectTimeout: .milliseconds(Int64(options.timeout * 1000)))
+            transport = try await parsed.openRawTransport(connectTimeout: options.timeout)
         } catch {
-            throw CommandFailure("\(parsed): \(error)", kind: "transport", exitCode: error.transportExitCode)
+            throw BLEError("\(parsed): \(error)", kind: "transport", exitCode: error.transportExitCode)
         }
         return try await UserSpacePeripheralHost.start(
-            try UserSpaceCentral.recording(transport, options.record), name: parsed.description)
+            try UserSpaceCentral.recording(transport, options.record), name: parsed.description, warning: options.warning)
     case .simulator(let names):
         // Our host's controller on a virtual link with the named emulated devices (none unless
         // named): centrals of the same process (tests) reach it through `simulation.link`.
@@ -66,47 +67,50 @@ func openPeripheralHost(_ uri: String?, options: GlobalOptions) async throws -> 
         do {
             simulation = try await Simulation.start(devices: names.isEmpty ? [] : try Simulation.devices(named: names))
         } catch {
-            throw CommandFailure("\(parsed): \(error)", kind: "usage", exitCode: .usage)
+            throw BLEError("\(parsed): \(error)", kind: "usage", exitCode: .usage)
         }
         return try await UserSpacePeripheralHost.start(
             try UserSpaceCentral.recording(simulation.hostTransport, options.record), name: parsed.description,
-            commandTimeout: SimulatedCentral.commandTimeout, simulation: simulation)
+            commandTimeout: SimulatedCentral.commandTimeout, simulation: simulation, warning: options.warning)
     }
 }
 
 /// Our user-space host as peripheral: `LEHost.advertise` on a raw HCI transport.
-final class UserSpacePeripheralHost: PeripheralHost {
-    let host: LEHost
-    let simulation: Simulation?
+package final class UserSpacePeripheralHost: PeripheralHost {
+    package let host: LEHost
+    package let simulation: Simulation?
+    /// Where a refused parameter request is reported.
+    package let warning: @Sendable (String) -> Void
 
-    init(host: LEHost, simulation: Simulation? = nil) {
+    package init(host: LEHost, simulation: Simulation? = nil, warning: @escaping @Sendable (String) -> Void = { _ in }) {
         self.host = host
         self.simulation = simulation
+        self.warning = warning
     }
 
-    static func start(
+    package static func start(
         _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), simulation: Simulation? = nil,
-        logger: Logger = .disabled
+        logger: Logger = .disabled, warning: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> UserSpacePeripheralHost {
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = commandTimeout
         do {
             let host = try await LEHost.start(transport: transport, configuration: configuration, logger: logger)
-            return UserSpacePeripheralHost(host: host, simulation: simulation)
+            return UserSpacePeripheralHost(host: host, simulation: simulation, warning: warning)
         } catch {
             await simulation?.stop()
-            throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
+            throw BLEError("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
         }
     }
 
-    var address: BluetoothAddress { host.info.address }
+    package var address: BluetoothAddress { host.info.address }
 
-    func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
+    package func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
         let connections: AsyncStream<LEConnection>
         do {
             connections = try await host.advertise(parameters)
         } catch {
-            throw CommandFailure("advertising: \(error)", kind: "adapter")
+            throw BLEError("advertising: \(error)", kind: "adapter")
         }
         let host = host
         return AsyncStream { continuation in
@@ -116,7 +120,7 @@ final class UserSpacePeripheralHost: PeripheralHost {
                     continuation.yield(
                         AcceptedCentral(
                             channel: connection.channel, peer: "\(connection.peerAddress) (\(connection.peerAddressType))",
-                            link: HostPeripheralLink(host: host, connection: connection),
+                            link: HostPeripheralLink(host: host, connection: connection, warning: self.warning),
                             parameters: .init(
                                 interval: parameters.interval, latency: parameters.peripheralLatency,
                                 supervisionTimeout: parameters.supervisionTimeout),
@@ -131,7 +135,7 @@ final class UserSpacePeripheralHost: PeripheralHost {
         }
     }
 
-    func close() async {
+    package func close() async {
         try? await host.stopAdvertising()
         await host.close()
         await simulation?.stop()
@@ -141,25 +145,27 @@ final class UserSpacePeripheralHost: PeripheralHost {
 /// The emulated firmware's view of an `LEHost` connection: a disconnect is HCI_Disconnect,
 /// a parameter request is HCI_LE_Connection_Update from the peripheral (its controller runs the
 /// Connection Parameters Request procedure), in its own task so a write's response is not held.
-struct HostPeripheralLink: GATTPeripheralLink {
-    let host: LEHost
-    let connection: LEConnection
+package struct HostPeripheralLink: GATTPeripheralLink {
+    package let host: LEHost
+    package let connection: LEConnection
+    package let warning: @Sendable (String) -> Void
 
-    func disconnect(reason: HCIStatus) async {
+    package func disconnect(reason: HCIStatus) async {
         _ = try? await host.disconnect(connection, reason: reason)
     }
 
-    func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {
+    package func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {
         let parameters = LEConnectionParameters(
             connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
             maxLatency: request.peripheralLatency, supervisionTimeout: request.timeoutMultiplier)
         let host = host
         let connection = connection
+        let warning = warning
         Task {
             do {
                 _ = try await host.updateParameters(connection, parameters)
             } catch {
-                printError("gattclient: peripheral: connection parameter request refused: \(error)")
+                warning("connection parameter request refused: \(error)")
             }
         }
     }
@@ -167,32 +173,35 @@ struct HostPeripheralLink: GATTPeripheralLink {
 
 /// The kernel path: bluetoothd-free advertising and the centrals it accepts, from
 /// ``KernelAdvertiser``.
-final class KernelPeripheralHost: PeripheralHost {
-    let index: UInt16
-    let adapter: KernelAdapter
-    let security: L2CAPSecurityLevel?
+package final class KernelPeripheralHost: PeripheralHost {
+    package let index: UInt16
+    package let adapter: KernelAdapter
+    package let security: L2CAPSecurityLevel?
+    /// Where a failed accept is reported.
+    package let warning: @Sendable (String) -> Void
     private let listener = Mutex<KernelATTListener?>(nil)
 
-    init(index: UInt16, security: L2CAPSecurityLevel?) throws {
+    package init(index: UInt16, security: L2CAPSecurityLevel?, warning: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.index = index
         self.security = security
+        self.warning = warning
         do {
             adapter = try KernelHCI.adapter(index: index)
         } catch {
-            throw CommandFailure.kernel(error, doing: "hci\(index)")
+            throw BLEError.kernel(error, doing: "hci\(index)")
         }
     }
 
-    var address: BluetoothAddress { adapter.address }
+    package var address: BluetoothAddress { adapter.address }
 
-    func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
-        if let why = parameters.invalidity { throw CommandFailure("advertising: \(why)", kind: "usage", exitCode: .usage) }
+    package func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
+        if let why = parameters.invalidity { throw BLEError("advertising: \(why)", kind: "usage", exitCode: .usage) }
         let listening: KernelATTListener
         do {
             listening = try await KernelAdvertiser.start(
                 adapter: index, address: adapter.address, parameters: parameters, security: security)
         } catch let error as KernelBluetoothError {
-            throw CommandFailure.kernel(error, doing: "advertising on hci\(index)")
+            throw BLEError.kernel(error, doing: "advertising on hci\(index)")
         }
         listener.withLock { $0 = listening }
         return AsyncStream { continuation in
@@ -202,7 +211,7 @@ final class KernelPeripheralHost: PeripheralHost {
                     do {
                         channel = try await listening.accept()
                     } catch {
-                        printError("gattclient: peripheral: accepting on hci\(self.index): \(error)")
+                        self.warning("accepting on hci\(self.index): \(error)")
                         break
                     }
                     // Its end (the peer gone, or closed) awaited beside the bearer reading it.
@@ -224,7 +233,7 @@ final class KernelPeripheralHost: PeripheralHost {
         }
     }
 
-    func close() async {
+    package func close() async {
         if let listening = listener.withLock({ $0 }) { await listening.close() }
         KernelAdvertiser.stop(adapter: index)
     }
@@ -232,19 +241,19 @@ final class KernelPeripheralHost: PeripheralHost {
 
 /// On the kernel path the link is the kernel's: closing the socket ends it (the kernel
 /// disconnects once no socket uses the link); parameter requests are the kernel's business.
-struct KernelPeripheralLink: GATTPeripheralLink {
-    let channel: KernelATTChannel
+package struct KernelPeripheralLink: GATTPeripheralLink {
+    package let channel: KernelATTChannel
 
-    func disconnect(reason: HCIStatus) async { await channel.close() }
+    package func disconnect(reason: HCIStatus) async { await channel.close() }
 
-    func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {}
+    package func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) async {}
 }
 
 /// Resumes its waiters once, when something ended.
-final class EndSignal: Sendable {
+package final class EndSignal: Sendable {
     private let state = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    func finish() {
+    package func finish() {
         let waiters = state.withLock { state in
             state.ended = true
             defer { state.waiters = [] }
@@ -253,7 +262,7 @@ final class EndSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    func wait() async {
+    package func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ended = state.withLock { state -> Bool in
                 if state.ended { return true }

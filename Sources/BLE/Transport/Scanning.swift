@@ -11,45 +11,45 @@ import Synchronization
 
 /// Scanning on each transport: the user-space host's own scan, the kernel's raw HCI socket
 /// (coexisting with bluetoothd), and the advertising reports of a replayed capture.
-protocol Scanner: Sendable {
+package protocol Scanner: Sendable {
     func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error>
 }
 
 /// The user-space host over a raw HCI transport (`tcp:`, `unix:`, `serial:`, `hci-user:`,
 /// and the simulator's virtual controller).
-final class UserSpaceCentral: Central, Scanner {
-    let host: LEHost
-    let recordsHCI: Bool
+package final class UserSpaceCentral: Central, Scanner {
+    package let host: LEHost
+    package let recordsHCI: Bool
 
-    init(host: LEHost, recordsHCI: Bool) {
+    package init(host: LEHost, recordsHCI: Bool) {
         self.host = host
         self.recordsHCI = recordsHCI
     }
 
-    static func open(_ uri: TransportURI, timeout: Duration, record: String? = nil) async throws -> UserSpaceCentral {
+    package static func open(_ uri: TransportURI, timeout: Duration, record: String? = nil) async throws -> UserSpaceCentral {
         let transport: any HCITransport
         do {
             transport = try await uri.openRawTransport(connectTimeout: timeout)
         } catch {
-            throw CommandFailure("\(uri): \(error)", kind: "transport", exitCode: error.transportExitCode)
+            throw BLEError("\(uri): \(error)", kind: "transport", exitCode: error.transportExitCode)
         }
         return try await start(transport, name: uri.description, record: record)
     }
 
     /// Wraps `transport` in a recorder when `--record` asks for one (every HCI packet, both ways).
-    static func recording(_ transport: any HCITransport, _ path: String?) throws -> any HCITransport {
+    package static func recording(_ transport: any HCITransport, _ path: String?) throws -> any HCITransport {
         guard let path else { return transport }
         do {
             return try RecordingHCITransport(wrapping: transport, path: path)
         } catch {
             transport.close(reason: "--record failed")
-            throw CommandFailure("--record \(path): \(error)", kind: "record")
+            throw BLEError("--record \(path): \(error)", kind: "record")
         }
     }
 
     /// `commandTimeout`: how long a command may wait for its Command Complete/Status (2 s for a
     /// real controller, as the host issue asks).
-    static func start(
+    package static func start(
         _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), record: String? = nil
     ) async throws -> UserSpaceCentral {
         var configuration = LEHost.Configuration()
@@ -59,34 +59,34 @@ final class UserSpaceCentral: Central, Scanner {
             return UserSpaceCentral(
                 host: try await LEHost.start(transport: transport, configuration: configuration), recordsHCI: record != nil)
         } catch {
-            throw CommandFailure("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
+            throw BLEError("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
         }
     }
 
-    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+    package func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         do {
             return try await host.connect(to: peer.address, type: peer.type, timeout: timeout).channel
         } catch {
-            throw CommandFailure("connecting to \(peer): \(error)", kind: "connect")
+            throw BLEError("connecting to \(peer): \(error)", kind: "connect")
         }
     }
 
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         host.scan(options)
     }
 
-    func close() async { await host.close() }
+    package func close() async { await host.close() }
 }
 
 extension KernelCentral: Scanner {
     /// Legacy scanning through the kernel's raw HCI socket (``KernelScanner``); bluetoothd may
     /// keep running. `--record` writes what crosses the socket as an H4 btsnoop.
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         let recorder: Mutex<BTSnoopFileWriter?>
         do {
             recorder = Mutex(try scanRecording.map { path throws(HCIError) in try BTSnoopFileWriter(path: path, datalink: .h4) })
         } catch {
-            throw CommandFailure("--record \(scanRecording ?? ""): \(error)", kind: "record")
+            throw BLEError("--record \(scanRecording ?? ""): \(error)", kind: "record")
         }
         var observer: KernelScanner.PacketObserver?
         if scanRecording != nil {
@@ -110,19 +110,19 @@ extension KernelCentral: Scanner {
                 try? writer?.close()
                 writer = nil
             }
-            throw CommandFailure.kernel(error, doing: "scanning on hci\(index)")
+            throw BLEError.kernel(error, doing: "scanning on hci\(index)")
         }
     }
 }
 
 extension ReplayCentral: Scanner {
     /// The capture's advertising reports, merged as a live scan would merge them.
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         let reports: [ReplayAdvertisingReport]
         do {
             reports = try ReplayCapture.advertisingReports(path: path)
         } catch {
-            throw CommandFailure("replay: \(error)", kind: "replay")
+            throw BLEError("replay: \(error)", kind: "replay")
         }
         var aggregator = ScanAggregator(mode: options.reportMode, maximumDevices: options.maximumDevices)
         var events: [ScanEvent] = []
@@ -144,29 +144,29 @@ extension ReplayCentral: Scanner {
 
 /// `sim[:sensortag,bluefruit]`: our unchanged user-space host over the in-process virtual
 /// controller, with the emulated devices on its virtual link.
-final class SimulatedCentral: Central, Scanner {
-    let simulation: Simulation
-    let central: UserSpaceCentral
+package final class SimulatedCentral: Central, Scanner {
+    package let simulation: Simulation
+    package let central: UserSpaceCentral
 
     private init(simulation: Simulation, central: UserSpaceCentral) {
         self.simulation = simulation
         self.central = central
     }
 
-    var recordsHCI: Bool { central.recordsHCI }
+    package var recordsHCI: Bool { central.recordsHCI }
 
     /// The HCI command timeout towards the in-process virtual controller.
-    static let commandTimeout = Duration.seconds(30)
+    package static let commandTimeout = Duration.seconds(30)
 
-    static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
+    package static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
             guard case .simulator(let names) = uri else {
-                throw CommandFailure("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
+                throw BLEError("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
             }
             simulation = try await Simulation.start(devices: try Simulation.devices(named: names))
         } catch let error as Simulation.SimulationError {
-            throw CommandFailure("\(uri): \(error)", kind: "usage", exitCode: .usage)
+            throw BLEError("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }
         // The virtual controller answers in microseconds; the bound only matters on a machine so
         // loaded that the in-process controller task is not scheduled for seconds (seen under
@@ -176,15 +176,15 @@ final class SimulatedCentral: Central, Scanner {
         return SimulatedCentral(simulation: simulation, central: central)
     }
 
-    func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+    package func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         try await central.connect(to: peer, timeout: timeout)
     }
 
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         try await central.scan(options)
     }
 
-    func close() async {
+    package func close() async {
         await central.close()
         await simulation.stop()
     }

@@ -29,7 +29,7 @@ public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
     public static let defaultBaudRate = SerialTransport.defaultBaudRate
 
     /// The longest path a `sockaddr_un` holds (108 octets with the terminating NUL).
-    static let maximumUnixPathLength = 107
+    package static let maximumUnixPathLength = 107
 
     /// Parses `text`; throws `HCIError.invalidTransportURI` saying what is wrong.
     public init(parsing text: String) throws(HCIError) {

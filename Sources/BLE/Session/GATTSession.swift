@@ -1,0 +1,108 @@
+import Kernel
+import Capture
+import ATT
+import Bluetooth
+import GATT
+import HCI
+import L2CAP
+
+/// One connection for a GATT command: transport → ATT channel → bearer → client, with the
+/// largest MTU exchanged first, and everything closed at the end.
+package struct GATTSession {
+    package let central: any Central
+    package let connection: ATTConnection
+    package let client: GATTClient
+    package let peer: PeerAddress
+    /// Whether ``close()`` also closes the central (a session opened on its own transport).
+    package var ownsCentral = true
+
+    /// Our Rx MTU: the largest ATT allows on LE (a 4.x peer answers with its own, often 23).
+    package static let preferredMTU = 517
+
+    /// Tests: the central every session of this task uses instead of the transport's
+    /// (`runGATTClient(_:through:standardOutput:standardError:)`).
+    @TaskLocal package static var injectedCentral: (any Central)?
+
+    /// Opens `transport` (or uses `central`: tests give an in-memory one), connects to `peer`
+    /// within `options.timeout` and exchanges the MTU.
+    package static func open(
+        _ peer: PeerAddress, transport: String?, options: AdapterOptions, hooks: SessionHooks = SessionHooks(),
+        central given: (any Central)? = nil
+    ) async throws -> GATTSession {
+        let central: any Central
+        if let given = given ?? injectedCentral {
+            central = given
+        } else {
+            central = try await openCentral(transport, options: options)
+        }
+        do {
+            return try await connect(peer, through: central, options: options, hooks: hooks)
+        } catch {
+            await central.close()
+            throw error
+        }
+    }
+
+    /// Connects to `peer` through an open `central` (which the caller keeps) and exchanges the
+    /// MTU; `close()` then leaves the central open when `ownsCentral` is false.
+    package static func connect(
+        _ peer: PeerAddress, through central: any Central, options: AdapterOptions, hooks: SessionHooks,
+        ownsCentral: Bool = true
+    ) async throws -> GATTSession {
+        let channel = try await central.connect(to: peer, timeout: options.timeout)
+        var bearerChannel = channel
+        if let trace = hooks.trace {
+            bearerChannel = ObservedATTChannel(
+                channel, onReceive: { trace(false, $0) }, onSend: { trace(true, $0) })
+        }
+        if let path = options.record, !central.recordsHCI {
+            // ATT SDUs inside synthetic ACL/L2CAP headers: a valid H4 btsnoop on any transport.
+            do {
+                bearerChannel = try RecordingATTChannel(
+                    wrapping: bearerChannel, path: path,
+                    peer: RecordingATTChannel.Peer(address: peer.address, addressType: LEAddressType(peer.type)))
+            } catch {
+                await channel.close()
+                throw BLEError("--record \(path): \(error)", kind: "record")
+            }
+        }
+        var violationHandler: ATTConnection.ViolationHandler?
+        if let report = hooks.violation {
+            let peerName = peer.address.description
+            violationHandler = { violation in report(violation, peerName) }
+        }
+        let connection = ATTConnection(
+            channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU),
+            violationHandler: violationHandler)
+        hooks.opened?(connection)
+        let session = GATTSession(
+            central: central, connection: connection, client: GATTClient(connection: connection), peer: peer,
+            ownsCentral: ownsCentral)
+        do {
+            _ = try await session.client.exchangeMTU(preferredMTU)
+        } catch {
+            await session.close()
+            throw BLEError.gatt(error, doing: "exchanging the MTU with \(peer)")
+        }
+        return session
+    }
+
+    package func close() async {
+        await client.close()
+        await connection.close()
+        if ownsCentral { await central.close() }
+    }
+}
+
+/// What a session tells its caller as it runs: `-v` tracing, the peer's tolerated protocol
+/// violations, the connection once it exists (for `--strict`).
+package struct SessionHooks: Sendable {
+    /// Each ATT SDU as it passes (`sent`: ours).
+    package var trace: (@Sendable (_ sent: Bool, _ sdu: [UInt8]) -> Void)?
+    /// A violation the ATT connection tolerated, with the peer's address.
+    package var violation: (@Sendable (_ violation: ATTError, _ peer: String) -> Void)?
+    /// The ATT connection, as soon as it is made.
+    package var opened: (@Sendable (ATTConnection) -> Void)?
+
+    package init() {}
+}

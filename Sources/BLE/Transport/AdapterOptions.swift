@@ -1,0 +1,19 @@
+/// How an adapter is opened beyond its transport: what `gattclient`'s global options say.
+package struct AdapterOptions: Sendable {
+    /// `--security low|medium|high|fips`: the kernel ATT socket's `BT_SECURITY`.
+    package var security: String?
+    /// `--record FILE`: a btsnoop of what crosses the transport.
+    package var record: String?
+    /// Bounds opening a transport (a TCP connect) and each connection.
+    package var timeout: Duration = .seconds(30)
+    /// `--replay-match any`: a replayed peer answers requests in any order.
+    package var replayMatchAny = false
+    /// `--replay-conn`: the recorded connection to replay.
+    package var replayConnection: UInt16?
+
+    /// Where the library's warnings go (a peripheral's refused parameter request, a failed
+    /// accept): the library never prints; `gattclient` writes them to standard error.
+    package var warning: @Sendable (String) -> Void = { _ in }
+
+    package init() {}
+}

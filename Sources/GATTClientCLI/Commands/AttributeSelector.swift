@@ -1,0 +1,45 @@
+import BLE
+import Bluetooth
+import GATT
+
+/// JSON text of a UUID as DESIGN.md gives it: 16-bit as 4 upper-case hex digits, every other
+/// UUID in canonical upper-case 128-bit form.
+func jsonUUID(_ uuid: BluetoothUUID) -> String {
+    switch uuid.shortened {
+    case .bit16(let value): return BluetoothUUID.bit16(value).description
+    default: return BluetoothUUID.bit128(uuid.uuid128).description
+    }
+}
+
+/// `Battery Level (2A19)` or the UUID alone.
+func displayName(_ uuid: BluetoothUUID) -> String {
+    if let name = GATTNames.name(for: uuid) { return "\(name) (\(jsonUUID(uuid)))" }
+    return jsonUUID(uuid)
+}
+
+/// A handle or a UUID, as commands take them.
+enum AttributeSelector: Equatable, Sendable {
+    case handle(UInt16)
+    case uuid(BluetoothUUID)
+
+    init(_ target: Target) {
+        switch target {
+        case .handle(let handle): self = .handle(handle)
+        case .uuid(let uuid): self = .uuid(uuid)
+        }
+    }
+
+    /// `0x0021` or `33` is a handle; `2A19`, `0x2a19` with 4 digits… is ambiguous, so a handle
+    /// is decimal or `0x` + up to 4 digits, and a UUID is 4 hex digits without `0x`, 8 or 32.
+    init(parsing text: String) throws(UsageError) {
+        if text.hasPrefix("0x") || text.hasPrefix("0X") || text.allSatisfy(\.isNumber) && text.count < 4 {
+            self = .handle(try parseHandle(text, what: "the attribute handle"))
+        } else if let uuid = BluetoothUUID(text) {
+            self = .uuid(uuid)
+        } else if text.allSatisfy(\.isNumber) {
+            self = .handle(try parseHandle(text, what: "the attribute handle"))
+        } else {
+            throw UsageError("'\(text)' is neither a handle (0x0021 or 33) nor a UUID (2A19 or a 128-bit UUID)")
+        }
+    }
+}
