@@ -55,7 +55,7 @@ extension BLEError {
         switch error {
         case .peerError(let request, let handle, let code):
             return BLEError(
-                "\(what): the peer refused \(request) on handle 0x\(hex(handle, 4)): \(code)", kind: "att",
+                "\(what): the peer refused \(request) on handle 0x\(hex4(handle)): \(code)", kind: "att",
                 handle: handle, attError: code)
         case .timeout(let request):
             return BLEError("\(what): the peer did not answer \(request) within 30 s (the ATT transaction limit)", kind: "timeout")
@@ -73,12 +73,12 @@ extension BLEError {
             return .att(att, doing: what)
         case .peerError(let request, let handle, let code):
             return BLEError(
-                "\(what): the peer refused \(request) on handle 0x\(hex(handle, 4)): \(code)", kind: "att",
+                "\(what): the peer refused \(request) on handle 0x\(hex4(handle)): \(code)", kind: "att",
                 handle: handle, attError: code)
         case .ambiguousUUID(let uuid, let handles):
             return BLEError(
                 "\(what): \(uuid) names \(handles.count) characteristics (value handles "
-                    + handles.map { "0x" + hex($0, 4) }.joined(separator: ", ") + "); give a handle instead",
+                    + handles.map { "0x" + hex4($0) }.joined(separator: ", ") + "); give a handle instead",
                 kind: "usage", exitCode: .usage)
         case .notFound(let uuid):
             return BLEError("\(what): the peer has no characteristic \(uuid)", kind: "notFound")
@@ -121,8 +121,3 @@ extension Error {
     }
 }
 
-/// `value` as `digits` lower-case hex digits.
-private func hex(_ value: UInt16, _ digits: Int) -> String {
-    let text = String(value, radix: 16)
-    return String(repeating: "0", count: max(0, digits - text.count)) + text
-}

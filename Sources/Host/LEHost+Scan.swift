@@ -17,7 +17,7 @@ extension LEHost {
     /// `ScanAggregator`. One scan at a time: a second one finishes with `.scanInProgress`.
     /// The stream fails with `LEHostError` when the controller refuses to scan or the host closes.
     /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.10, §7.8.11, §7.8.64, §7.8.65
-    public nonisolated func scan(_ options: ScanOptions = ScanOptions()) -> AsyncThrowingStream<ScanEvent, Error> {
+    public nonisolated func scan(_ options: LEScanParameters = LEScanParameters()) -> AsyncThrowingStream<ScanEvent, Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: ScanEvent.self, throwing: Error.self, bufferingPolicy: .bufferingNewest(max(1, options.bufferLimit)))
         let id = scanIDs.withLock { id -> UInt64 in
@@ -35,7 +35,7 @@ extension LEHost {
     }
 
     private func startScan(
-        _ id: UInt64, _ options: ScanOptions, _ continuation: AsyncThrowingStream<ScanEvent, Error>.Continuation
+        _ id: UInt64, _ options: LEScanParameters, _ continuation: AsyncThrowingStream<ScanEvent, Error>.Continuation
     ) async {
         if let current = scan, terminatedScans.withLock({ $0.contains(current.id) }) { scanTerminated(current.id) }
         if let scanStop { await scanStop.value }

@@ -43,7 +43,7 @@ public enum LEHostError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// How `LEHost.scan(_:)` scans.
-public struct ScanOptions: Hashable, Sendable {
+public struct LEScanParameters: Hashable, Sendable {
     /// Which HCI scanning commands to use.
     public enum Procedure: Hashable, Sendable {
         /// Extended scanning when the controller supports it (LE Extended Advertising feature and

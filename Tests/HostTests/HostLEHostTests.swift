@@ -266,7 +266,7 @@ struct HostLEHostTests {
         let host = try await Self.start(controller)
         let scanning = Task { () -> DiscoveredDevice? in
             for try await event in host.scan(
-                ScanOptions(active: false, filterDuplicates: true, interval: 0x20, window: 0x10))
+                LEScanParameters(active: false, filterDuplicates: true, interval: 0x20, window: 0x10))
             {
                 if case .discovered(let device) = event { return device }
             }

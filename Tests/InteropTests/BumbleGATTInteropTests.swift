@@ -67,8 +67,8 @@ struct BumbleGATTInteropTests {
 
     // MARK: - Scanning
 
-    @Test(arguments: [ScanOptions.Procedure.legacy, .extended])
-    func activeScanFindsBothByName(procedure: ScanOptions.Procedure) async throws {
+    @Test(arguments: [LEScanParameters.Procedure.legacy, .extended])
+    func activeScanFindsBothByName(procedure: LEScanParameters.Procedure) async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag", "bluefruit"])
         defer { peer.stop() }
         let host = try await Self.open(peer)
@@ -78,7 +78,7 @@ struct BumbleGATTInteropTests {
         // The stream lives only in the loop: leaving the loop ends it, which stops the scan.
         let found = try await withTimeout(15) { () -> [BluetoothAddress: DiscoveredDevice] in
             var found: [BluetoothAddress: DiscoveredDevice] = [:]
-            for try await event in host.scan(ScanOptions(active: true, procedure: procedure)) {
+            for try await event in host.scan(LEScanParameters(active: true, procedure: procedure)) {
                 switch event {
                 case .discovered(let device), .updated(let device): found[device.address] = device
                 case .report: Issue.record("a raw report in merged mode")
@@ -106,7 +106,7 @@ struct BumbleGATTInteropTests {
         let kinds = try await withTimeout(15) { () -> Set<ScanReport.Kind> in
             var kinds: Set<ScanReport.Kind> = []
             var reports = 0
-            for try await event in host.scan(ScanOptions(active: false, procedure: procedure, reportMode: .allReports))
+            for try await event in host.scan(LEScanParameters(active: false, procedure: procedure, reportMode: .allReports))
             {
                 guard case .report(let report) = event else { continue }
                 kinds.insert(report.kind)

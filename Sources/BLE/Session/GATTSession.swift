@@ -13,6 +13,8 @@ package struct GATTSession {
     package let connection: ATTConnection
     package let client: GATTClient
     package let peer: PeerAddress
+    /// The connection under the ATT channel: its end and how to end it.
+    package let link: CentralLink
     /// Whether ``close()`` also closes the central (a session opened on its own transport).
     package var ownsCentral = true
 
@@ -49,7 +51,8 @@ package struct GATTSession {
         _ peer: PeerAddress, through central: any Central, options: AdapterOptions, hooks: SessionHooks,
         ownsCentral: Bool = true
     ) async throws -> GATTSession {
-        let channel = try await central.connect(to: peer, timeout: options.timeout)
+        let link = try await central.link(to: peer, timeout: options.timeout)
+        let channel = link.channel
         var bearerChannel = channel
         if let trace = hooks.trace {
             bearerChannel = ObservedATTChannel(
@@ -77,7 +80,7 @@ package struct GATTSession {
         hooks.opened?(connection)
         let session = GATTSession(
             central: central, connection: connection, client: GATTClient(connection: connection), peer: peer,
-            ownsCentral: ownsCentral)
+            link: link, ownsCentral: ownsCentral)
         do {
             _ = try await session.client.exchangeMTU(preferredMTU)
         } catch {

@@ -13,6 +13,14 @@ package protocol Central: Sendable {
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel
     /// Releases the transport.
     func close() async
+    /// Connects to `peer` and gives the whole link (``CentralLink``); the default sees the
+    /// link's end through the ATT channel only.
+    func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink
+    /// The controller's own address, where the transport knows it.
+    var localAddress: BluetoothAddress? { get }
+    /// The peripheral side of the same controller (advertising, accepting centrals), or nil
+    /// where the transport cannot advertise (a replayed capture).
+    func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)?
     /// Whether `--record` is already writing this transport's HCI traffic (the user-space host),
     /// so the session does not also record at the ATT level.
     var recordsHCI: Bool { get }
@@ -20,6 +28,43 @@ package protocol Central: Sendable {
 
 extension Central {
     package var recordsHCI: Bool { false }
+    package var localAddress: BluetoothAddress? { nil }
+    package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? { nil }
+
+    /// The link as a plain ``connect(to:timeout:)`` gives it: its end seen as the end of the ATT
+    /// channel (no HCI reason), ended by closing the channel.
+    package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        let base = try await connect(to: peer, timeout: timeout)
+        let ended = EndSignal()
+        let channel = ObservedATTChannel(base, onEnd: { _ in ended.finish() })
+        return CentralLink(
+            channel: channel,
+            ended: {
+                await ended.wait()
+                return nil
+            },
+            disconnect: { await base.close() })
+    }
+}
+
+/// A connection a ``Central`` made: its ATT channel, its end, and how to end it.
+package struct CentralLink: Sendable {
+    /// The ATT channel (fixed CID 0x0004, or the kernel's L2CAP socket).
+    package var channel: any ATTChannel
+    /// Waits for the link's end; the HCI reason where the transport reports one
+    /// (Vol 4, Part E, §7.7.5 Disconnection Complete), `nil` where it only sees the channel end.
+    package var ended: @Sendable () async -> HCIStatus?
+    /// Ends the link (HCI Disconnect with Remote User Terminated Connection, or closing the socket).
+    package var disconnect: @Sendable () async -> Void
+
+    package init(
+        channel: any ATTChannel, ended: @escaping @Sendable () async -> HCIStatus?,
+        disconnect: @escaping @Sendable () async -> Void
+    ) {
+        self.channel = channel
+        self.ended = ended
+        self.disconnect = disconnect
+    }
 }
 
 /// `--security medium|high|fips` where nothing could honour it: only the kernel path pairs and
@@ -120,6 +165,12 @@ package struct KernelCentral: Central {
     }
 
     package func close() async {}
+
+    package var localAddress: BluetoothAddress? { adapter.address }
+
+    package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
+        try KernelPeripheralHost(index: index, security: security, warning: warning)
+    }
 }
 
 /// `replay:FILE`: the recorded peer side of one ATT bearer answers our requests.

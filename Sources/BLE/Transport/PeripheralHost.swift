@@ -13,6 +13,8 @@ package struct AcceptedCentral: Sendable {
     /// Its ATT channel (fixed CID 0x0004).
     package let channel: any ATTChannel
     package let peer: String
+    /// Its address and type, where the transport says (the kernel may not know the type).
+    package let address: PeerAddress?
     /// Ends the connection, asks for parameters (what the emulated firmware uses).
     package let link: any GATTPeripheralLink
     package let parameters: VirtualLinkConnection.Parameters
@@ -27,6 +29,9 @@ package protocol PeripheralHost: Sendable {
     var address: BluetoothAddress { get }
     /// Starts advertising; the stream yields each central that connects.
     func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral>
+    /// Stops advertising and accepting; the transport stays open.
+    func stopAdvertising() async
+    /// Stops advertising and releases the transport.
     func close() async
 }
 
@@ -120,6 +125,9 @@ package final class UserSpacePeripheralHost: PeripheralHost {
                     continuation.yield(
                         AcceptedCentral(
                             channel: connection.channel, peer: "\(connection.peerAddress) (\(connection.peerAddressType))",
+                            address: connection.peerAddressType.addressType.map {
+                                PeerAddress(address: connection.peerAddress, type: $0)
+                            },
                             link: HostPeripheralLink(host: host, connection: connection, warning: self.warning),
                             parameters: .init(
                                 interval: parameters.interval, latency: parameters.peripheralLatency,
@@ -133,6 +141,10 @@ package final class UserSpacePeripheralHost: PeripheralHost {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+
+    package func stopAdvertising() async {
+        try? await host.stopAdvertising()
     }
 
     package func close() async {
@@ -220,7 +232,9 @@ package final class KernelPeripheralHost: PeripheralHost {
                     let peer = channel.peer.map { "\($0)" } ?? "unknown"
                     continuation.yield(
                         AcceptedCentral(
-                            channel: watched, peer: peer, link: KernelPeripheralLink(channel: channel),
+                            channel: watched, peer: peer,
+                            address: channel.peer.map { PeerAddress(address: $0, type: channel.peerAddressType ?? .public) },
+                            link: KernelPeripheralLink(channel: channel),
                             parameters: .init(interval: 0, latency: 0, supervisionTimeout: 0),
                             ended: {
                                 await ended.wait()
@@ -233,10 +247,12 @@ package final class KernelPeripheralHost: PeripheralHost {
         }
     }
 
-    package func close() async {
+    package func stopAdvertising() async {
         if let listening = listener.withLock({ $0 }) { await listening.close() }
         KernelAdvertiser.stop(adapter: index)
     }
+
+    package func close() async { await stopAdvertising() }
 }
 
 /// On the kernel path the link is the kernel's: closing the socket ends it (the kernel

@@ -12,7 +12,7 @@ import Synchronization
 /// Scanning on each transport: the user-space host's own scan, the kernel's raw HCI socket
 /// (coexisting with bluetoothd), and the advertising reports of a replayed capture.
 package protocol Scanner: Sendable {
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error>
+    func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error>
 }
 
 /// The user-space host over a raw HCI transport (`tcp:`, `unix:`, `serial:`, `hci-user:`,
@@ -64,24 +64,45 @@ package final class UserSpaceCentral: Central, Scanner {
     }
 
     package func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
+        try await link(to: peer, timeout: timeout).channel
+    }
+
+    /// The link with its HCI disconnection reason, ended with HCI Disconnect.
+    package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        let connection: LEConnection
         do {
-            return try await host.connect(to: peer.address, type: peer.type, timeout: timeout).channel
+            connection = try await host.connect(to: peer.address, type: peer.type, timeout: timeout)
         } catch {
             throw BLEError("connecting to \(peer): \(error)", kind: "connect")
         }
+        let host = host
+        return CentralLink(
+            channel: connection.channel,
+            ended: {
+                for await reason in connection.disconnected { return reason }
+                return connection.disconnectionReason
+            },
+            disconnect: { _ = try? await host.disconnect(connection, reason: .remoteUserTerminatedConnection) })
     }
 
-    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         host.scan(options)
     }
 
     package func close() async { await host.close() }
+
+    package var localAddress: BluetoothAddress? { host.info.address }
+
+    /// The same host as peripheral: closing the adapter closes the host once.
+    package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
+        UserSpacePeripheralHost(host: host, warning: warning)
+    }
 }
 
 extension KernelCentral: Scanner {
     /// Legacy scanning through the kernel's raw HCI socket (``KernelScanner``); bluetoothd may
     /// keep running. `--record` writes what crosses the socket as an H4 btsnoop.
-    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         let recorder: Mutex<BTSnoopFileWriter?>
         do {
             recorder = Mutex(try scanRecording.map { path throws(HCIError) in try BTSnoopFileWriter(path: path, datalink: .h4) })
@@ -117,7 +138,7 @@ extension KernelCentral: Scanner {
 
 extension ReplayCentral: Scanner {
     /// The capture's advertising reports, merged as a live scan would merge them.
-    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         let reports: [ReplayAdvertisingReport]
         do {
             reports = try ReplayCapture.advertisingReports(path: path)
@@ -180,7 +201,17 @@ package final class SimulatedCentral: Central, Scanner {
         try await central.connect(to: peer, timeout: timeout)
     }
 
-    package func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        try await central.link(to: peer, timeout: timeout)
+    }
+
+    package var localAddress: BluetoothAddress? { central.localAddress }
+
+    package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
+        try central.peripheralHost(warning: warning)
+    }
+
+    package func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         try await central.scan(options)
     }
 

@@ -88,6 +88,16 @@ extension GATTClient {
         }
     }
 
+    /// Takes `database` as the server's, without discovery: a database the caller kept from an
+    /// earlier connection and has just checked against the server's Database Hash `hash`
+    /// (§2.5.2: reusable while the hash is unchanged). Watches Service Changed as
+    /// ``loadDatabase(findIncludes:)`` does.
+    public func adopt(_ database: GATTDatabase, hash: [UInt8]?) async throws(GATTError) {
+        self.database = database
+        databaseHash = hash
+        try await watchServiceChanged()
+    }
+
     /// Forgets the cached database of the configured peer (file and ``database``).
     public func invalidateCache() throws(GATTError) {
         database = nil

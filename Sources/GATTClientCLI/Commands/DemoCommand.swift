@@ -101,7 +101,7 @@ private struct KeepOpen: Central, Scanner {
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         try await base.connect(to: peer, timeout: timeout)
     }
-    func scan(_ options: ScanOptions) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+    func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         try await base.scan(options)
     }
     func close() async {}

@@ -25,7 +25,7 @@ struct ScanCommand {
             await central.close()
             throw CommandFailure("this transport cannot scan", kind: "transport", exitCode: .unavailable)
         }
-        let scanOptions = ScanOptions(
+        let scanOptions = LEScanParameters(
             active: !options.passive, filterDuplicates: false,
             reportMode: options.allReports ? .allReports : .merged)
         let stream: AsyncThrowingStream<ScanEvent, any Error>

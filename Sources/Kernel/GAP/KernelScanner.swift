@@ -34,7 +34,7 @@ public enum KernelScanner {
     /// wakes at least every 250 ms to notice the end. `ended` runs once the socket is closed
     /// (after the observer saw the disabling command).
     public static func scan(
-        adapter index: UInt16, options: ScanOptions, observer: PacketObserver? = nil,
+        adapter index: UInt16, options: LEScanParameters, observer: PacketObserver? = nil,
         ended: (@Sendable () -> Void)? = nil
     ) throws(KernelBluetoothError) -> AsyncThrowingStream<ScanEvent, any Error> {
         let filter = HCIFilter(packetTypes: [.event], events: [

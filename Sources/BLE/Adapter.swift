@@ -1,0 +1,354 @@
+import ATT
+import Bluetooth
+import Emulator
+import GATT
+import HCI
+import Host
+import Synchronization
+
+/// One Bluetooth controller, on any transport: the library's front door.
+///
+/// ```swift
+/// let adapter = try await Adapter.open("sim")
+/// for try await device in await adapter.scan(ScanOptions(services: [0xAA80])) {
+///     let tag = try await adapter.connect(to: device)
+///     print(try await tag.read(0x2A19))
+///     break
+/// }
+/// await adapter.close()
+/// ```
+///
+/// The adapter owns its transport and everything on it: ``close()`` ends its scans, its
+/// connections and its advertising. A ``Peripheral`` owns its link.
+public actor Adapter {
+    /// The controller's own address (all zeros where the transport has none: a replay).
+    public nonisolated let address: PeerAddress
+
+    package nonisolated let central: any Central
+    package nonisolated let options: AdapterOptions
+    package nonisolated let hooks: SessionHooks
+    /// When the adapter opened: notification times count from here.
+    package nonisolated let epoch = ContinuousClock.now
+    nonisolated let serviceCache = ServiceCache()
+
+    private var closed = false
+    private var scans = ScanHub()
+    private var connected: [ObjectIdentifier: Peripheral] = [:]
+    private var advertising: LocalPeripheral?
+    /// The address type each address had when a scan of this adapter last saw it.
+    private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
+
+    package init(central: any Central, options: AdapterOptions = AdapterOptions(), hooks: SessionHooks = SessionHooks()) {
+        self.central = central
+        self.options = options
+        self.hooks = hooks
+        address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
+    }
+
+    /// Opens the controller `transport` names: `hciN` or `hci:N` (the kernel's own host),
+    /// `hci-user:N`, `tcp:HOST:PORT`, `unix:PATH`, `serial:DEV[@BAUD]` (our host in user space),
+    /// `sim[:devices]` (the built-in simulation) or `replay:FILE` (a recorded session).
+    public static func open(_ transport: String = "hci0") async throws(BLEError) -> Adapter {
+        try await open(transport, options: AdapterOptions())
+    }
+
+    /// ``open(_:)`` with `gattclient`'s global options (recording, security, replay matching).
+    package static func open(
+        _ transport: String?, options: AdapterOptions, hooks: SessionHooks = SessionHooks()
+    ) async throws(BLEError) -> Adapter {
+        do {
+            return Adapter(central: try await openCentral(transport, options: options), options: options, hooks: hooks)
+        } catch {
+            throw BLEError.from(error, doing: "opening \(transport ?? "hci0")")
+        }
+    }
+
+    /// One more controller on `simulation`'s air, with an address of its own: two adapters of
+    /// one simulation see each other's advertising and connect to each other.
+    public static func simulated(_ simulation: Simulation) async throws(BLEError) -> Adapter {
+        let address = SimulatedAddresses.next()
+        let (_, transport) = await VirtualController.attach(
+            to: simulation.link, clock: SystemClock(), configuration: .init(address: address))
+        do {
+            let central = try await UserSpaceCentral.start(
+                transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout)
+            return Adapter(central: central)
+        } catch {
+            throw BLEError.from(error, doing: "starting a simulated adapter")
+        }
+    }
+
+    /// Uses ``ServiceCache`` persistence: discovered databases (with their Database Hash) are kept
+    /// in `directory` and reused across runs while the hash is unchanged; nil: in memory only.
+    public func setServiceCache(directory: String?) {
+        serviceCache.setDirectory(directory)
+    }
+
+    // MARK: - Scanning
+
+    /// Scans for advertising devices. Advertising and scan response are merged per device; a
+    /// device is yielded when first seen and again when its merged data or connectability
+    /// changes. The stream ends after `options.duration`, when the caller stops iterating, or
+    /// on ``close()``. Concurrent scans share one controller scan (active if any asks).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part C, §9.2 (discovery procedures)
+    public func scan(_ options: ScanOptions = ScanOptions()) -> AsyncThrowingStream<Advertisement, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, throwing: (any Error).self)
+        guard !closed else {
+            continuation.finish(throwing: BLEError("the adapter is closed", kind: "closed"))
+            return stream
+        }
+        guard central is any Scanner else {
+            continuation.finish(throwing: BLEError("this transport cannot scan", kind: "usage", exitCode: .usage))
+            return stream
+        }
+        let id = scans.add(options, continuation)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.scanEnded(id) }
+        }
+        if let duration = options.duration {
+            Task {
+                try? await Task.sleep(for: duration)
+                continuation.finish()
+            }
+        }
+        reconcileControllerScan()
+        return stream
+    }
+
+    /// The controller scan behind the scans (the CLI's `scan`, which prints raw reports too).
+    package func scanEvents(_ parameters: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
+        guard let scanner = central as? any Scanner else {
+            throw BLEError("this transport cannot scan", kind: "usage", exitCode: .usage)
+        }
+        return try await scanner.scan(parameters)
+    }
+
+    private func scanEnded(_ id: Int) {
+        scans.remove(id)
+        reconcileControllerScan()
+    }
+
+    /// Starts, restarts (passive → active) or stops the controller scan to match the scans.
+    private func reconcileControllerScan() {
+        guard let change = scans.change() else { return }
+        let previous = scans.controllerTask
+        scans.controllerTask = nil
+        scans.runningActive = change.run ? change.active : nil
+        let generation = scans.generation
+        guard change.run else {
+            previous?.cancel()
+            return
+        }
+        scans.controllerTask = Task { [weak self] in
+            if let previous {
+                previous.cancel()
+                await previous.value
+            }
+            await self?.runControllerScan(active: change.active, generation: generation)
+        }
+    }
+
+    private func runControllerScan(active: Bool, generation: Int) async {
+        guard let scanner = central as? any Scanner else { return }
+        do {
+            let events = try await scanner.scan(LEScanParameters(active: active))
+            for try await event in events {
+                guard scans.generation == generation, !Task.isCancelled else { break }
+                switch event {
+                case .discovered(let device), .updated(let device):
+                    lastSeenTypes[device.address] = device.addressType
+                    scans.deliver(Advertisement(device))
+                case .report:
+                    continue
+                }
+            }
+        } catch {
+            guard scans.generation == generation, !Task.isCancelled else { return }
+            scans.fail(BLEError.from(error, doing: "scanning"))
+        }
+    }
+
+    // MARK: - Connecting
+
+    /// Connects to `peer` and exchanges the ATT_MTU (we offer 517), within `timeout`.
+    public func connect(to peer: PeerAddress, timeout: Duration = .seconds(30)) async throws(BLEError) -> Peripheral {
+        guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
+        var options = options
+        options.timeout = timeout
+        let session: GATTSession
+        do {
+            session = try await GATTSession.connect(peer, through: central, options: options, hooks: hooks, ownsCentral: false)
+        } catch {
+            throw BLEError.from(error, doing: "connecting to \(peer)")
+        }
+        let peripheral = await Peripheral.make(session: session, epoch: epoch, cache: serviceCache) { [weak self] ended in
+            await self?.forget(ended)
+        }
+        connected[ObjectIdentifier(peripheral)] = peripheral
+        if closed {
+            await peripheral.disconnect()
+            throw BLEError("the adapter closed while connecting", kind: "closed")
+        }
+        return peripheral
+    }
+
+    /// Connects to the device `advertisement` came from.
+    public func connect(to advertisement: Advertisement, timeout: Duration = .seconds(30)) async throws(BLEError) -> Peripheral {
+        try await connect(to: advertisement.peer, timeout: timeout)
+    }
+
+    /// Connects to `address` with the address type this adapter's scans last saw it with;
+    /// unseen, public first, then random, each with half of `timeout`.
+    public func connect(to address: BluetoothAddress, timeout: Duration = .seconds(30)) async throws(BLEError) -> Peripheral {
+        if let type = lastSeenTypes[address] {
+            return try await connect(to: PeerAddress(address: address, type: type), timeout: timeout)
+        }
+        let half = timeout / 2
+        do {
+            return try await connect(to: PeerAddress(address: address, type: .public), timeout: half)
+        } catch let error where error.kind == "connect" || error.kind == "timeout" {
+            do {
+                return try await connect(to: PeerAddress(address: address, type: .random), timeout: timeout - half)
+            } catch {
+                throw BLEError(
+                    "connecting to \(address): neither as a public nor as a random address within \(timeout) "
+                        + "(public: \(error.message))", kind: error.kind, exitCode: error.exitCode)
+            }
+        }
+    }
+
+    private func forget(_ peripheral: Peripheral) {
+        connected.removeValue(forKey: ObjectIdentifier(peripheral))
+    }
+
+    // MARK: - Advertising
+
+    /// Serves `services` as our GATT server and advertises it: Generic Access and Generic
+    /// Attribute are added where absent, and a Client Characteristic Configuration descriptor
+    /// to every notify/indicate characteristic that lacks one. The advertising data carries the
+    /// flags, then the service UUIDs, then the name; what does not fit goes into the scan
+    /// response. One advertisement per adapter; a database that cannot work is refused here.
+    public func advertise(name: String?, services: [ServiceDefinition]) async throws(BLEError) -> LocalPeripheral {
+        guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
+        guard advertising == nil else {
+            throw BLEError("this adapter is already advertising; stop its LocalPeripheral first", kind: "usage", exitCode: .usage)
+        }
+        let host: any PeripheralHost
+        do {
+            guard let made = try central.peripheralHost(warning: options.warning) else {
+                throw BLEError("this transport cannot advertise", kind: "usage", exitCode: .usage)
+            }
+            host = made
+        } catch {
+            throw BLEError.from(error, doing: "advertising")
+        }
+        let local = try await LocalPeripheral.start(name: name, services: services, host: host) { [weak self] in
+            await self?.advertisingStopped()
+        }
+        advertising = local
+        return local
+    }
+
+    private func advertisingStopped() {
+        advertising = nil
+    }
+
+    // MARK: - Closing
+
+    /// Ends every scan, connection and advertisement of this adapter and releases its
+    /// transport. Idempotent.
+    public func close() async {
+        guard !closed else { return }
+        closed = true
+        scans.finishAll()
+        reconcileControllerScan()
+        let task = scans.controllerTask
+        task?.cancel()
+        for peripheral in connected.values { await peripheral.disconnect() }
+        connected = [:]
+        if let advertising { await advertising.stop() }
+        await central.close()
+    }
+}
+
+/// The scans of one adapter and the one controller scan that serves them.
+struct ScanHub {
+    private struct Consumer {
+        var options: ScanOptions
+        var continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation
+        /// What this consumer was last given of each device.
+        var given: [PeerAddress: Advertisement] = [:]
+    }
+
+    private var consumers: [Int: Consumer] = [:]
+    private var nextID = 0
+    /// Every device of the current controller scan, for consumers that join later.
+    private var known: [PeerAddress: Advertisement] = [:]
+    var controllerTask: Task<Void, Never>?
+    var runningActive: Bool?
+    /// Bumped each time the controller scan is replaced; a superseded scan delivers nothing.
+    private(set) var generation = 0
+
+    mutating func add(_ options: ScanOptions, _ continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation) -> Int {
+        nextID += 1
+        var consumer = Consumer(options: options, continuation: continuation)
+        for advertisement in known.values where options.matches(advertisement) {
+            consumer.given[advertisement.peer] = advertisement
+            continuation.yield(advertisement)
+        }
+        consumers[nextID] = consumer
+        return nextID
+    }
+
+    mutating func remove(_ id: Int) {
+        consumers.removeValue(forKey: id)
+    }
+
+    /// What the controller scan must become, or nil when it is right as it is.
+    mutating func change() -> (run: Bool, active: Bool)? {
+        let wanted: Bool? = consumers.isEmpty ? nil : consumers.values.contains { $0.options.active }
+        guard wanted != runningActive else { return nil }
+        generation += 1
+        if wanted == nil { known = [:] }
+        return (wanted != nil, wanted ?? false)
+    }
+
+    mutating func deliver(_ advertisement: Advertisement) {
+        known[advertisement.peer] = advertisement
+        for (id, consumer) in consumers where consumer.options.matches(advertisement) {
+            guard let previous = consumer.given[advertisement.peer] else {
+                consumers[id]?.given[advertisement.peer] = advertisement
+                consumer.continuation.yield(advertisement)
+                continue
+            }
+            guard previous.data != advertisement.data || previous.isConnectable != advertisement.isConnectable else {
+                continue
+            }
+            consumers[id]?.given[advertisement.peer] = advertisement
+            consumer.continuation.yield(advertisement)
+        }
+    }
+
+    mutating func fail(_ error: BLEError) {
+        for consumer in consumers.values { consumer.continuation.finish(throwing: error) }
+        consumers = [:]
+    }
+
+    mutating func finishAll() {
+        for consumer in consumers.values { consumer.continuation.finish() }
+        consumers = [:]
+    }
+}
+
+/// Addresses of the simulated adapters of this process: `00:1B:DC:E0:6B:NN`, one each.
+enum SimulatedAddresses {
+    private static let counter = Mutex<UInt16>(0)
+
+    static func next() -> BluetoothAddress {
+        let n = counter.withLock { value -> UInt16 in
+            value &+= 1
+            return value
+        }
+        return BluetoothAddress(rawValue: 0x001B_DCE0_6B00 &+ UInt64(n))!
+    }
+}

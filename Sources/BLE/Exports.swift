@@ -1,0 +1,26 @@
+// What the front door's signatures use, re-exported one declaration at a time: `import BLE`
+// is enough for an app, and no lower module comes along whole.
+@_exported import struct ATT.ATTErrorCode
+@_exported import enum Bluetooth.AddressType
+@_exported import struct Bluetooth.BluetoothAddress
+@_exported import enum Bluetooth.BluetoothUUID
+@_exported import struct Emulator.Simulation
+@_exported import struct GATT.AttributePermissions
+@_exported import struct GATT.CharacteristicDefinition
+@_exported import struct GATT.CharacteristicProperties
+@_exported import struct GATT.DescriptorDefinition
+@_exported import struct GATT.ServiceDefinition
+@_exported import struct HCI.HCIStatus
+
+import GATT
+
+/// A service discovered on a remote device: its UUID, handle range and characteristics.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.4
+public typealias RemoteService = GATT.Service
+/// A characteristic discovered on a remote device: its UUID, properties, value handle and
+/// descriptors.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.6
+public typealias RemoteCharacteristic = GATT.Characteristic
+/// A characteristic descriptor discovered on a remote device.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.7
+public typealias RemoteDescriptor = GATT.Descriptor

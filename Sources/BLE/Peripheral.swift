@@ -1,0 +1,372 @@
+import ATT
+import Bluetooth
+import GATT
+import HCI
+import Synchronization
+
+/// Why a connection ended.
+/// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.7.5 (Disconnection Complete)
+public enum DisconnectReason: Hashable, Sendable {
+    /// We ended it (``Peripheral/disconnect()`` or ``Adapter/close()``).
+    case local
+    /// The peer ended it, with the reason its controller gave.
+    case remote(HCIStatus)
+    /// The link was lost: supervision timeout (0x08) or LMP/LL response timeout (0x22).
+    case timeout
+    /// The transport under the link closed (the controller, socket or capture went away).
+    case transportClosed
+}
+
+/// Where a connection is.
+public enum PeripheralState: Hashable, Sendable {
+    case connecting
+    case connected
+    case disconnected(DisconnectReason)
+}
+
+/// A connected remote device (we are central). It owns its link: ``disconnect()`` ends it,
+/// and nothing else does but the peer, the link's loss or ``Adapter/close()``.
+///
+/// Reads return whole values (Read Blob where a value fills ATT_MTU − 1), writes with response
+/// become long writes beyond ATT_MTU − 3, and characteristics named by UUID are located with the
+/// fewest requests (the discovered services when there are any).
+public actor Peripheral {
+    /// The device's address and type.
+    public nonisolated let peer: PeerAddress
+    /// The session under the facade: client, ATT connection, link (the CLI's handle-level use).
+    package nonisolated let session: GATTSession
+    /// The GATT client (procedures beyond the contract: reliable writes, Read Multiple, …).
+    package nonisolated var client: GATTClient { session.client }
+
+    private let stateBroadcast: StateBroadcast
+    private let epoch: ContinuousClock.Instant
+    private let cache: ServiceCache
+    private var negotiatedMTU: Int
+    private var discovered: [RemoteService]?
+    private var localDisconnect = false
+
+    /// The ATT_MTU both sides agreed on (23 until the exchange; we ask for 517).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.4.2
+    public var mtu: Int { negotiatedMTU }
+
+    /// Where the connection is now.
+    public var state: PeripheralState { stateBroadcast.current }
+
+    init(session: GATTSession, mtu: Int, epoch: ContinuousClock.Instant, cache: ServiceCache) {
+        self.peer = session.peer
+        self.session = session
+        self.negotiatedMTU = mtu
+        self.epoch = epoch
+        self.cache = cache
+        self.stateBroadcast = StateBroadcast(.connected)
+    }
+
+    /// Makes the peripheral of an open session and watches its link; `ended` runs once the
+    /// link is gone.
+    static func make(
+        session: GATTSession, epoch: ContinuousClock.Instant, cache: ServiceCache,
+        ended: @escaping @Sendable (Peripheral) async -> Void
+    ) async -> Peripheral {
+        let peripheral = Peripheral(session: session, mtu: await session.client.mtu, epoch: epoch, cache: cache)
+        let link = session.link
+        Task {
+            let status = await link.ended()
+            await peripheral.linkEnded(status)
+            await ended(peripheral)
+        }
+        return peripheral
+    }
+
+    /// The connection's states, for one caller: the current state first, then each change;
+    /// the stream finishes after `disconnected`.
+    public nonisolated func states() -> AsyncStream<PeripheralState> {
+        stateBroadcast.subscribe()
+    }
+
+    // MARK: - Discovery
+
+    /// Every primary service with its includes, characteristics and descriptors (Vol 3, Part G,
+    /// §4.4–§4.7). Discovered once per connection; across connections reused from the adapter's
+    /// cache only when the peer's Database Hash (§7.3) is unchanged.
+    public func services() async throws(BLEError) -> [RemoteService] {
+        if let discovered { return discovered }
+        do throws(GATTError) {
+            let hash = try await client.readDatabaseHash()
+            if let hash, let cached = cache.lookup(peer, hash: hash) {
+                try await client.adopt(cached, hash: hash)
+                discovered = cached.services
+                return cached.services
+            }
+            let database = try await client.discoverDatabase()
+            // Kept current by Service Changed (§7.1), as a reused database is.
+            try await client.adopt(database, hash: hash)
+            if let hash { cache.store(database, hash: hash, for: peer) }
+            discovered = database.services
+            return database.services
+        } catch {
+            throw BLEError.gatt(error, doing: "discovering the services of \(peer)")
+        }
+    }
+
+    // MARK: - Reading and writing
+
+    /// The whole value of the one characteristic with `uuid` (Vol 3, Part G, §4.8.1, §4.8.3).
+    public func read(_ characteristic: BluetoothUUID) async throws(BLEError) -> [UInt8] {
+        let located = try await locate(characteristic, doing: "reading \(characteristic)")
+        return try await read(handle: located.valueHandle)
+    }
+
+    /// The whole value at `handle` (Read, then Read Blob while a response fills ATT_MTU − 1).
+    public func read(handle: UInt16) async throws(BLEError) -> [UInt8] {
+        do {
+            return try await client.read(handle: handle)
+        } catch {
+            throw BLEError.gatt(error, doing: "reading handle 0x\(hex4(handle))")
+        }
+    }
+
+    /// Writes the one characteristic with `uuid` (Write Request, or Prepare/Execute Write beyond
+    /// ATT_MTU − 3; without response: Write Command, which must fit ATT_MTU − 3).
+    public func write(_ value: [UInt8], to characteristic: BluetoothUUID, withResponse: Bool = true) async throws(BLEError) {
+        let located = try await locate(characteristic, doing: "writing \(characteristic)")
+        try await write(value, handle: located.valueHandle, withResponse: withResponse)
+    }
+
+    /// Writes the value at `handle`; see ``write(_:to:withResponse:)``.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.9.1, §4.9.3, §4.9.4
+    public func write(_ value: [UInt8], handle: UInt16, withResponse: Bool = true) async throws(BLEError) {
+        let what = "writing handle 0x\(hex4(handle))"
+        if !withResponse, value.count > negotiatedMTU - 3 {
+            throw BLEError(
+                "\(what): \(value.count) octets do not fit one Write Command (ATT_MTU \(negotiatedMTU) − 3); "
+                    + "write with response for a long write", kind: "usage", exitCode: .usage, handle: handle)
+        }
+        do throws(GATTError) {
+            if !withResponse {
+                try await client.writeWithoutResponse(handle: handle, value: value)
+            } else if value.count > negotiatedMTU - 3 {
+                _ = try await client.writeLong(handle: handle, value: value)
+            } else {
+                _ = try await client.write(handle: handle, value: value)
+            }
+        } catch {
+            throw BLEError.gatt(error, doing: what)
+        }
+    }
+
+    // MARK: - Subscribing
+
+    /// Subscribes to the one characteristic with `uuid`: notifications when it has the Notify
+    /// property, else indications; its Client Characteristic Configuration descriptor is
+    /// written (Vol 3, Part G, §4.10, §4.11, §4.12.3). A characteristic that can do neither, or
+    /// has no such descriptor, is refused here rather than failing later.
+    public func subscribe(to characteristic: BluetoothUUID) async throws(BLEError) -> Subscription {
+        let what = "subscribing to \(characteristic)"
+        let located = try await locate(characteristic, doing: what)
+        return try await subscribe(located, doing: what)
+    }
+
+    /// Subscribes to the characteristic whose value is at `handle` (the CLI's handle form).
+    package func subscribe(handle: UInt16, indications: Bool? = nil) async throws(BLEError) -> Subscription {
+        let what = "subscribing to handle 0x\(hex4(handle))"
+        var characteristic: RemoteCharacteristic
+        if let known = await client.database?.characteristic(valueHandle: handle) {
+            characteristic = known
+        } else {
+            var properties: CharacteristicProperties = [.notify, .indicate]
+            if let indications { properties = indications ? [.indicate] : [.notify] }
+            characteristic = RemoteCharacteristic(
+                uuid: .bit16(0), declarationHandle: handle &- 1, valueHandle: handle, endHandle: 0xFFFF,
+                properties: properties, descriptors: [])
+        }
+        if let indications { characteristic.properties = indications ? [.indicate] : [.notify] }
+        return try await subscribe(characteristic, doing: what)
+    }
+
+    private func subscribe(_ characteristic: RemoteCharacteristic, doing what: String) async throws(BLEError) -> Subscription {
+        let properties = characteristic.properties
+        guard properties.contains(.notify) || properties.contains(.indicate) else {
+            throw BLEError(
+                "\(what): the characteristic at 0x\(hex4(characteristic.valueHandle)) has neither Notify nor Indicate "
+                    + "(properties \(properties))", kind: "usage", exitCode: .usage, handle: characteristic.valueHandle)
+        }
+        let subscription: GATTSubscription
+        do {
+            subscription = try await client.subscribe(
+                characteristic: characteristic, indications: !properties.contains(.notify))
+        } catch GATTError.noAttribute(let handle) where handle == characteristic.valueHandle {
+            throw BLEError(
+                "\(what): the characteristic at 0x\(hex4(handle)) has no Client Characteristic Configuration "
+                    + "descriptor, so it cannot be subscribed to", kind: "gatt", handle: handle)
+        } catch {
+            throw BLEError.gatt(error, doing: what)
+        }
+        let buffer = SubscriptionBuffer()
+        let epoch = epoch
+        let peer = peer
+        let pump = Task {
+            do throws(GATTError) {
+                for try await notification in subscription {
+                    buffer.push(
+                        CharacteristicNotification(
+                            value: notification.value, isIndication: notification.isIndication,
+                            time: ContinuousClock.now - epoch))
+                }
+                buffer.finish(BLEError("the subscription ended", kind: "cancelled"))
+            } catch {
+                buffer.finish(BLEError.gatt(error, doing: "the subscription to \(peer)"))
+            }
+        }
+        let client = client
+        return Subscription(buffer: buffer) {
+            try? await client.unsubscribe(subscription)
+            pump.cancel()
+        }
+    }
+
+    // MARK: - The link
+
+    /// Ends the connection (HCI Disconnect, Remote User Terminated Connection; on the kernel path
+    /// the socket closes). Returns once the link is down; the state becomes
+    /// `disconnected(.local)`.
+    public func disconnect() async {
+        if case .disconnected = stateBroadcast.current { return }
+        localDisconnect = true
+        await session.link.disconnect()
+        await session.client.close()
+        await session.connection.close()
+        if case .disconnected = stateBroadcast.current { return }
+        // The transport reports the end asynchronously; wait for it so the caller's next connect
+        // does not race the old link, but at most `disconnectBound` (a controller that never
+        // answers HCI Disconnect): then the link counts as ended here.
+        let states = stateBroadcast.subscribe()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await state in states {
+                    if case .disconnected = state { return }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: Self.disconnectBound) }
+            await group.next()
+            group.cancelAll()
+        }
+        if case .disconnected = stateBroadcast.current { return }
+        await linkEnded(nil)
+    }
+
+    /// How long ``disconnect()`` waits for the transport to report the link's end.
+    static let disconnectBound = Duration.seconds(5)
+
+    /// The link ended with `status` (nil: the transport saw only the channel end).
+    func linkEnded(_ status: HCIStatus?) async {
+        let reason: DisconnectReason
+        switch status {
+        case _ where localDisconnect: reason = .local
+        case .connectionTimeout?, .lmpResponseTimeout?: reason = .timeout
+        case .connectionTerminatedByLocalHost?: reason = .local
+        case let status?: reason = .remote(status)
+        case nil: reason = .transportClosed
+        }
+        stateBroadcast.update(.disconnected(reason))
+        await session.client.close()
+        await session.connection.close()
+    }
+
+    /// The one characteristic with `uuid`, from the discovered services or a targeted search.
+    private func locate(_ uuid: BluetoothUUID, doing what: String) async throws(BLEError) -> RemoteCharacteristic {
+        do {
+            return try await client.locateCharacteristic(uuid: uuid)
+        } catch {
+            throw BLEError.gatt(error, doing: what)
+        }
+    }
+}
+
+/// A state and every caller's stream of its changes.
+final class StateBroadcast: Sendable {
+    private struct State {
+        var current: PeripheralState
+        var listeners: [UInt64: AsyncStream<PeripheralState>.Continuation] = [:]
+        var nextID: UInt64 = 0
+    }
+    private let state: Mutex<State>
+
+    init(_ initial: PeripheralState) { state = Mutex(State(current: initial)) }
+
+    var current: PeripheralState { state.withLock { $0.current } }
+
+    func subscribe() -> AsyncStream<PeripheralState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PeripheralState.self)
+        let id = state.withLock { state -> UInt64? in
+            continuation.yield(state.current)
+            if case .disconnected = state.current { return nil }
+            state.nextID += 1
+            state.listeners[state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func update(_ new: PeripheralState) {
+        let listeners = state.withLock { state -> [AsyncStream<PeripheralState>.Continuation] in
+            guard state.current != new else { return [] }
+            if case .disconnected = state.current { return [] }
+            state.current = new
+            let listeners = Array(state.listeners.values)
+            if case .disconnected = new { state.listeners = [:] }
+            return listeners
+        }
+        for listener in listeners {
+            listener.yield(new)
+            if case .disconnected = new { listener.finish() }
+        }
+    }
+}
+
+/// Discovered databases by peer, reused only under an unchanged Database Hash; optionally kept
+/// in a directory across runs (``Adapter/setServiceCache(directory:)``).
+final class ServiceCache: Sendable {
+    private struct Entry {
+        var database: GATTDatabase
+        var hash: [UInt8]
+    }
+    private let state = Mutex<(entries: [PeerAddress: Entry], directory: GATTDatabaseCache?)>(([:], nil))
+
+    func setDirectory(_ path: String?) {
+        state.withLock { $0.directory = path.map { GATTDatabaseCache(directory: $0) } }
+    }
+
+    func lookup(_ peer: PeerAddress, hash: [UInt8]) -> GATTDatabase? {
+        state.withLock { state -> GATTDatabase? in
+            if let entry = state.entries[peer], entry.hash == hash { return entry.database }
+            let identity = GATTPeerIdentity(address: peer.address, addressType: peer.type)
+            if let stored = state.directory?.load(identity), stored.databaseHash == hash {
+                state.entries[peer] = Entry(database: stored.database, hash: hash)
+                return stored.database
+            }
+            return nil
+        }
+    }
+
+    func store(_ database: GATTDatabase, hash: [UInt8], for peer: PeerAddress) {
+        state.withLock { state in
+            state.entries[peer] = Entry(database: database, hash: hash)
+            let identity = GATTPeerIdentity(address: peer.address, addressType: peer.type)
+            // A cache that cannot be written only costs a discovery next time.
+            try? state.directory?.store(GATTCacheEntry(database: database, databaseHash: hash), for: identity)
+        }
+    }
+}
+
+/// `value` as four lower-case hex digits.
+func hex4(_ value: UInt16) -> String {
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, 4 - text.count)) + text
+}
