@@ -69,8 +69,15 @@ public actor Peripheral {
     ) async -> Peripheral {
         let peripheral = Peripheral(session: session, mtu: await session.client.mtu, epoch: epoch, cache: cache)
         let link = session.link
+        let connection = session.connection
         Task {
-            let status = await link.ended()
+            let status: HCIStatus?
+            if let ended = link.ended {
+                status = await ended()
+            } else {
+                _ = await connection.waitUntilClosed()
+                status = nil
+            }
             await peripheral.linkEnded(status)
             await ended(peripheral)
         }

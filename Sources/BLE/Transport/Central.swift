@@ -31,19 +31,12 @@ extension Central {
     package var localAddress: BluetoothAddress? { nil }
     package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? { nil }
 
-    /// The link as a plain ``connect(to:timeout:)`` gives it: its end seen as the end of the ATT
-    /// channel (no HCI reason), ended by closing the channel.
+    /// The link as a plain ``connect(to:timeout:)`` gives it: the channel unwrapped (a batch
+    /// receiving channel keeps its batches), its end seen as the end of the ATT bearer (no HCI
+    /// reason), ended by closing the channel.
     package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
-        let base = try await connect(to: peer, timeout: timeout)
-        let ended = EndSignal()
-        let channel = ObservedATTChannel(base, onEnd: { _ in ended.finish() })
-        return CentralLink(
-            channel: channel,
-            ended: {
-                await ended.wait()
-                return nil
-            },
-            disconnect: { await base.close() })
+        let channel = try await connect(to: peer, timeout: timeout)
+        return CentralLink(channel: channel, ended: nil, disconnect: { await channel.close() })
     }
 }
 
@@ -51,14 +44,15 @@ extension Central {
 package struct CentralLink: Sendable {
     /// The ATT channel (fixed CID 0x0004, or the kernel's L2CAP socket).
     package var channel: any ATTChannel
-    /// Waits for the link's end; the HCI reason where the transport reports one
-    /// (Vol 4, Part E, §7.7.5 Disconnection Complete), `nil` where it only sees the channel end.
-    package var ended: @Sendable () async -> HCIStatus?
+    /// Waits for the link's end and gives the HCI reason (Vol 4, Part E, §7.7.5 Disconnection
+    /// Complete); nil where the transport sees only the channel's end (the kernel path, a
+    /// replay): then the end of the ATT bearer is the link's.
+    package var ended: (@Sendable () async -> HCIStatus?)?
     /// Ends the link (HCI Disconnect with Remote User Terminated Connection, or closing the socket).
     package var disconnect: @Sendable () async -> Void
 
     package init(
-        channel: any ATTChannel, ended: @escaping @Sendable () async -> HCIStatus?,
+        channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,
         disconnect: @escaping @Sendable () async -> Void
     ) {
         self.channel = channel
