@@ -5,6 +5,7 @@ import Musl
 #endif
 import Bluetooth
 import HCI
+import Host
 import Synchronization
 import Testing
 
@@ -168,5 +169,98 @@ struct KernelPacketStreamTests {
             for try await _ in socket.packets() {}
         }
         await kernelClose(socket)
+    }
+}
+
+@Suite("Kernel scanning over a seqpacket socketpair", .timeLimit(.minutes(1)))
+struct KernelScannerStreamTests {
+    static let scanParameters = kernelHex("0B 20 07 01 10 00 10 00 00 00")
+    static let scanEnable = kernelHex("0C 20 02 01 00")
+    static let scanDisable = kernelHex("0C 20 02 00 00")
+
+    /// What the socket carried, as the observer saw it.
+    final class Seen: Sendable {
+        let packets = Mutex<[(HCIPacketType, [UInt8], Bool)]>([])
+        let ended = Mutex(0)
+        let (endedCalls, endedContinuation) = AsyncStream.makeStream(of: Void.self)
+
+        func scanEnded() {
+            ended.withLock { $0 += 1 }
+            endedContinuation.yield()
+        }
+
+        /// Waits for the first `ended` call.
+        func waitForEnded() async {
+            for await _ in endedCalls { return }
+        }
+        var commands: [[UInt8]] { packets.withLock { $0.filter { $0.2 }.map(\.1) } }
+        var events: [[UInt8]] { packets.withLock { $0.filter { !$0.2 }.map(\.1) } }
+    }
+
+    /// Starts a scan on one end of a socketpair; returns the only reference to its stream (an
+    /// iterator: setting it to nil ends the iteration, as a consumer that goes away does).
+    func startScan(_ seen: Seen) throws -> (AsyncThrowingStream<ScanEvent, any Error>.Iterator?, SocketDescriptor) {
+        let (ours, kernel) = try kernelSeqpacketPair()
+        let socket = HCISocket(adopting: ours, device: 0, channel: .raw)
+        let stream = try KernelScanner.scan(
+            socket: socket, options: ScanOptions(),
+            observer: { type, bytes, sent in seen.packets.withLock { $0.append((type, Array(bytes), sent)) } },
+            ended: { seen.scanEnded() })
+        return (stream.makeAsyncIterator(), kernel)
+    }
+
+    @Test("scan commands out, reports in, and ending the iteration disables the scan and closes the socket")
+    func scanAndEnd() async throws {
+        let seen = Seen()
+        var (events, kernel) = try startScan(seen)
+        defer { try? kernel.close() }
+        #expect(try kernelPeerReceive(kernel) == [0x01] + Self.scanParameters)
+        #expect(try kernelPeerReceive(kernel) == [0x01] + Self.scanEnable)
+        // Both completions and two reports queued before the scan reads anything.
+        let report1 = kernelHex("3E 0C 02 01 00 00 66 55 44 33 22 11 00 C5")
+        let report2 = kernelHex("3E 0C 02 01 00 00 01 02 03 04 05 06 00 C0")
+        for event in [kernelHex("0E 04 01 0B 20 00"), kernelHex("0E 04 01 0C 20 00"), report1, report2] {
+            try kernel.send([0x04] + event)
+        }
+        var devices: [BluetoothAddress] = []
+        while devices.count < 2, let event = try await events?.next() {
+            if case .discovered(let device) = event { devices.append(device.address) }
+        }
+        events = nil  // the consumer goes away
+        #expect(devices.map(\.description) == ["11:22:33:44:55:66", "06:05:04:03:02:01"])
+        #expect(try kernelPeerReceive(kernel) == [0x01] + Self.scanDisable)
+        #expect(try kernelPeerReceive(kernel) == [], "the socket is closed")
+        await seen.waitForEnded()
+        #expect(seen.ended.withLock { $0 } == 1)
+        #expect(seen.commands == [Self.scanParameters, Self.scanEnable, Self.scanDisable])
+        #expect(seen.events.count == 4)
+    }
+
+    @Test("a refused scan command ends the stream with Failure.refused, then disables and closes")
+    func refused() async throws {
+        let seen = Seen()
+        var (events, kernel) = try startScan(seen)
+        defer { try? kernel.close() }
+        try kernel.send([0x04] + kernelHex("0E 04 01 0C 20 0C"))
+        await #expect(throws: KernelScanner.Failure.refused(opcode: HCIOpcode(rawValue: 0x200C), status: HCIStatus(rawValue: 0x0C))) {
+            while try await events?.next() != nil {}
+        }
+        for _ in 0..<2 { _ = try kernelPeerReceive(kernel) }
+        #expect(try kernelPeerReceive(kernel) == [0x01] + Self.scanDisable)
+        #expect(try kernelPeerReceive(kernel) == [])
+        await seen.waitForEnded()
+        #expect(seen.ended.withLock { $0 } == 1)
+    }
+
+    @Test("the controller side closing ends the scan cleanly")
+    func endOfStream() async throws {
+        let seen = Seen()
+        var (events, kernel) = try startScan(seen)
+        for _ in 0..<2 { _ = try kernelPeerReceive(kernel) }  // unread data would make it a reset
+        try kernel.close()
+        while try await events?.next() != nil {}
+        // `ended` follows the disabling command and the close, on the reader's queue.
+        await seen.waitForEnded()
+        #expect(seen.commands.last == Self.scanDisable)
     }
 }
