@@ -7,6 +7,7 @@ import Dispatch
 import GATT
 import HCI
 import Kernel
+import Synchronization
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
 /// `main` only passes `CommandLine.arguments` here.
@@ -89,7 +90,10 @@ func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, e
     return failure.exitCode.rawValue
 }
 
-/// Opens the kernel monitor channel and decodes until Ctrl-C or `--duration`.
+/// Opens the kernel monitor channel and decodes until Ctrl-C or `--duration`. Readiness-driven:
+/// the socket's packet stream, the end of `--duration` and Ctrl-C arrive as one `CommandEvents`
+/// stream, which `MonitorCommand`'s synchronous loop takes one event at a time (`next` blocks
+/// until the next one; nothing wakes up on a timer).
 func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout BufferedOutput, errors: Int32) -> Int32 {
     let socket: HCISocket
     do {
@@ -104,24 +108,59 @@ func runMonitor(_ options: MonitorOptions, invocation: Invocation, output: inout
         return fail(CommandFailure("monitor: \(error)", kind: "adapter", exitCode: code), json: invocation.options.json, output: &output, errors: errors)
     }
     defer { socket.close() }
-    let interrupted = InterruptFlag.install()
-    let clock = ContinuousClock()
-    let deadline = options.duration.map { clock.now.advanced(by: .milliseconds(Int64($0 * 1000))) }
+    let events = CommandEvents<[UInt8]>(duration: options.duration)
+    defer { events.finish() }  // before the close: the packet stream stops reading first
+    events.forward(socket.packets())
+    let inbox = BlockingInbox(events.stream)
+    var stopped = false
     var command = MonitorCommand(options: options, json: invocation.options.json, record: invocation.options.record)
     command.errorDescriptor = errors
     do {
         _ = try command.run(
             output: &output,
             next: {
-                // A bounded wait for readiness: wakes at least every 250 ms for Ctrl-C and --duration.
-                var wait = Duration.milliseconds(250)
-                if let deadline { wait = min(wait, max(.zero, deadline - clock.now)) }
-                return try socket.receive(timeout: wait)
+                switch inbox.next() {
+                case .value(let datagram)?: return datagram
+                case .ended(let error?)?: throw error
+                case .ended(nil)?, .durationElapsed?, .interrupted?, nil:
+                    stopped = true
+                    return nil
+                }
             },
-            shouldStop: { interrupted.isSet || deadline.map { clock.now >= $0 } ?? false })
+            shouldStop: { stopped })
         return ExitCode.success.rawValue
     } catch {
         return fail(CommandFailure("monitor: \(error)", kind: "adapter"), json: invocation.options.json, output: &output, errors: errors)
+    }
+}
+
+/// Hands an async stream's elements to a synchronous loop: one task moves them into a queue and
+/// `next()` blocks on a semaphore until one is there (`nil` once the stream has finished). Call
+/// `next()` from a thread that may block (the main thread), never from the concurrency pool.
+private final class BlockingInbox<Element: Sendable>: Sendable {
+    /// `nil` marks the end of the stream.
+    private let queue = Mutex<[Element?]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    init(_ stream: AsyncStream<Element>) {
+        Task { [self] in
+            for await element in stream { put(element) }
+            put(nil)
+        }
+    }
+
+    private func put(_ element: Element?) {
+        queue.withLock { $0.append(element) }
+        available.signal()
+    }
+
+    func next() -> Element? {
+        available.wait()
+        guard let element = queue.withLock({ $0.removeFirst() }) else {
+            put(nil)  // the end stays for later calls
+            return nil
+        }
+        return element
     }
 }
 

@@ -2,7 +2,6 @@ import Bluetooth
 import HCI
 import Host
 import Synchronization
-import SystemSupport
 
 /// Legacy scanning on the kernel path, through a raw HCI socket: the scan commands go in as on
 /// any controller and the LE Meta events come back through the socket's filter, so bluetoothd
@@ -17,22 +16,19 @@ public enum KernelScanner {
     public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
         /// The controller answered a scan command with a failure status.
         case refused(opcode: HCIOpcode, status: HCIStatus)
-        /// The reader thread could not be started (`pthread_create`'s error).
-        case readerThread(String)
 
         public var description: String {
             switch self {
             case .refused(let opcode, let status): return "the controller refused \(opcode): \(status)"
-            case .readerThread(let error): return "scanning: cannot start the reader thread: \(error)"
             }
         }
     }
 
     /// Starts scanning on adapter `index` with `options` and returns the merged scan events.
     /// The stream ends with a ``KernelBluetoothError`` (the socket) or a ``Failure``; ending
-    /// the iteration disables the scan and closes the socket. One reader thread per scan, which
-    /// wakes at least every 250 ms to notice the end. `ended` runs once the socket is closed
-    /// (after the observer saw the disabling command).
+    /// the iteration disables the scan and closes the socket. Readiness-driven: the socket's
+    /// packets are read as they arrive (no thread, no timed wake-ups). `ended` runs once the
+    /// socket is closed (after the observer saw the disabling command).
     public static func scan(
         adapter index: UInt16, options: LEScanParameters, observer: PacketObserver? = nil,
         ended: (@Sendable () -> Void)? = nil
@@ -41,6 +37,14 @@ public enum KernelScanner {
             CommandCompleteEvent.eventCode, CommandStatusEvent.eventCode, HCIEventCode(rawValue: 0x3E),
         ])
         let socket = try HCISocket.openRaw(device: index, filter: filter)
+        return try scan(socket: socket, options: options, observer: observer, ended: ended)
+    }
+
+    /// Scans through an open raw socket (tests pass one end of a socketpair), which the scan
+    /// owns from now on: it is closed when the scan ends, or here when the commands cannot be sent.
+    static func scan(
+        socket: HCISocket, options: ScanOptions, observer: PacketObserver?, ended: (@Sendable () -> Void)?
+    ) throws(KernelBluetoothError) -> AsyncThrowingStream<ScanEvent, any Error> {
         do {
             let parameters = try HCICommandPacket(LESetScanParametersCommand(
                 leScanType: options.active ? .active : .passive, leScanInterval: options.interval,
@@ -59,45 +63,47 @@ public enum KernelScanner {
             socket.close()
             preconditionFailure("scan command encoding failed: \(error)")
         }
-        let mode = options.reportMode
-        let limit = options.maximumDevices
-        return AsyncThrowingStream { continuation in
-            let stop = Mutex(false)
-            let reader: @Sendable () -> Void = {
-                var aggregator = ScanAggregator(mode: mode, maximumDevices: limit)
-                while !stop.withLock({ $0 }) {
-                    let packet: [UInt8]?
-                    do {
-                        packet = try socket.receive(timeout: .milliseconds(250))
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return
-                    }
-                    guard let packet, packet.first == HCIPacketType.event.rawValue else { continue }
-                    observer?(.event, packet.dropFirst(), false)
-                    guard let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { continue }
-                    if case .commandComplete(let complete) = event, let status = complete.status, status != .success {
-                        continuation.finish(throwing: Failure.refused(opcode: complete.opcode, status: status))
-                        return
-                    }
-                    guard case .leMeta(let meta) = event else { continue }
-                    for scanEvent in aggregator.receive(meta) { continuation.yield(scanEvent) }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ScanEvent.self, throwing: (any Error).self)
+        // Touched only on the reader's serial queue; the mutex makes that checkable.
+        let aggregator = Mutex(ScanAggregator(mode: options.reportMode, maximumDevices: options.maximumDevices))
+        let operation = KernelOperation.hciReceive(channel: socket.channel, device: socket.device)
+        let reader = socket.makeReader(
+            maximumLength: 65_542, label: "KernelScanner",
+            onDatagram: { packet in
+                guard packet.first == HCIPacketType.event.rawValue else { return }
+                observer?(.event, packet.dropFirst(), false)
+                guard let event = try? HCIEvent(bytes: Array(packet.dropFirst())) else { return }
+                if case .commandComplete(let complete) = event, let status = complete.status, status != .success {
+                    continuation.finish(throwing: Failure.refused(opcode: complete.opcode, status: status))
+                    return
                 }
-            }
-            continuation.onTermination = { _ in
-                stop.withLock { $0 = true }
+                guard case .leMeta(let meta) = event else { return }
+                for scanEvent in aggregator.withLock({ $0.receive(meta) }) { continuation.yield(scanEvent) }
+            },
+            onEnd: { error in
+                if let error {
+                    continuation.finish(throwing: KernelBluetoothError.system(operation: operation, errno: error))
+                } else {
+                    continuation.finish()
+                }
+            })
+        guard let reader else {
+            // Unreachable: nothing else closes the socket before the scan has started.
+            continuation.finish(throwing: KernelBluetoothError.closed(operation: operation))
+            ended?()
+            return stream
+        }
+        continuation.onTermination = { _ in
+            // Reading stops first (the observer sees no packet after this), then the scan is
+            // disabled and the socket closed, then `ended`.
+            reader.stop {
                 let disable = (try? HCICommandPacket(LESetScanEnableCommand(leScanEnable: false)).encode()) ?? []
                 observer?(.command, disable[...], true)
                 try? socket.send([HCIPacketType.command.rawValue] + disable)
-                socket.close()
-                ended?()
-            }
-            do {
-                try DetachedThread.start(reader)
-            } catch {
-                // onTermination (above) disables the scan and closes the socket.
-                continuation.finish(throwing: Failure.readerThread("\(error)"))
+                socket.close(then: { ended?() })
             }
         }
+        reader.start()
+        return stream
     }
 }

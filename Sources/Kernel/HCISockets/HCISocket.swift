@@ -107,22 +107,38 @@ public struct HCIFilter: Hashable, Sendable {
 ///
 /// Datagram semantics: each `receive` returns one whole packet (raw/user: H4 indicator + packet;
 /// monitor: the 6-octet monitor header + packet; control: a management packet).
+///
+/// Two ways to read, both on the Kernel module's one syscall layer (`SocketDescriptor`):
+/// `packets()`, readiness-driven (a `DispatchSource`, no thread, no timed wake-ups), for async
+/// code; `receive(timeout:)`, a blocking wait, for synchronous request/response such as the
+/// management channel's set-up commands.
 public final class HCISocket: Sendable {
     /// `nil` for the monitor and management channels.
     public let device: UInt16?
     public let channel: HCIChannel
-    private let state: Mutex<SocketDescriptor?>
+    private let state: Mutex<State>
+
+    /// The descriptor and the readers watching it. Closing waits for the readers: the
+    /// descriptor is closed only after every reader's dispatch source is cancelled.
+    private struct State {
+        var descriptor: SocketDescriptor?
+        var readers: [ObjectIdentifier: DatagramReader] = [:]
+        /// Closed by `close()` while readers were still stopping; closed by the last of them.
+        var closing: SocketDescriptor?
+        var closeCompletions: [@Sendable () -> Void] = []
+    }
 
     /// Adopts an open descriptor (tests use a socketpair in place of the kernel).
     init(adopting descriptor: SocketDescriptor, device: UInt16?, channel: HCIChannel) {
         self.device = device
         self.channel = channel
-        self.state = Mutex(descriptor)
+        self.state = Mutex(State(descriptor: descriptor))
     }
 
     deinit {
-        // Only closes a descriptor nobody closed; no other cleanup happens here.
-        if let descriptor = state.withLock({ $0 }) { try? descriptor.close() }
+        // Only closes a descriptor nobody closed (a running reader keeps its socket alive, so
+        // none is left here); no other cleanup happens here.
+        if let descriptor = state.withLock({ $0.descriptor }) { try? descriptor.close() }
     }
 
     /// Opens an HCI socket on `channel`, bound to adapter `device` (raw and user channels) or to
@@ -161,10 +177,10 @@ public final class HCISocket: Sendable {
     }
 
     /// The descriptor, for readiness sources; `nil` once closed.
-    public var descriptor: SocketDescriptor? { state.withLock { $0 } }
+    public var descriptor: SocketDescriptor? { state.withLock { $0.descriptor } }
 
     func liveDescriptor(_ operation: KernelOperation) throws(KernelBluetoothError) -> SocketDescriptor {
-        guard let descriptor = state.withLock({ $0 }) else { throw .closed(operation: operation) }
+        guard let descriptor = state.withLock({ $0.descriptor }) else { throw .closed(operation: operation) }
         return descriptor
     }
 
@@ -222,12 +238,95 @@ public final class HCISocket: Sendable {
         }
     }
 
-    /// Closes the socket; later calls throw `.closed`. Closing twice is harmless.
+    /// Closes the socket; later calls throw `.closed`. Closing twice is harmless. Running
+    /// `packets()` streams finish; the descriptor itself is closed once their dispatch sources
+    /// are cancelled (right away when nothing reads).
     public func close() {
-        let descriptor = state.withLock { value -> SocketDescriptor? in
-            defer { value = nil }
-            return value
+        close(then: nil)
+    }
+
+    /// Closes the socket as `close()` does and runs `completion` once the descriptor is closed
+    /// (right away, or on a reader's queue when readers had to stop first).
+    func close(then completion: (@Sendable () -> Void)?) {
+        let (descriptor, readers) = state.withLock { state -> (SocketDescriptor?, [DatagramReader]) in
+            let descriptor = state.descriptor
+            state.descriptor = nil
+            guard !state.readers.isEmpty else { return (descriptor, []) }
+            if let descriptor { state.closing = descriptor }
+            if let completion { state.closeCompletions.append(completion) }
+            return (nil, Array(state.readers.values))
+        }
+        if readers.isEmpty {
+            try? descriptor?.close()
+            completion?()
+        } else {
+            for reader in readers { reader.stop() }
+        }
+    }
+}
+
+extension HCISocket {
+    /// Every packet the socket receives from now on, readiness-driven: a `DispatchSource` on the
+    /// descriptor wakes a reader that drains all queued packets (non-blocking receives), in
+    /// order, into an unbounded stream. Nothing polls and no thread waits.
+    ///
+    /// The stream finishes at end of stream and when the socket is closed, and throws
+    /// `KernelBluetoothError.system(.hciReceive…)` on a receive error (`.closed` when the socket
+    /// is closed already). Ending the iteration (or cancelling its task) stops the reading; the
+    /// socket stays open. A zero-length datagram cannot be told from end of stream, so it ends
+    /// the stream (HCI packets are never empty).
+    public func packets(maximumLength: Int = 65_542) -> AsyncThrowingStream<[UInt8], any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
+        let operation = KernelOperation.hciReceive(channel: channel, device: device)
+        let reader = makeReader(
+            maximumLength: maximumLength, label: "HCISocket.packets",
+            onDatagram: { continuation.yield($0) },
+            onEnd: { error in
+                if let error {
+                    continuation.finish(throwing: KernelBluetoothError.system(operation: operation, errno: error))
+                } else {
+                    continuation.finish()
+                }
+            })
+        guard let reader else {
+            continuation.finish(throwing: KernelBluetoothError.closed(operation: operation))
+            return stream
+        }
+        continuation.onTermination = { _ in reader.stop() }
+        reader.start()
+        return stream
+    }
+
+    /// A reader registered with the socket (so `close()` stops it before closing the
+    /// descriptor), not started yet; `nil` when the socket is closed. It keeps the socket alive
+    /// until it has stopped.
+    func makeReader(
+        maximumLength: Int, label: String, onDatagram: @escaping DatagramReader.DatagramHandler,
+        onEnd: @escaping DatagramReader.EndHandler
+    ) -> DatagramReader? {
+        state.withLock { state -> DatagramReader? in
+            guard let descriptor = state.descriptor else { return nil }
+            let reader = DatagramReader(
+                descriptor: descriptor, maximumLength: maximumLength, label: label, onDatagram: onDatagram, onEnd: onEnd,
+                onStopped: { [self] reader in readerStopped(reader) })
+            state.readers[ObjectIdentifier(reader)] = reader
+            return reader
+        }
+    }
+
+    /// A reader's source is cancelled: forget it; the last one closes a descriptor whose
+    /// `close()` came while it was still watching, then runs the close completions.
+    private func readerStopped(_ reader: DatagramReader) {
+        let (descriptor, completions) = state.withLock { state -> (SocketDescriptor?, [@Sendable () -> Void]) in
+            state.readers[ObjectIdentifier(reader)] = nil
+            guard state.readers.isEmpty else { return (nil, []) }
+            defer {
+                state.closing = nil
+                state.closeCompletions.removeAll()
+            }
+            return (state.closing, state.closeCompletions)
         }
         try? descriptor?.close()
+        for completion in completions { completion() }
     }
 }

@@ -155,22 +155,22 @@ extension KernelATTChannel {
             batchExhausted = false
             for _ in 0..<Core.readBatch {
                 guard isReading, !isClosed else { return }
-                let count = Glibc.recv(descriptor.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
-                if count > 0 {
-                    continuation.yield(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
-                    continue
+                let count: Int
+                do {
+                    count = try descriptor.receive(into: buffer, nonBlocking: true)
+                } catch where error.isWouldBlock {
+                    return  // drained
+                } catch {
+                    logger.debug("ATT channel \(descriptor): receive failed: \(error)")
+                    stopReading(error: .system(operation: .receive(peer: peer), errno: error))
+                    return
                 }
                 if count == 0 {
                     logger.debug("ATT channel \(descriptor): end of stream")
                     stopReading(error: nil)
                     return
                 }
-                let error = Errno.current
-                if error == .interrupted { continue }
-                if error == .wouldBlock || error.rawValue == EWOULDBLOCK { return }  // drained
-                logger.debug("ATT channel \(descriptor): receive failed: \(error)")
-                stopReading(error: .system(operation: .receive(peer: peer), errno: error))
-                return
+                continuation.yield(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
             }
             batchExhausted = true
         }
@@ -203,17 +203,14 @@ extension KernelATTChannel {
             guard !isClosed else { return }
             while pendingHead < pending.count {
                 let item = pending[pendingHead]
-                let sent = item.bytes.withUnsafeBytes {
-                    Glibc.send(descriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-                }
-                if sent < 0 {
-                    let error = Errno.current
-                    if error == .interrupted { continue }
-                    if error == .wouldBlock || error.rawValue == EWOULDBLOCK {
-                        logger.trace("ATT channel \(descriptor): send buffer full, waiting for writability")
-                        writeSource?.arm()
-                        return
-                    }
+                let sent: Int
+                do {
+                    sent = try descriptor.send(item.bytes, nonBlocking: true)
+                } catch where error.isWouldBlock {
+                    logger.trace("ATT channel \(descriptor): send buffer full, waiting for writability")
+                    writeSource?.arm()
+                    return
+                } catch {
                     pendingHead += 1
                     item.continuation.resume(throwing: KernelBluetoothError.system(operation: .send(peer: peer), errno: error))
                     continue

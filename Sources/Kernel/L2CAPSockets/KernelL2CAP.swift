@@ -84,9 +84,9 @@ enum KernelL2CAP {
         return (SocketDescriptor(rawValue: result), address, addressType(socketType: type))
     }
 
-    static func listen(_ fd: Int32, backlog: Int32, adapter: BluetoothAddress) throws(KernelBluetoothError) {
+    static func listen(_ descriptor: SocketDescriptor, backlog: Int32, adapter: BluetoothAddress) throws(KernelBluetoothError) {
         do {
-            try Errno.retryingSyscall { Glibc.listen(fd, backlog) }
+            try descriptor.listen(backlog: backlog)
         } catch {
             throw .system(operation: .listenL2CAP(adapter: adapter), errno: error)
         }
@@ -145,7 +145,7 @@ extension KernelATTChannel {
             adapter: adapter, addressType: adapterAddressType, operation: .listenL2CAP(adapter: adapter))
         do {
             if let security { try KernelL2CAP.setSecurity(descriptor.rawValue, security) }
-            try KernelL2CAP.listen(descriptor.rawValue, backlog: backlog, adapter: adapter)
+            try KernelL2CAP.listen(descriptor, backlog: backlog, adapter: adapter)
         } catch {
             try? descriptor.close()
             throw error

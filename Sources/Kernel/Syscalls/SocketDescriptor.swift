@@ -9,6 +9,12 @@ import HCI
 /// A socket file descriptor, in the manner of swift-system's `FileDescriptor`: a plain value
 /// with no ownership semantics; whoever opened it closes it explicitly with `close()`.
 ///
+/// The Kernel module's one syscall layer, with two faces for waiting: `wait(for:timeout:)` blocks
+/// (for synchronous callers such as the management channel's request/response), and
+/// `ReadinessSource` / `KernelReadiness` / `DatagramReader` deliver readiness from a
+/// `DispatchSource` (for async callers). Every socket of the module (`HCISocket`,
+/// `ManagementSocket`, `KernelATTChannel`, `KernelATTListener`) does its I/O through them.
+///
 /// Owners that must close exactly once (`HCISocket`, the L2CAP channels) wrap it in a final class.
 /// Every call retries on `EINTR` (through `Errno.retryingSyscall`) and throws `Errno` otherwise.
 public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -83,6 +89,11 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
         }
     }
 
+    /// Marks a bound socket as accepting connections (`listen(2)`).
+    public func listen(backlog: Int32) throws(Errno) {
+        try Errno.retryingSyscall { Glibc.listen(rawValue, backlog) }
+    }
+
     /// Sets or clears `O_NONBLOCK`.
     public func setNonBlocking(_ nonBlocking: Bool) throws(Errno) {
         let flags = try Errno.retryingSyscall { fcntl(rawValue, F_GETFL) }
@@ -97,6 +108,11 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
         try Errno.retryingSyscall { getsockopt(rawValue, SOL_SOCKET, SO_ERROR, &value, &length) }
         return value == 0 ? nil : Errno(rawValue: value)
     }
+}
+
+extension Errno {
+    /// `EAGAIN`/`EWOULDBLOCK`: a non-blocking call found nothing to do (the same value on Linux).
+    var isWouldBlock: Bool { self == .wouldBlock || rawValue == EWOULDBLOCK }
 }
 
 extension Duration {
