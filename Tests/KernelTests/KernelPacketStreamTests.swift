@@ -203,7 +203,7 @@ struct KernelScannerStreamTests {
         let (ours, kernel) = try kernelSeqpacketPair()
         let socket = HCISocket(adopting: ours, device: 0, channel: .raw)
         let stream = try KernelScanner.scan(
-            socket: socket, options: ScanOptions(),
+            socket: socket, options: LEScanParameters(),
             observer: { type, bytes, sent in seen.packets.withLock { $0.append((type, Array(bytes), sent)) } },
             ended: { seen.scanEnded() })
         return (stream.makeAsyncIterator(), kernel)

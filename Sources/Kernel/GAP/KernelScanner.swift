@@ -43,7 +43,7 @@ public enum KernelScanner {
     /// Scans through an open raw socket (tests pass one end of a socketpair), which the scan
     /// owns from now on: it is closed when the scan ends, or here when the commands cannot be sent.
     static func scan(
-        socket: HCISocket, options: ScanOptions, observer: PacketObserver?, ended: (@Sendable () -> Void)?
+        socket: HCISocket, options: LEScanParameters, observer: PacketObserver?, ended: (@Sendable () -> Void)?
     ) throws(KernelBluetoothError) -> AsyncThrowingStream<ScanEvent, any Error> {
         do {
             let parameters = try HCICommandPacket(LESetScanParametersCommand(
