@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),
         // Everything that talks to the Linux kernel through CHCI: HCI raw/user/monitor sockets,
         // the management channel, L2CAP ATT sockets, kernel scanning and advertising.
-        .target(name: "Kernel", dependencies: ["Bluetooth", "SystemSupport", "CHCI", "HCI", "ATT", "L2CAP", "Host"]),
+        .target(name: "Kernel", dependencies: ["Bluetooth", "CHCI", "HCI", "ATT", "L2CAP", "Host"]),
         // btsnoop/pcap/pcapng files, their decoding to ATT items, recording and replay.
         .target(name: "Capture", dependencies: ["Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP"]),
         .target(name: "Emulator", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security", "Host", "GATT"]),

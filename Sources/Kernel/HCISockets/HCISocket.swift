@@ -177,7 +177,7 @@ public final class HCISocket: Sendable {
     }
 
     /// The descriptor, for readiness sources; `nil` once closed.
-    public var descriptor: SocketDescriptor? { state.withLock { $0.descriptor } }
+    package var descriptor: SocketDescriptor? { state.withLock { $0.descriptor } }
 
     func liveDescriptor(_ operation: KernelOperation) throws(KernelBluetoothError) -> SocketDescriptor {
         guard let descriptor = state.withLock({ $0.descriptor }) else { throw .closed(operation: operation) }

@@ -17,16 +17,16 @@ import HCI
 ///
 /// Owners that must close exactly once (`HCISocket`, the L2CAP channels) wrap it in a final class.
 /// Every call retries on `EINTR` (through `Errno.retryingSyscall`) and throws `Errno` otherwise.
-public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: Int32
+package struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: Int32
 
-    public init(rawValue: Int32) { self.rawValue = rawValue }
+    package init(rawValue: Int32) { self.rawValue = rawValue }
 
-    public var description: String { "fd \(rawValue)" }
+    package var description: String { "fd \(rawValue)" }
 
     /// Closes the descriptor. Not retried on `EINTR`: on Linux the descriptor is released even
     /// then, and a retry could close a descriptor another thread has just been given.
-    public func close() throws(Errno) {
+    package func close() throws(Errno) {
         if Glibc.close(rawValue) < 0 {
             let error = Errno.current
             if error != .interrupted { throw error }
@@ -36,7 +36,7 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
     /// Sends one datagram / SDU (`MSG_NOSIGNAL`: a closed peer gives `EPIPE`, not `SIGPIPE`).
     /// Returns the octets sent.
     @discardableResult
-    public func send(_ bytes: [UInt8], nonBlocking: Bool = false) throws(Errno) -> Int {
+    package func send(_ bytes: [UInt8], nonBlocking: Bool = false) throws(Errno) -> Int {
         let flags = Int32(MSG_NOSIGNAL) | (nonBlocking ? Int32(MSG_DONTWAIT) : 0)
         return try Errno.retryingSyscall {
             bytes.withUnsafeBytes { Glibc.send(rawValue, $0.baseAddress, $0.count, flags) }
@@ -44,13 +44,13 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
     }
 
     /// Receives one datagram into `buffer`; returns its length (0 at end of stream).
-    public func receive(into buffer: UnsafeMutableRawBufferPointer, nonBlocking: Bool = false) throws(Errno) -> Int {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, nonBlocking: Bool = false) throws(Errno) -> Int {
         let flags = nonBlocking ? Int32(MSG_DONTWAIT) : 0
         return try Errno.retryingSyscall { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, flags) }
     }
 
     /// Receives one datagram of at most `maximumLength` octets (0 octets at end of stream).
-    public func receive(maximumLength: Int, nonBlocking: Bool = false) throws(Errno) -> [UInt8] {
+    package func receive(maximumLength: Int, nonBlocking: Bool = false) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: max(0, maximumLength))
         let result = bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(Errno) -> Int in try receive(into: buffer, nonBlocking: nonBlocking) }
@@ -61,17 +61,17 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
     }
 
     /// Which readiness to wait for.
-    public struct Readiness: OptionSet, Hashable, Sendable {
-        public let rawValue: Int16
-        public init(rawValue: Int16) { self.rawValue = rawValue }
-        public static let readable = Readiness(rawValue: Int16(POLLIN))
-        public static let writable = Readiness(rawValue: Int16(POLLOUT))
+    package struct Readiness: OptionSet, Hashable, Sendable {
+        package let rawValue: Int16
+        package init(rawValue: Int16) { self.rawValue = rawValue }
+        package static let readable = Readiness(rawValue: Int16(POLLIN))
+        package static let writable = Readiness(rawValue: Int16(POLLOUT))
     }
 
     /// Blocks until the descriptor is ready (or has an error/hang-up pending, which the next
     /// read or write reports) or `timeout` passes (`nil`: no limit). Returns `false` on timeout.
     /// `EINTR` restarts the wait with the time that is left.
-    public func wait(for readiness: Readiness, timeout: Duration?) throws(Errno) -> Bool {
+    package func wait(for readiness: Readiness, timeout: Duration?) throws(Errno) -> Bool {
         let clock = ContinuousClock()
         let deadline = timeout.map { clock.now.advanced(by: $0) }
         while true {
@@ -90,19 +90,19 @@ public struct SocketDescriptor: RawRepresentable, Hashable, Sendable, CustomStri
     }
 
     /// Marks a bound socket as accepting connections (`listen(2)`).
-    public func listen(backlog: Int32) throws(Errno) {
+    package func listen(backlog: Int32) throws(Errno) {
         try Errno.retryingSyscall { Glibc.listen(rawValue, backlog) }
     }
 
     /// Sets or clears `O_NONBLOCK`.
-    public func setNonBlocking(_ nonBlocking: Bool) throws(Errno) {
+    package func setNonBlocking(_ nonBlocking: Bool) throws(Errno) {
         let flags = try Errno.retryingSyscall { fcntl(rawValue, F_GETFL) }
         let wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
         if wanted != flags { try Errno.retryingSyscall { fcntl(rawValue, F_SETFL, wanted) } }
     }
 
     /// The pending socket error (`SO_ERROR`), cleared by reading it; `nil` when there is none.
-    public func pendingError() throws(Errno) -> Errno? {
+    package func pendingError() throws(Errno) -> Errno? {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         try Errno.retryingSyscall { getsockopt(rawValue, SOL_SOCKET, SO_ERROR, &value, &length) }
