@@ -98,7 +98,7 @@ public actor Adapter {
             return stream
         }
         guard central is any Scanner else {
-            continuation.finish(throwing: BLEError("this transport cannot scan", kind: "usage", exitCode: .usage))
+            continuation.finish(throwing: BLEError("this transport cannot scan", kind: "transport", exitCode: .unavailable))
             return stream
         }
         let id = scans.add(options, continuation)
@@ -118,7 +118,7 @@ public actor Adapter {
     /// The controller scan behind the scans (the CLI's `scan`, which prints raw reports too).
     package func scanEvents(_ parameters: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         guard let scanner = central as? any Scanner else {
-            throw BLEError("this transport cannot scan", kind: "usage", exitCode: .usage)
+            throw BLEError("this transport cannot scan", kind: "transport", exitCode: .unavailable)
         }
         return try await scanner.scan(parameters)
     }

@@ -64,7 +64,7 @@ public let gattclientVersion = "0.1.0"
 func runGATTClient(
     _ arguments: [String], through central: any Central, standardOutput: Int32, standardError: Int32
 ) -> Int32 {
-    GATTSession.$injectedCentral.withValue(central) {
+    CommandConnection.$injectedCentral.withValue(central) {
         runGATTClient(arguments, standardOutput: standardOutput, standardError: standardError)
     }
 }
@@ -171,9 +171,9 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
     let initial = output
     let diagnostics = SessionDiagnostics(
         errors: errors, json: options.json, strict: options.strict)
-    let injected = GATTSession.injectedCentral
+    let injected = CommandConnection.injectedCentral
     let result = runAsync { () async -> (Int32, BufferedOutput) in
-        await GATTSession.$injectedCentral.withValue(injected) {
+        await CommandConnection.$injectedCentral.withValue(injected) {
             await SessionDiagnostics.$current.withValue(diagnostics) {
                 await runGATTCommand(invocation, output: initial, errors: errors, diagnostics: diagnostics)
             }

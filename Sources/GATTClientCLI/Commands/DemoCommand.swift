@@ -62,7 +62,7 @@ struct DemoCommand {
     private func readDeviceInformation(
         _ peer: PeerAddress, central: any Central, options: GlobalOptions, output: inout BufferedOutput
     ) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: false, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: false, central: central)
         let strings: [BluetoothUUID] = [0x2A29, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28]
         do {
             var json = JSONWriter()
@@ -100,6 +100,9 @@ private struct KeepOpen: Central, Scanner {
     var recordsHCI: Bool { base.recordsHCI }
     func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         try await base.connect(to: peer, timeout: timeout)
+    }
+    func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        try await base.link(to: peer, timeout: timeout)
     }
     func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {
         try await base.scan(options)

@@ -21,7 +21,7 @@ struct ReadCommand {
     var noLong = false
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         var values: [(UInt16, [UInt8])] = []
         var single = false
         var uuid: BluetoothUUID?
@@ -90,7 +90,7 @@ struct WriteCommand {
     var mode: WriteMode = .request
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let handle: UInt16
         var properties: CharacteristicProperties?
         do {

@@ -17,22 +17,15 @@ struct ScanCommand {
     var central: (any Central)? = nil
 
     func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
-        let central: any Central
-        if let given = self.central { central = given } else {
-            central = try await openCentral(global.transport, options: global.adapterOptions)
-        }
-        guard let scanner = central as? any Scanner else {
-            await central.close()
-            throw CommandFailure("this transport cannot scan", kind: "transport", exitCode: .unavailable)
-        }
+        let adapter = try await CommandConnection.adapter(options: global, central: central)
         let scanOptions = LEScanParameters(
             active: !options.passive, filterDuplicates: false,
             reportMode: options.allReports ? .allReports : .merged)
         let stream: AsyncThrowingStream<ScanEvent, any Error>
         do {
-            stream = try await scanner.scan(scanOptions)
+            stream = try await adapter.scanEvents(scanOptions)
         } catch {
-            await central.close()
+            await adapter.close()
             throw error
         }
         let events = CommandEvents<ScanEvent>(duration: options.duration)
@@ -74,7 +67,7 @@ struct ScanCommand {
         }
         events.finish()
         if live { table.finish(output: &output) }
-        await central.close()
+        await adapter.close()
         if let failure { throw CommandFailure.from(failure, doing: "scanning") }
     }
 

@@ -51,7 +51,7 @@ struct SensorTagCommand {
         }
         defer { if let csv { _ = close(csv.descriptor) } }
 
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let client = session.client
         var enabled: [(SensorTag.Sensor, Characteristic)] = []
         var subscriptions: [GATTSubscription] = []

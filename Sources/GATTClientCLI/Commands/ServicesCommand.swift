@@ -11,7 +11,7 @@ struct ServicesCommand {
     var central: (any Central)? = nil
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let database: GATTDatabase
         do {
             database = try await session.client.discoverDatabase()

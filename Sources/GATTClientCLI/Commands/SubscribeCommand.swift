@@ -17,7 +17,7 @@ struct SubscribeCommand {
     var duration: Double?
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let subscription: GATTSubscription
         var uuid: BluetoothUUID?
         do {

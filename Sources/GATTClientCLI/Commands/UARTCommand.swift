@@ -27,7 +27,7 @@ struct UARTCommand {
     var echoPrefix: String?
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
-        let session = try await GATTSession.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
+        let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let client = session.client
         let rx: Characteristic
         let subscription: GATTSubscription

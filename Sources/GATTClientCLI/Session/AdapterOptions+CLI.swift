@@ -1,4 +1,5 @@
 import ATT
+import GATT
 import BLE
 
 /// The CLI's name for the library's error (exit code and JSON `kind` included).
@@ -33,15 +34,52 @@ extension GlobalOptions {
     }
 }
 
-extension GATTSession {
-    /// A command's session: the transport and options of the invocation, its tracing and
-    /// diagnostics; `central` (tests, the demo) replaces the transport.
+/// One connection of a command, on the library's front door: the adapter the command opened and
+/// the connected ``Peripheral``, whose GATT client does the handle-level work (`--multiple`,
+/// `--reliable`, raw subscriptions) the public contract leaves out.
+struct CommandConnection {
+    let adapter: Adapter
+    let peripheral: Peripheral
+
+    var peer: PeerAddress { peripheral.peer }
+    var client: GATTClient { peripheral.client }
+    var connection: ATTConnection { peripheral.session.connection }
+
+    /// Tests: the central every command of this task uses instead of `--transport`'s
+    /// (``runGATTClient(_:through:standardOutput:standardError:)``).
+    @TaskLocal static var injectedCentral: (any Central)?
+
+    /// Opens the invocation's adapter (or one over `central`: tests, the demo's shared
+    /// simulation) and connects to `peer` within `--timeout`.
     static func open(
         _ peer: PeerAddress, options: GlobalOptions, replayMatchAny: Bool, central: (any Central)?
-    ) async throws -> GATTSession {
-        var adapter = options.adapterOptions
-        adapter.replayMatchAny = replayMatchAny
-        return try await GATTSession.open(
-            peer, transport: options.transport, options: adapter, hooks: options.sessionHooks, central: central)
+    ) async throws -> CommandConnection {
+        var adapterOptions = options.adapterOptions
+        adapterOptions.replayMatchAny = replayMatchAny
+        let adapter = try await CommandConnection.adapter(
+            options: options, adapterOptions: adapterOptions, central: central ?? injectedCentral)
+        do {
+            return CommandConnection(
+                adapter: adapter, peripheral: try await adapter.connect(to: peer, timeout: adapterOptions.timeout))
+        } catch {
+            await adapter.close()
+            throw error
+        }
+    }
+
+    /// The adapter of a command: over `central` when one is given, else `--transport`'s.
+    static func adapter(
+        options: GlobalOptions, adapterOptions: AdapterOptions? = nil, central: (any Central)?
+    ) async throws(BLEError) -> Adapter {
+        let adapterOptions = adapterOptions ?? options.adapterOptions
+        if let central { return Adapter(central: central, options: adapterOptions, hooks: options.sessionHooks) }
+        return try await Adapter.open(options.transport, options: adapterOptions, hooks: options.sessionHooks)
+    }
+
+    /// Ends the connection (HCI Disconnect on the user-space host, the socket on the kernel's)
+    /// and closes the adapter.
+    func close() async {
+        await peripheral.disconnect()
+        await adapter.close()
     }
 }

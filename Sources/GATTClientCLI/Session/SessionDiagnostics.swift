@@ -12,7 +12,7 @@ import Glibc
 /// `event` JSON line under `--json`, a failure under `--strict`) and `-v` notes.
 ///
 /// `runGATT` makes one per invocation and binds it to ``current`` for the command's task tree;
-/// ``GATTSession`` hands ``report(_:peer:)`` to every ATT connection it opens. Commands run
+/// every adapter a command opens hands ``report(_:peer:)`` to its ATT connections. Commands run
 /// directly (tests) without one print nothing of this.
 final class SessionDiagnostics: Sendable {
     @TaskLocal static var current: SessionDiagnostics?
