@@ -172,12 +172,17 @@ public actor Adapter {
 
     /// Connects to `peer` and exchanges the ATT_MTU (we offer 517), within `timeout`.
     public func connect(to peer: PeerAddress, timeout: Duration = .seconds(30)) async throws(BLEError) -> Peripheral {
+        try await connect(peer, link: nil, timeout: timeout)
+    }
+
+    private func connect(_ peer: PeerAddress, link: CentralLink?, timeout: Duration) async throws(BLEError) -> Peripheral {
         guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
         var options = options
         options.timeout = timeout
         let session: GATTSession
         do {
-            session = try await GATTSession.connect(peer, through: central, options: options, hooks: hooks, ownsCentral: false)
+            session = try await GATTSession.connect(
+                peer, through: central, options: options, hooks: hooks, ownsCentral: false, link: link)
         } catch {
             throw BLEError.from(error, doing: "connecting to \(peer)")
         }
@@ -197,11 +202,23 @@ public actor Adapter {
         try await connect(to: advertisement.peer, timeout: timeout)
     }
 
-    /// Connects to `address` with the address type this adapter's scans last saw it with;
-    /// unseen, public first, then random, each with half of `timeout`.
+    /// Connects to `address` with the address type this adapter's scans last saw it with.
+    /// Unseen: on the user-space host, one LE Create Connection through the Filter Accept List
+    /// holding both types; on the kernel path (whose socket takes one type), public first, then
+    /// random, each with half of `timeout`.
     public func connect(to address: BluetoothAddress, timeout: Duration = .seconds(30)) async throws(BLEError) -> Peripheral {
         if let type = lastSeenTypes[address] {
             return try await connect(to: PeerAddress(address: address, type: type), timeout: timeout)
+        }
+        guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
+        let either: (link: CentralLink, peer: PeerAddress)?
+        do {
+            either = try await central.linkEitherType(to: address, timeout: timeout)
+        } catch {
+            throw BLEError.from(error, doing: "connecting to \(address)")
+        }
+        if let either {
+            return try await connect(either.peer, link: either.link, timeout: timeout)
         }
         let half = timeout / 2
         do {
@@ -212,7 +229,7 @@ public actor Adapter {
             } catch {
                 throw BLEError(
                     "connecting to \(address): neither as a public nor as a random address within \(timeout) "
-                        + "(public: \(error.message))", kind: error.kind, exitCode: error.exitCode)
+                        + "(random: \(error.message))", kind: error.kind, exitCode: error.exitCode)
             }
         }
     }

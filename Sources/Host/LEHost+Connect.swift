@@ -73,7 +73,25 @@ extension LEHost {
         to address: BluetoothAddress, type: AddressType, timeout: Duration? = nil,
         parameters: LEConnectionParameters? = nil
     ) async throws(LEHostError) -> LEConnection {
+        try await connect(candidates: [(address, type)], timeout: timeout, parameters: parameters)
+    }
+
+    /// Connects to `address` as public or random device, whichever the initiator finds first:
+    /// one LE Create Connection through the Filter Accept List holding both (Vol 6, Part B,
+    /// §4.3.5, initiator filter policy 0x01), which this call clears and fills. Timeout and
+    /// cancellation as ``connect(to:type:timeout:parameters:)``.
+    public func connect(
+        toEitherType address: BluetoothAddress, timeout: Duration? = nil, parameters: LEConnectionParameters? = nil
+    ) async throws(LEHostError) -> LEConnection {
+        try await connect(candidates: [(address, .public), (address, .random)], timeout: timeout, parameters: parameters)
+    }
+
+    private func connect(
+        candidates: [(address: BluetoothAddress, type: AddressType)], timeout: Duration?,
+        parameters: LEConnectionParameters?
+    ) async throws(LEHostError) -> LEConnection {
         try checkOpen()
+        guard let address = candidates.first?.address else { throw .invalidArgument("no device to connect to") }
         let parameters = parameters ?? configuration.connectionParameters
         if let why = ConnectionParameterPolicy.invalidity(
             intervalMin: parameters.connectionIntervalMin, intervalMax: parameters.connectionIntervalMax,
@@ -85,26 +103,39 @@ extension LEHost {
         defer { releaseConnectSlot() }
         try checkOpen()
 
-        pendingConnect = (address, type)
+        let filter = candidates.count > 1
+        pendingConnect = candidates
         expect(.connection)
         defer {
             pendingConnect = nil
             expectations[.connection] = nil
         }
-        let peerType: LEPeerAddressType = type == .public ? .public : .random
+        let peerType: LEPeerAddressType = candidates[0].type == .public ? .public : .random
+        let policy: LEInitiatorFilterPolicy = filter ? .filterAcceptList : .peerAddress
         do throws(HCIError) {
+            if filter {
+                _ = try await driver.send(LEClearFilterAcceptListCommand())
+                for candidate in candidates {
+                    _ = try await driver.send(
+                        LEAddDeviceToFilterAcceptListCommand(
+                            addressType: candidate.type == .public ? .public : .random, address: candidate.address))
+                }
+            }
             if usesExtendedCommands {
                 let phy = LEInitiatingPHYParameters(
                     scanInterval: configuration.initiatorScanInterval, scanWindow: configuration.initiatorScanWindow,
                     connectionParameters: parameters)
                 _ = try await driver.sendAccepted(
-                    LEExtendedCreateConnectionV1Command(peerAddressType: peerType, peerAddress: address, le1M: phy))
+                    LEExtendedCreateConnectionV1Command(
+                        initiatorFilterPolicy: policy, peerAddressType: peerType, peerAddress: filter ? .zero : address,
+                        le1M: phy))
             } else {
                 _ = try await driver.sendAccepted(
                     LECreateConnectionCommand(
                         leScanInterval: configuration.initiatorScanInterval,
-                        leScanWindow: configuration.initiatorScanWindow, peerAddressType: peerType,
-                        peerAddress: address, connectionParameters: parameters))
+                        leScanWindow: configuration.initiatorScanWindow, initiatorFilterPolicy: policy,
+                        peerAddressType: peerType, peerAddress: filter ? .zero : address,
+                        connectionParameters: parameters))
             }
         } catch {
             throw .hci(error)
@@ -214,8 +245,10 @@ extension LEHost {
         let matches =
             pendingConnect.map { pending in
                 completion.status != .success
-                    || (completion.role == .central && completion.peerAddress == pending.address
-                        && completion.peerAddressType.addressType == pending.type)
+                    || (completion.role == .central
+                        && pending.contains {
+                            completion.peerAddress == $0.address && completion.peerAddressType.addressType == $0.type
+                        })
             } ?? false
         if completion.status == .success, acceptsPeripheralConnection(completion) {
             acceptPeripheralConnection(completion)

@@ -111,7 +111,9 @@ public actor LEHost {
 
     // Connections and waits (LEHost+Connect.swift).
     var connections: [UInt16: LEConnection] = [:]
-    var pendingConnect: (address: BluetoothAddress, type: AddressType)?
+    /// The devices the pending LE Create Connection may complete with (one, or the Filter
+    /// Accept List's entries).
+    var pendingConnect: [(address: BluetoothAddress, type: AddressType)]?
     var connectBusy = false
     var connectQueue: [CheckedContinuation<Void, Never>] = []
     var waiters: [UInt64: Waiter] = [:]

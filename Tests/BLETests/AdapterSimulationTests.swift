@@ -248,3 +248,33 @@ struct AdapterSimulationTests {
         }
     }
 }
+
+@Suite("BLE: connecting to an address whose type nobody gave")
+struct AdapterAddressTypeTests {
+    @Test("unseen: one attempt through the Filter Accept List finds a random and a public device")
+    func unseenAddressesConnectWithEitherType() async throws {
+        try await withTimeout(60, "connecting by address alone") {
+            let adapter = try await Adapter.open("sim")
+            let board = try await adapter.connect(to: BluetoothAddress("E8:7F:3A:21:9C:05")!, timeout: .seconds(10))
+            #expect(board.peer.type == .random)
+            let tag = try await adapter.connect(to: BluetoothAddress("54:6C:0E:9A:3B:01")!, timeout: .seconds(10))
+            #expect(tag.peer.type == .public)
+            #expect(try await tag.read(0x2A19) == [100])
+            await adapter.close()
+        }
+    }
+
+    @Test("nobody there: a connect error within the timeout")
+    func anAbsentAddressFails() async throws {
+        try await withTimeout(60, "connecting to nobody") {
+            let adapter = try await Adapter.open("sim")
+            do throws(BLEError) {
+                _ = try await adapter.connect(to: BluetoothAddress("C0:FF:EE:00:00:09")!, timeout: .milliseconds(500))
+                Issue.record("connected to an address nobody advertises")
+            } catch {
+                #expect(error.kind == "connect")
+            }
+            await adapter.close()
+        }
+    }
+}

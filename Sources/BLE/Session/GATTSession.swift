@@ -46,12 +46,14 @@ package struct GATTSession {
     }
 
     /// Connects to `peer` through an open `central` (which the caller keeps) and exchanges the
-    /// MTU; `close()` then leaves the central open when `ownsCentral` is false.
+    /// MTU; `close()` then leaves the central open when `ownsCentral` is false. `link`: a link
+    /// already made to `peer`.
     package static func connect(
         _ peer: PeerAddress, through central: any Central, options: AdapterOptions, hooks: SessionHooks,
-        ownsCentral: Bool = true
+        ownsCentral: Bool = true, link given: CentralLink? = nil
     ) async throws -> GATTSession {
-        let link = try await central.link(to: peer, timeout: options.timeout)
+        let link: CentralLink
+        if let given { link = given } else { link = try await central.link(to: peer, timeout: options.timeout) }
         let channel = link.channel
         var bearerChannel = channel
         if let trace = hooks.trace {

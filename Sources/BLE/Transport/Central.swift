@@ -16,6 +16,9 @@ package protocol Central: Sendable {
     /// Connects to `peer` and gives the whole link (``CentralLink``); the default sees the
     /// link's end through the ATT channel only.
     func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink
+    /// Connects to `address` whatever its type, in one attempt (the Filter Accept List holding
+    /// both); nil where the transport cannot, and the caller tries public, then random.
+    func linkEitherType(to address: BluetoothAddress, timeout: Duration) async throws -> (link: CentralLink, peer: PeerAddress)?
     /// The controller's own address, where the transport knows it.
     var localAddress: BluetoothAddress? { get }
     /// The peripheral side of the same controller (advertising, accepting centrals), or nil
@@ -29,6 +32,9 @@ package protocol Central: Sendable {
 extension Central {
     package var recordsHCI: Bool { false }
     package var localAddress: BluetoothAddress? { nil }
+    package func linkEitherType(
+        to address: BluetoothAddress, timeout: Duration
+    ) async throws -> (link: CentralLink, peer: PeerAddress)? { nil }
     package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? { nil }
 
     /// The link as a plain ``connect(to:timeout:)`` gives it: the channel unwrapped (a batch

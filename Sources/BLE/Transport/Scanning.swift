@@ -69,12 +69,28 @@ package final class UserSpaceCentral: Central, Scanner {
 
     /// The link with its HCI disconnection reason, ended with HCI Disconnect.
     package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
-        let connection: LEConnection
         do {
-            connection = try await host.connect(to: peer.address, type: peer.type, timeout: timeout)
+            return link(try await host.connect(to: peer.address, type: peer.type, timeout: timeout))
         } catch {
             throw BLEError("connecting to \(peer): \(error)", kind: "connect")
         }
+    }
+
+    /// One LE Create Connection through the Filter Accept List holding both address types.
+    package func linkEitherType(
+        to address: BluetoothAddress, timeout: Duration
+    ) async throws -> (link: CentralLink, peer: PeerAddress)? {
+        let connection: LEConnection
+        do {
+            connection = try await host.connect(toEitherType: address, timeout: timeout)
+        } catch {
+            throw BLEError("connecting to \(address) (public or random): \(error)", kind: "connect")
+        }
+        let type = connection.peerAddressType.addressType ?? .public
+        return (link(connection), PeerAddress(address: address, type: type))
+    }
+
+    private func link(_ connection: LEConnection) -> CentralLink {
         let host = host
         return CentralLink(
             channel: connection.channel,
@@ -206,6 +222,12 @@ package final class SimulatedCentral: Central, Scanner {
     }
 
     package var localAddress: BluetoothAddress? { central.localAddress }
+
+    package func linkEitherType(
+        to address: BluetoothAddress, timeout: Duration
+    ) async throws -> (link: CentralLink, peer: PeerAddress)? {
+        try await central.linkEitherType(to: address, timeout: timeout)
+    }
 
     package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
         try central.peripheralHost(warning: warning)

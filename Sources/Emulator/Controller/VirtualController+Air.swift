@@ -38,6 +38,10 @@ extension VirtualController {
     }
 
     func matches(_ request: LECreateConnectionCommand, _ peripheral: any VirtualPeripheral) -> Bool {
+        if request.initiatorFilterPolicy == .filterAcceptList {
+            let type: LEFilterAcceptListAddressType = peripheral.addressType == .public ? .public : .random
+            return filterAcceptList.contains(FilterAcceptListEntry(type: type, address: peripheral.address))
+        }
         guard request.peerAddress == peripheral.address else { return false }
         switch request.peerAddressType {
         case .public, .publicIdentity: return peripheral.addressType == .public
@@ -77,6 +81,12 @@ extension VirtualController {
 
     // MARK: Initiating
 
+    /// The Filter Accept List may change unless it is in use: by an initiator with filter policy
+    /// 0x01 (Vol 4, Part E, §7.8.16; scanning and advertising here never use it).
+    var filterAcceptListChangeAllowed: Bool {
+        initiating?.initiatorFilterPolicy != .filterAcceptList
+    }
+
     /// LE Create Connection, or LE Extended Create Connection (`extended`) translated to it.
     func createConnection(_ command: LECreateConnectionCommand, extended: Bool) async {
         let opcode = extended ? LEExtendedCreateConnectionV1Command.opcode : LECreateConnectionCommand.opcode
@@ -84,9 +94,9 @@ extension VirtualController {
             await status(opcode, .commandDisallowed)
             return
         }
-        guard command.initiatorFilterPolicy == .peerAddress else {
-            // No Filter Accept List in this controller.
-            await status(opcode, .unsupportedFeatureOrParameterValue)
+        if command.initiatorFilterPolicy == .filterAcceptList, filterAcceptList.isEmpty {
+            // Nothing to connect to (a controller would wait forever; the host meant something).
+            await status(opcode, .invalidHCICommandParameters)
             return
         }
         let parameters = command.connectionParameters
@@ -144,7 +154,11 @@ extension VirtualController {
         await peripheral.connected(
             VirtualLinkConnection(
                 controller: self, handle: handle, centralAddress: ownAddress, centralAddressType: ownType))
-        await emitConnectionComplete(status: .success, handle: handle, request: request, parameters: parameters)
+        // Through the Filter Accept List, the completion names the device that was found.
+        var completed = request
+        completed.peerAddress = peripheral.address
+        completed.peerAddressType = peripheral.addressType == .public ? .public : .random
+        await emitConnectionComplete(status: .success, handle: handle, request: completed, parameters: parameters)
         await releasePending(handle)
     }
 
@@ -255,4 +269,15 @@ extension VirtualController {
                         peripheralLatency: connection.parameters.latency,
                         supervisionTimeout: connection.parameters.supervisionTimeout))))
     }
+}
+
+/// One Filter Accept List entry.
+struct FilterAcceptListEntry: Hashable, Sendable {
+    var type: LEFilterAcceptListAddressType
+    var address: BluetoothAddress
+}
+
+extension VirtualController {
+    /// The Filter Accept List's capacity (LE Read Filter Accept List Size).
+    static let filterAcceptListSize = 16
 }

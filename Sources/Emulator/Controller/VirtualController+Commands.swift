@@ -11,7 +11,8 @@ extension VirtualController {
         .readBufferSize, .readBDADDR, .readRSSI, .leSetEventMask, .leReadBufferSizeV1, .leReadLocalSupportedFeatures,
         .leSetRandomAddress, .leSetScanParameters, .leSetScanEnable, .leCreateConnection, .leCreateConnectionCancel,
         .leConnectionUpdate, .leRand, .writeLEHostSupport, .leSetAdvertisingParameters, .leSetAdvertisingData,
-        .leSetScanResponseData, .leSetAdvertisingEnable,
+        .leSetScanResponseData, .leSetAdvertisingEnable, .leReadFilterAcceptListSize, .leClearFilterAcceptList,
+        .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
     ]
 
     /// The extended advertising, scanning and initiating commands (with
@@ -187,6 +188,37 @@ extension VirtualController {
             await createConnection(command, extended: false)
         case .leCreateConnectionCancel:
             await cancelCreateConnection()
+        case .leReadFilterAcceptListSize:
+            await complete(
+                LEReadFilterAcceptListSizeCommand.self, .init(filterAcceptListSize: UInt8(Self.filterAcceptListSize)))
+        case .leClearFilterAcceptList:
+            guard filterAcceptListChangeAllowed else {
+                await complete(LEClearFilterAcceptListCommand.self, StatusReturnParameters(status: .commandDisallowed))
+                return
+            }
+            filterAcceptList = []
+            await complete(LEClearFilterAcceptListCommand.self, StatusReturnParameters())
+        case .leAddDeviceToFilterAcceptList(let command):
+            let entry = FilterAcceptListEntry(type: command.addressType, address: command.address)
+            var result = HCIStatus.success
+            if !filterAcceptListChangeAllowed {
+                result = .commandDisallowed
+            } else if !filterAcceptList.contains(entry) {
+                if filterAcceptList.count >= Self.filterAcceptListSize {
+                    result = .memoryCapacityExceeded
+                } else {
+                    filterAcceptList.append(entry)
+                }
+            }
+            await complete(LEAddDeviceToFilterAcceptListCommand.self, StatusReturnParameters(status: result))
+        case .leRemoveDeviceFromFilterAcceptList(let command):
+            guard filterAcceptListChangeAllowed else {
+                await complete(
+                    LERemoveDeviceFromFilterAcceptListCommand.self, StatusReturnParameters(status: .commandDisallowed))
+                return
+            }
+            filterAcceptList.removeAll { $0 == FilterAcceptListEntry(type: command.addressType, address: command.address) }
+            await complete(LERemoveDeviceFromFilterAcceptListCommand.self, StatusReturnParameters())
         case .disconnect(let command):
             await disconnect(command)
         case .leConnectionUpdate(let command):
@@ -244,6 +276,7 @@ extension VirtualController {
     /// masks back to their defaults.
     func reset() async {
         generation += 1
+        filterAcceptList = []
         tick?.cancel()
         tick = nil
         scanning = false

@@ -125,6 +125,9 @@ public actor VirtualController {
     /// The pending connection came from LE Extended Create Connection.
     var initiatingExtended = false
     var initiating: LECreateConnectionCommand?
+    /// The Filter Accept List (Vol 6, Part B, §4.3.1): the devices an initiator with filter policy
+    /// 0x01 connects to.
+    var filterAcceptList: [FilterAcceptListEntry] = []
     var connections: [UInt16: Connection] = [:]
     var nextHandle: UInt16 = 0x0040
     var reassembler = L2CAPReassembler()
