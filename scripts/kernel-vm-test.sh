@@ -19,6 +19,8 @@
 #      exit 69 saying what to run; as root gattclient switches LE on itself
 #   9  another ATT client (BlueZ's gatttool, as bluetoothd would) holds the device: exit 69
 #      naming it and the bluetoothctl line, and the holder keeps its link
+#   10 Examples/central-peripheral on the library's front door: advertise on hci2, scan,
+#      connect, read, write and be notified from hci0
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #
@@ -120,6 +122,12 @@ if [ $build = 1 ]; then
 fi
 gattclient=$(cd "$repo" && swift build -c release --show-bin-path 2>/dev/null || echo "$repo/.build/release")/gattclient
 [ -x "$gattclient" ] || die "no $gattclient (build failed?)"
+# The library's examples, built as a user's package builds them (check 10).
+if [ $build = 1 ]; then
+    say "swift build -c release (Examples/)"
+    (cd "$repo/Examples" && swift build -c release 2>&1 | tail -3)
+fi
+examples=$(cd "$repo/Examples" && swift build -c release --show-bin-path 2>/dev/null || echo "$repo/Examples/.build/release")
 
 # --- results directory, initramfs ------------------------------------------------------------
 out=${KVM_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/kernel-vm-test.XXXXXX")}
@@ -131,6 +139,7 @@ cat >"$out/env.sh" <<EOF
 KVM_GATTCLIENT='$gattclient'
 KVM_PYTHON='$python'
 KVM_SCRIPTS='$here/kernel-vm'
+KVM_EXAMPLES='$examples'
 KVM_GUEST_TIMEOUT=$(( vm_timeout - 40 ))
 EOF
 

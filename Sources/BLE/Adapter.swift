@@ -278,9 +278,7 @@ public actor Adapter {
         guard !closed else { return }
         closed = true
         scans.finishAll()
-        reconcileControllerScan()
-        let task = scans.controllerTask
-        task?.cancel()
+        reconcileControllerScan()  // cancels the controller scan
         for peripheral in connected.values { await peripheral.disconnect() }
         connected = [:]
         if let advertising { await advertising.stop() }

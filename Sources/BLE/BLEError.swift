@@ -35,6 +35,7 @@ public struct BLEError: Error, Sendable, CustomStringConvertible {
         self.hciStatus = hciStatus
     }
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -19,8 +19,11 @@ public enum DisconnectReason: Hashable, Sendable {
 
 /// Where a connection is.
 public enum PeripheralState: Hashable, Sendable {
+    /// The connection is being made.
     case connecting
+    /// Connected, the ATT_MTU exchanged.
     case connected
+    /// The link is gone, and why.
     case disconnected(DisconnectReason)
 }
 
@@ -171,23 +174,6 @@ public actor Peripheral {
         let what = "subscribing to \(characteristic)"
         let located = try await locate(characteristic, doing: what)
         return try await subscribe(located, doing: what)
-    }
-
-    /// Subscribes to the characteristic whose value is at `handle` (the CLI's handle form).
-    package func subscribe(handle: UInt16, indications: Bool? = nil) async throws(BLEError) -> Subscription {
-        let what = "subscribing to handle 0x\(hex4(handle))"
-        var characteristic: RemoteCharacteristic
-        if let known = await client.database?.characteristic(valueHandle: handle) {
-            characteristic = known
-        } else {
-            var properties: CharacteristicProperties = [.notify, .indicate]
-            if let indications { properties = indications ? [.indicate] : [.notify] }
-            characteristic = RemoteCharacteristic(
-                uuid: .bit16(0), declarationHandle: handle &- 1, valueHandle: handle, endHandle: 0xFFFF,
-                properties: properties, descriptors: [])
-        }
-        if let indications { characteristic.properties = indications ? [.indicate] : [.notify] }
-        return try await subscribe(characteristic, doing: what)
     }
 
     private func subscribe(_ characteristic: RemoteCharacteristic, doing what: String) async throws(BLEError) -> Subscription {

@@ -27,7 +27,9 @@ public struct CharacteristicNotification: Hashable, Sendable {
 /// loses nothing. Iteration ends (nil) after ``cancel()`` and throws ``BLEError`` when the link
 /// ends or the consumer falls ``bufferLimit`` values behind.
 public struct Subscription: AsyncSequence, Sendable {
+    /// Each value the peer pushed.
     public typealias Element = CharacteristicNotification
+    /// Why the subscription ended (link lost, overflow); cancelling ends iteration normally.
     public typealias Failure = BLEError
 
     /// Values that may wait for a slow consumer before the subscription fails (never dropped
@@ -54,12 +56,14 @@ public struct Subscription: AsyncSequence, Sendable {
         await cancelHandler()
     }
 
+    /// An iterator over the values not yet taken (all iterators share one buffer).
     public func makeAsyncIterator() -> Iterator { Iterator(buffer: buffer) }
 
     /// Takes values in order; see ``Subscription``.
     public struct Iterator: AsyncIteratorProtocol {
         let buffer: SubscriptionBuffer
 
+        /// The next value, waiting as long as it takes; nil once the subscription was cancelled.
         public mutating func next() async throws(BLEError) -> CharacteristicNotification? {
             switch await buffer.next(timeout: nil) {
             case .value(let value): return value

@@ -5,6 +5,7 @@
 #   KVM_GATTCLIENT  the release gattclient (host path, seen through the overlay root)
 #   KVM_PYTHON      a python3 with bumble
 #   KVM_SCRIPTS     scripts/kernel-vm
+#   KVM_EXAMPLES    the release build of Examples/ (check 10)
 #
 # Controllers (btvirt -l3 -L: three LE-only VHCI controllers on one virtual air):
 #   hci0  our central: kernel path (raw HCI + L2CAP ATT socket), then the HCI user channel
@@ -451,6 +452,25 @@ if "$GC" --help 2>&1 | grep -q '^  peripheral'; then
     fi
 else
     result PENDING 5-peripheral "this gattclient has no peripheral command (branch peripheral not merged)"
+fi
+
+# --- check 10: the library's front door on the kernel path (issue 16) ----------------------------
+# Examples/central-peripheral, built as a user's package: advertises a Battery and an LED service
+# on hci2 (management channel), scans for it on hci0 (raw HCI socket), connects (L2CAP ATT
+# socket), reads, writes and receives a notification.
+if [ -n "${KVM_EXAMPLES:-}" ] && [ -x "$KVM_EXAMPLES/central-peripheral" ]; then
+    wait_for 10 no_links hci0
+    wait_for 10 no_links hci2
+    timeout -k 2 90 "$KVM_EXAMPLES/central-peripheral" hci2 hci0 >"$OUT/example.out" 2>"$OUT/example.err"
+    rc=$?
+    if [ $rc = 0 ] && grep -q 'central: notified battery \[86\]' "$OUT/example.out" \
+        && grep -q 'set the LED to \[1\]' "$OUT/example.out"; then
+        result PASS 10-facade-example "central-peripheral hci2 hci0: $(tr '\n' ';' <"$OUT/example.out" | head -c 400)"
+    else
+        result FAIL 10-facade-example "exit $rc: $(tr '\n' ';' <"$OUT/example.out" | head -c 300) stderr: $(head -c 300 "$OUT/example.err")"
+    fi
+else
+    result FAIL 10-facade-example "no Examples build (KVM_EXAMPLES=${KVM_EXAMPLES:-unset})"
 fi
 
 # --- the kernel's crypto self-tests (SMP needs them) --------------------------------------------

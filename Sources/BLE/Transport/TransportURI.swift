@@ -16,12 +16,19 @@ import Kernel
 ///
 /// Parsing is pure and checks every field; nothing is opened here.
 public enum TransportURI: Hashable, Sendable, CustomStringConvertible {
+    /// The kernel's own host on adapter `index` (HCI and L2CAP sockets).
     case kernel(index: UInt16)
+    /// The HCI user channel of adapter `index`: our whole host in user space.
     case userChannel(index: UInt16)
+    /// H4 over TCP.
     case tcp(host: String, port: UInt16)
+    /// H4 over a unix stream socket.
     case unix(path: String)
+    /// H4 over a UART.
     case serial(device: String, baudRate: Int)
+    /// The built-in simulation with the named emulated devices (all when empty).
     case simulator(devices: [String])
+    /// A recorded session as a scripted peer.
     case replay(path: String)
 
     /// The UART speed used when `serial:DEV` names none: what Zephyr's `hci_uart` and Nordic's
