@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT"]),
         .target(name: "GATT", dependencies: ["Bluetooth", "SystemSupport", "ATT", "CCrypto"]),
         // LE security: the SMP codec and the Pairing Not Supported responder; pairing and bonds later.
-        .target(name: "Security", dependencies: ["Bluetooth", "L2CAP"]),
+        .target(name: "Security", dependencies: ["Bluetooth", "L2CAP", "CCrypto"]),
         // GAP: LEHost (scanning, aggregation and filters, connecting, advertising, accepted
         // connections, connection parameters) over HCI and user-space L2CAP.
         .target(name: "Host", dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),
