@@ -59,110 +59,25 @@ public struct PairingFailedReason: RawRepresentable, Hashable, Sendable {
     public static let unspecifiedReason = PairingFailedReason(rawValue: 0x08)
     public static let repeatedAttempts = PairingFailedReason(rawValue: 0x09)
     public static let invalidParameters = PairingFailedReason(rawValue: 0x0A)
+    public static let dhKeyCheckFailed = PairingFailedReason(rawValue: 0x0B)
+    public static let numericComparisonFailed = PairingFailedReason(rawValue: 0x0C)
+    public static let brEDRPairingInProgress = PairingFailedReason(rawValue: 0x0D)
+    public static let crossTransportKeyDerivationNotAllowed = PairingFailedReason(rawValue: 0x0E)
+    public static let keyRejected = PairingFailedReason(rawValue: 0x0F)
+    public static let busy = PairingFailedReason(rawValue: 0x10)
 }
 
-/// Pairing Request: IO Capability, OOB data flag, AuthReq, Maximum Encryption Key Size,
-/// Initiator and Responder Key Distribution.
-/// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §3.5.1
-public struct PairingRequest: Hashable, Sendable {
-    static let context = "SMP Pairing Request"
-    /// Code and parameters.
-    public static let encodedLength = 7
-
-    public var ioCapability: UInt8
-    public var oobDataFlag: UInt8
-    public var authenticationRequirements: UInt8
-    public var maximumEncryptionKeySize: UInt8
-    public var initiatorKeyDistribution: UInt8
-    public var responderKeyDistribution: UInt8
-
-    public init(
-        ioCapability: UInt8, oobDataFlag: UInt8, authenticationRequirements: UInt8, maximumEncryptionKeySize: UInt8,
-        initiatorKeyDistribution: UInt8, responderKeyDistribution: UInt8
-    ) {
-        self.ioCapability = ioCapability
-        self.oobDataFlag = oobDataFlag
-        self.authenticationRequirements = authenticationRequirements
-        self.maximumEncryptionKeySize = maximumEncryptionKeySize
-        self.initiatorKeyDistribution = initiatorKeyDistribution
-        self.responderKeyDistribution = responderKeyDistribution
-    }
-
-    /// Parses the whole command, Code included.
-    public init(parsing reader: inout ByteReader) throws(L2CAPError) {
-        let c = Self.context
-        try reader.smpExpectCode(.pairingRequest, c)
-        ioCapability = try reader.l2capUInt8(c)
-        oobDataFlag = try reader.l2capUInt8(c)
-        authenticationRequirements = try reader.l2capUInt8(c)
-        maximumEncryptionKeySize = try reader.l2capUInt8(c)
-        initiatorKeyDistribution = try reader.l2capUInt8(c)
-        responderKeyDistribution = try reader.l2capUInt8(c)
-        try reader.l2capExpectEnd(c)
-    }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(SecurityManagerCode.pairingRequest.rawValue)
-        writer.writeUInt8(ioCapability)
-        writer.writeUInt8(oobDataFlag)
-        writer.writeUInt8(authenticationRequirements)
-        writer.writeUInt8(maximumEncryptionKeySize)
-        writer.writeUInt8(initiatorKeyDistribution)
-        writer.writeUInt8(responderKeyDistribution)
-    }
-}
-
-/// Security Request: a Peripheral asks the Central to start pairing or encryption.
-/// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §3.6.7
-public struct SecurityRequest: Hashable, Sendable {
-    static let context = "SMP Security Request"
-    public static let encodedLength = 2
-
-    public var authenticationRequirements: UInt8
-
-    public init(authenticationRequirements: UInt8) { self.authenticationRequirements = authenticationRequirements }
-
-    /// Parses the whole command, Code included.
-    public init(parsing reader: inout ByteReader) throws(L2CAPError) {
-        let c = Self.context
-        try reader.smpExpectCode(.securityRequest, c)
-        authenticationRequirements = try reader.l2capUInt8(c)
-        try reader.l2capExpectEnd(c)
-    }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(SecurityManagerCode.securityRequest.rawValue)
-        writer.writeUInt8(authenticationRequirements)
-    }
-}
-
-/// Pairing Failed: ends pairing with a Reason.
-/// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §3.5.5
-public struct PairingFailed: Hashable, Sendable {
-    static let context = "SMP Pairing Failed"
-    public static let encodedLength = 2
-
-    public var reason: PairingFailedReason
-
-    public init(reason: PairingFailedReason) { self.reason = reason }
-
-    /// Parses the whole command, Code included.
-    public init(parsing reader: inout ByteReader) throws(L2CAPError) {
-        let c = Self.context
-        try reader.smpExpectCode(.pairingFailed, c)
-        reason = PairingFailedReason(rawValue: try reader.l2capUInt8(c))
-        try reader.l2capExpectEnd(c)
-    }
-
-    public func write(to writer: inout ByteWriter) {
-        writer.writeUInt8(SecurityManagerCode.pairingFailed.rawValue)
-        writer.writeUInt8(reason.rawValue)
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(capacity: Self.encodedLength)
-        write(to: &writer)
-        return writer.bytes
+extension PairingFailedReason: CustomStringConvertible {
+    public var description: String {
+        let names: [UInt8: String] = [
+            0x01: "Passkey Entry Failed", 0x02: "OOB Not Available", 0x03: "Authentication Requirements",
+            0x04: "Confirm Value Failed", 0x05: "Pairing Not Supported", 0x06: "Encryption Key Size",
+            0x07: "Command Not Supported", 0x08: "Unspecified Reason", 0x09: "Repeated Attempts",
+            0x0A: "Invalid Parameters", 0x0B: "DHKey Check Failed", 0x0C: "Numeric Comparison Failed",
+            0x0D: "BR/EDR pairing in progress", 0x0E: "Cross-transport Key Derivation/Generation not allowed",
+            0x0F: "Key Rejected", 0x10: "Busy",
+        ]
+        return (names[rawValue] ?? "reason") + " (" + l2capHex(rawValue, 2) + ")"
     }
 }
 
@@ -215,17 +130,6 @@ extension SecurityManagerResponder: LESecurityManagerChannel {
             return LESecurityManagerChannelOutcome(report: "ignored SMP \(code)")
         case .empty:
             return LESecurityManagerChannelOutcome(report: "ignored SMP empty PDU")
-        }
-    }
-}
-
-extension ByteReader {
-    /// Reads the Code octet of an SMP command and checks it is `code`.
-    mutating func smpExpectCode(_ code: SecurityManagerCode, _ context: String) throws(L2CAPError) {
-        let offset = self.offset
-        let read = try l2capUInt8(context)
-        guard read == code.rawValue else {
-            throw L2CAPError.malformed(context: context, reason: .invalidValue(field: "Code", value: Int(read)), offset: offset)
         }
     }
 }
