@@ -35,6 +35,7 @@ public actor Adapter {
     private var scans = ScanHub()
     private var connected: [ObjectIdentifier: Peripheral] = [:]
     private var advertising: LocalPeripheral?
+    private var advertisingStarting = false
     /// The address type each address had when a scan of this adapter last saw it.
     private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
 
@@ -67,19 +68,20 @@ public actor Adapter {
     /// one simulation see each other's advertising and connect to each other.
     public static func simulated(_ simulation: Simulation) async throws(BLEError) -> Adapter {
         let address = SimulatedAddresses.next()
-        let (_, transport) = await VirtualController.attach(
+        let (controller, transport) = await VirtualController.attach(
             to: simulation.link, clock: SystemClock(), configuration: .init(address: address))
         do {
             let central = try await UserSpaceCentral.start(
                 transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout)
             return Adapter(central: central)
         } catch {
+            await controller.stop()
             throw BLEError.from(error, doing: "starting a simulated adapter")
         }
     }
 
-    /// Uses ``ServiceCache`` persistence: discovered databases (with their Database Hash) are kept
-    /// in `directory` and reused across runs while the hash is unchanged; nil: in memory only.
+    /// Keeps discovered databases (with their Database Hash) in `directory`, reused across runs
+    /// while the peer's hash is unchanged; nil: in memory only, for this adapter's life.
     public func setServiceCache(directory: String?) {
         serviceCache.setDirectory(directory)
     }
@@ -102,14 +104,15 @@ public actor Adapter {
             return stream
         }
         let id = scans.add(options, continuation)
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.scanEnded(id) }
-        }
-        if let duration = options.duration {
+        let timer: Task<Void, Never>? = options.duration.map { duration in
             Task {
                 try? await Task.sleep(for: duration)
                 continuation.finish()
             }
+        }
+        continuation.onTermination = { [weak self] _ in
+            timer?.cancel()
+            Task { await self?.scanEnded(id) }
         }
         reconcileControllerScan()
         return stream
@@ -150,10 +153,11 @@ public actor Adapter {
 
     private func runControllerScan(active: Bool, generation: Int) async {
         guard let scanner = central as? any Scanner else { return }
+        var failure: BLEError?
         do {
             let events = try await scanner.scan(LEScanParameters(active: active))
             for try await event in events {
-                guard scans.generation == generation, !Task.isCancelled else { break }
+                guard scans.generation == generation, !Task.isCancelled else { return }
                 switch event {
                 case .discovered(let device), .updated(let device):
                     lastSeenTypes[device.address] = device.addressType
@@ -163,9 +167,12 @@ public actor Adapter {
                 }
             }
         } catch {
-            guard scans.generation == generation, !Task.isCancelled else { return }
-            scans.fail(BLEError.from(error, doing: "scanning"))
+            failure = BLEError.from(error, doing: "scanning")
         }
+        // The controller scan ended by itself (a replayed capture runs out, the transport went
+        // away): every scan of it ends too, and the next scan starts a new one.
+        guard scans.generation == generation, !Task.isCancelled else { return }
+        scans.ended(failure)
     }
 
     // MARK: - Connecting
@@ -247,9 +254,11 @@ public actor Adapter {
     /// response. One advertisement per adapter; a database that cannot work is refused here.
     public func advertise(name: String?, services: [ServiceDefinition]) async throws(BLEError) -> LocalPeripheral {
         guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
-        guard advertising == nil else {
+        guard advertising == nil, !advertisingStarting else {
             throw BLEError("this adapter is already advertising; stop its LocalPeripheral first", kind: "usage", exitCode: .usage)
         }
+        advertisingStarting = true
+        defer { advertisingStarting = false }
         let host: any PeripheralHost
         do {
             guard let made = try central.peripheralHost(warning: options.warning) else {
@@ -261,6 +270,10 @@ public actor Adapter {
         }
         let local = try await LocalPeripheral.start(name: name, services: services, host: host) { [weak self] in
             await self?.advertisingStopped()
+        }
+        guard !closed else {
+            await local.stop()
+            throw BLEError("the adapter closed while advertising started", kind: "closed")
         }
         advertising = local
         return local
@@ -278,7 +291,9 @@ public actor Adapter {
         guard !closed else { return }
         closed = true
         scans.finishAll()
+        let scanTask = scans.controllerTask
         reconcileControllerScan()  // cancels the controller scan
+        await scanTask?.value  // its socket closed and its scan disabled before the transport goes
         for peripheral in connected.values { await peripheral.disconnect() }
         connected = [:]
         if let advertising { await advertising.stop() }
@@ -344,9 +359,15 @@ struct ScanHub {
         }
     }
 
-    mutating func fail(_ error: BLEError) {
+    /// The controller scan ended (with `error`, or by itself): every scan ends with it, and the
+    /// next scan starts a new one.
+    mutating func ended(_ error: BLEError?) {
         for consumer in consumers.values { consumer.continuation.finish(throwing: error) }
         consumers = [:]
+        runningActive = nil
+        controllerTask = nil
+        known = [:]
+        generation += 1
     }
 
     mutating func finishAll() {

@@ -20,11 +20,19 @@ public struct BLEError: Error, Sendable, CustomStringConvertible {
     /// The controller's or the peer's HCI status (Vol 1, Part F).
     public var hciStatus: HCIStatus?
     /// The exit status `gattclient` gives this failure.
-    public var exitCode: ExitCode
+    package var exitCode: ExitCode
 
     /// A failure of class `kind`.
     public init(
-        _ message: String, kind: String, exitCode: ExitCode = .failure, handle: UInt16? = nil,
+        _ message: String, kind: String, handle: UInt16? = nil, attError: ATTErrorCode? = nil,
+        hciStatus: HCIStatus? = nil
+    ) {
+        self.init(message, kind: kind, exitCode: .failure, handle: handle, attError: attError, hciStatus: hciStatus)
+    }
+
+    /// A failure with the exit status `gattclient` gives it.
+    package init(
+        _ message: String, kind: String, exitCode: ExitCode, handle: UInt16? = nil,
         attError: ATTErrorCode? = nil, hciStatus: HCIStatus? = nil
     ) {
         self.message = message

@@ -1,6 +1,6 @@
 /// The exit status `gattclient` gives an error (sysexits-style); ``BLEError/exitCode`` carries
 /// it so a tool built on the library can exit as `gattclient` does.
-public enum ExitCode: Int32, Sendable {
+package enum ExitCode: Int32, Sendable {
     /// Done.
     case success = 0
     /// A runtime failure: the peer refused, a timeout, a disconnect.

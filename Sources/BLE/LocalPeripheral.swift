@@ -103,10 +103,19 @@ public actor LocalPeripheral {
             await central.link.disconnect(reason: .remoteUserTerminatedConnection)
             return
         }
-        let (_, id) = await server.serve(central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU))
         let peer = central.address ?? PeerAddress(address: .zero, type: .public)
-        clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: central.link) }
         let clients = clients
+        let link = central.link
+        // Registered before the server handles the first PDU, so no write misses its peer.
+        let (_, id) = await server.serve(
+            central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
+            registered: { id in clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link) } })
+        if stopped {
+            // stop() ran while the server was taking the central: it cleared the table first.
+            clients.withLock { _ = $0.removeValue(forKey: id) }
+            await link.disconnect(reason: .remoteUserTerminatedConnection)
+            return
+        }
         Task {
             _ = await central.ended()
             clients.withLock { _ = $0.removeValue(forKey: id) }

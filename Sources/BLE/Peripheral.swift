@@ -99,7 +99,8 @@ public actor Peripheral {
     /// §4.4–§4.7). Discovered once per connection; across connections reused from the adapter's
     /// cache only when the peer's Database Hash (§7.3) is unchanged.
     public func services() async throws(BLEError) -> [RemoteService] {
-        if let discovered { return discovered }
+        // The client keeps its database current through Service Changed (§7.1).
+        if discovered != nil, let current = await client.database { return current.services }
         do throws(GATTError) {
             let hash = try await client.readDatabaseHash()
             if let hash, let cached = cache.lookup(peer, hash: hash) {
@@ -197,20 +198,25 @@ public actor Peripheral {
         let buffer = SubscriptionBuffer()
         let epoch = epoch
         let peer = peer
+        let client = client
         let pump = Task {
             do throws(GATTError) {
                 for try await notification in subscription {
-                    buffer.push(
+                    let open = buffer.push(
                         CharacteristicNotification(
                             value: notification.value, isIndication: notification.isIndication,
                             time: ContinuousClock.now - epoch))
+                    if !open {
+                        // Overflowed (or cancelled): the CCCD goes off rather than values piling up.
+                        try? await client.unsubscribe(subscription)
+                        return
+                    }
                 }
                 buffer.finish(BLEError("the subscription ended", kind: "cancelled"))
             } catch {
                 buffer.finish(BLEError.gatt(error, doing: "the subscription to \(peer)"))
             }
         }
-        let client = client
         return Subscription(buffer: buffer) {
             try? await client.unsubscribe(subscription)
             pump.cancel()

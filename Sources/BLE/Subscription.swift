@@ -52,7 +52,8 @@ public struct Subscription: AsyncSequence, Sendable {
     /// Ends this subscription: waiting callers get an error, iteration ends; the CCCD goes off
     /// when the last subscription to the characteristic is cancelled (Vol 3, Part G, §4.12.3).
     public func cancel() async {
-        guard buffer.finish(BLEError("the subscription was cancelled", kind: "cancelled"), cancelled: true) else { return }
+        buffer.finish(BLEError("the subscription was cancelled", kind: "cancelled"), cancelled: true)
+        guard buffer.claimCancellation() else { return }
         await cancelHandler()
     }
 
@@ -96,7 +97,11 @@ final class SubscriptionBuffer: Sendable {
         var waiters: [Waiter] = []
         var ended: BLEError?
         var cancelled = false
+        /// The cancel handler ran (or is running): it runs once, whatever ended the buffer.
+        var cancellationClaimed = false
         var nextID: UInt64 = 0
+        /// Waiters whose timeout or cancellation came before they registered.
+        var departed: [UInt64: Outcome] = [:]
     }
 
     private let state = Mutex(State())
@@ -109,24 +114,31 @@ final class SubscriptionBuffer: Sendable {
     var wasCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// A value from the peer: to the oldest waiter, else kept; beyond the limit the subscription
-    /// fails (after the values it holds).
-    func push(_ value: CharacteristicNotification) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard state.ended == nil else { return nil }
-            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
-            if state.values.count >= limit {
+    /// fails (after the values it holds). Returns false once the subscription has ended.
+    @discardableResult
+    func push(_ value: CharacteristicNotification) -> Bool {
+        let (waiter, open) = state.withLock { state -> (Waiter?, Bool) in
+            guard state.ended == nil else { return (nil, false) }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst(), true) }
+            guard state.values.count < limit else {
                 state.ended = BLEError(
                     "the subscription's consumer fell \(limit) values behind; it was ended rather than drop values",
                     kind: "overflow")
-                let waiters = state.waiters
-                state.waiters = []
-                precondition(waiters.isEmpty)
-                return nil
+                return (nil, false)
             }
             state.values.append(value)
-            return nil
+            return (nil, true)
         }
         waiter?.continuation.resume(returning: .value(value))
+        return open
+    }
+
+    /// True for the first caller only: that one runs the cancel handler.
+    func claimCancellation() -> Bool {
+        state.withLock { state in
+            defer { state.cancellationClaimed = true }
+            return !state.cancellationClaimed
+        }
     }
 
     /// Ends the subscription with `error` once the buffered values are taken; false when it had
@@ -149,6 +161,8 @@ final class SubscriptionBuffer: Sendable {
     /// The next value, waiting at most `timeout` (nil: no limit, but cancellation of the
     /// calling task ends the wait with a `cancelled` error).
     func next(timeout: Duration?) async -> Outcome {
+        // A value that waits already is taken without a timer.
+        if let immediate = takeImmediately() { return immediate }
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -160,10 +174,15 @@ final class SubscriptionBuffer: Sendable {
                 self?.leave(id, with: .timedOut)
             }
         }
-        defer { timer?.cancel() }
+        defer {
+            timer?.cancel()
+            state.withLock { _ = $0.departed.removeValue(forKey: id) }
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let immediate = state.withLock { state -> Outcome? in
+                    // The timeout or the cancellation may have come before this registration.
+                    if let departed = state.departed.removeValue(forKey: id) { return departed }
                     if let value = state.values.popFirst() { return .value(value) }
                     if let ended = state.ended { return .ended(ended) }
                     state.waiters.append(Waiter(id: id, continuation: continuation))
@@ -176,10 +195,25 @@ final class SubscriptionBuffer: Sendable {
         }
     }
 
+    /// A buffered value or the end, without waiting; nil when there is neither.
+    private func takeImmediately() -> Outcome? {
+        state.withLock { state -> Outcome? in
+            if let value = state.values.popFirst() { return .value(value) }
+            if let ended = state.ended { return .ended(ended) }
+            return nil
+        }
+    }
+
     /// A waiter leaves without a value (its timeout, its task cancelled), if it still waits.
     private func leave(_ id: UInt64, with outcome: Outcome) {
         let waiter = state.withLock { state -> Waiter? in
-            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else {
+                // Not registered yet: it finds this when it registers (no lost wake-up). A waiter
+                // that already got its value never registers again, so nothing is kept for it
+                // beyond its own call.
+                state.departed[id] = outcome
+                return nil
+            }
             return state.waiters.remove(at: index)
         }
         waiter?.continuation.resume(returning: outcome)

@@ -1,5 +1,6 @@
 import ATT
-import BLE
+import Synchronization
+@testable import BLE
 import Testing
 import TestSupport
 
@@ -277,4 +278,127 @@ struct AdapterAddressTypeTests {
             await adapter.close()
         }
     }
+}
+
+@Suite("BLE: Subscription's buffer and scans that end")
+struct SubscriptionBufferAndScanEndTests {
+    static func notification(_ value: UInt8) -> CharacteristicNotification {
+        CharacteristicNotification(value: [value], isIndication: false, time: .zero)
+    }
+
+    @Test("a zero timeout returns nil at once, and the next value still comes")
+    func zeroTimeout() async throws {
+        let buffer = SubscriptionBuffer()
+        for _ in 0..<50 {
+            guard case .timedOut = await buffer.next(timeout: .zero) else {
+                Issue.record("a zero timeout did not time out")
+                return
+            }
+        }
+        buffer.push(Self.notification(7))
+        guard case .value(let value) = await buffer.next(timeout: .zero) else {
+            Issue.record("a buffered value was not taken")
+            return
+        }
+        #expect(value.value == [7])
+    }
+
+    @Test("a wait in a cancelled task ends at once")
+    func alreadyCancelled() async throws {
+        let buffer = SubscriptionBuffer()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await buffer.next(timeout: nil)
+        }
+        let outcome = try await withTimeout(10, "the cancelled wait") { await task.value }
+        guard case .ended = outcome else {
+            Issue.record("a cancelled wait did not end")
+            return
+        }
+    }
+
+    @Test("timeouts racing values lose none, in order")
+    func timeoutsRacingValues() async throws {
+        let buffer = SubscriptionBuffer()
+        let producer = Task {
+            for value in 0..<200 {
+                buffer.push(Self.notification(UInt8(value)))
+                if value % 7 == 0 { await Task.yield() }
+            }
+        }
+        var received: [UInt8] = []
+        try await withTimeout(30, "taking 200 values") {
+            var got: [UInt8] = []
+            while got.count < 200 {
+                if case .value(let value) = await buffer.next(timeout: .microseconds(50)) { got += value.value }
+            }
+            return got
+        }.forEach { received.append($0) }
+        await producer.value
+        #expect(received == (0..<200).map { UInt8($0) })
+    }
+
+    @Test("cancel after an overflow still runs the cancel handler once")
+    func cancelAfterOverflow() async throws {
+        let buffer = SubscriptionBuffer(limit: 2)
+        #expect(buffer.push(Self.notification(1)))
+        #expect(buffer.push(Self.notification(2)))
+        #expect(!buffer.push(Self.notification(3)))
+        let calls = Counter()
+        let subscription = Subscription(buffer: buffer) { calls.increment() }
+        await subscription.cancel()
+        await subscription.cancel()
+        #expect(calls.value == 1)
+    }
+
+    @Test("a scan over a replayed capture ends when the capture does")
+    func replayScanEnds() async throws {
+        let path = fixturePath("recorded/sim-scan.btsnoop")
+        try await withTimeout(30, "the replayed scan") {
+            let adapter = try await Adapter.open("replay:" + path)
+            var seen = 0
+            for try await _ in await adapter.scan() { seen += 1 }
+            #expect(seen >= 2, "the SensorTag and the Bluefruit")
+            // And a second scan starts again rather than waiting on the finished one.
+            var again = 0
+            for try await _ in await adapter.scan() { again += 1 }
+            #expect(again == seen)
+            await adapter.close()
+        }
+    }
+
+    @Test("two advertise calls at once: one wins, the other is refused")
+    func concurrentAdvertise() async throws {
+        try await withTimeout(60, "concurrent advertising") {
+            let simulation = try await Simulation.start(devices: [])
+            let adapter = try await Adapter.simulated(simulation)
+            @Sendable func attempt(_ name: String) async -> Bool {
+                do {
+                    _ = try await adapter.advertise(name: name, services: [])
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            async let first = attempt("one")
+            async let second = attempt("two")
+            let results = await [first, second]
+            #expect(results.filter { $0 }.count == 1)
+            await adapter.close()
+            await simulation.stop()
+        }
+    }
+}
+
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// A file of the repository's Fixtures folder.
+func fixturePath(_ name: String) -> String {
+    var directory = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3)
+    directory.append("Fixtures")
+    return (directory + [Substring(name)]).joined(separator: "/")
 }

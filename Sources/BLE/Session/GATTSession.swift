@@ -21,36 +21,12 @@ package struct GATTSession {
     /// Our Rx MTU: the largest ATT allows on LE (a 4.x peer answers with its own, often 23).
     package static let preferredMTU = 517
 
-    /// Tests: the central every session of this task uses instead of the transport's
-    /// (`runGATTClient(_:through:standardOutput:standardError:)`).
-    @TaskLocal package static var injectedCentral: (any Central)?
-
-    /// Opens `transport` (or uses `central`: tests give an in-memory one), connects to `peer`
-    /// within `options.timeout` and exchanges the MTU.
-    package static func open(
-        _ peer: PeerAddress, transport: String?, options: AdapterOptions, hooks: SessionHooks = SessionHooks(),
-        central given: (any Central)? = nil
-    ) async throws -> GATTSession {
-        let central: any Central
-        if let given = given ?? injectedCentral {
-            central = given
-        } else {
-            central = try await openCentral(transport, options: options)
-        }
-        do {
-            return try await connect(peer, through: central, options: options, hooks: hooks)
-        } catch {
-            await central.close()
-            throw error
-        }
-    }
-
     /// Connects to `peer` through an open `central` (which the caller keeps) and exchanges the
     /// MTU; `close()` then leaves the central open when `ownsCentral` is false. `link`: a link
     /// already made to `peer`.
     package static func connect(
         _ peer: PeerAddress, through central: any Central, options: AdapterOptions, hooks: SessionHooks,
-        ownsCentral: Bool = true, link given: CentralLink? = nil
+        ownsCentral: Bool, link given: CentralLink? = nil
     ) async throws -> GATTSession {
         let link: CentralLink
         if let given { link = given } else { link = try await central.link(to: peer, timeout: options.timeout) }

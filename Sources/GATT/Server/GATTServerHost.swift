@@ -97,12 +97,15 @@ public actor GATTServerHost {
 
     /// Opens an ``ATTConnection`` over `channel` that serves this server from its first PDU
     /// (no request can arrive before the handler is in place), as a new client at `security`.
-    /// The client is forgotten when the bearer closes.
+    /// The client is forgotten when the bearer closes. `registered` learns the client's
+    /// identifier before the first PDU can be handled (an application's table of clients).
     public func serve(
         _ channel: any ATTChannel, configuration: ATTBearer.Configuration = ATTBearer.Configuration(),
-        clock: any BluetoothClock = SystemClock(), security: SecurityLevel = .none
+        clock: any BluetoothClock = SystemClock(), security: SecurityLevel = .none,
+        registered: ((GATTServer.ClientID) -> Void)? = nil
     ) -> (connection: ATTConnection, client: GATTServer.ClientID) {
         let id = server.connect(security: security)
+        registered?(id)
         let connection = ATTConnection(
             channel: channel, configuration: configuration, clock: clock, logger: logger,
             serverHandler: { [weak self] pdu in await self?.handle(pdu, from: id) })
