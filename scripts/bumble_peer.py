@@ -9,6 +9,9 @@ H4 parser). On the same virtual link, Bumble `Device`s act as advertising GATT p
                        26 descriptors), name only in the scan response
   --device bluefruit   an Adafruit Bluefruit LE UART: Nordic UART service, RX writes echoed
                        back as TX notifications
+  --device secure      a peripheral that needs pairing: a value readable only encrypted, one
+                       writable only authenticated; pairing as --pairing, --pairing-mitm,
+                       --pairing-io, --passkey say; `PAIRING ...` lines on stdout tell each step
 
 The first line on stdout is `READY tcp:127.0.0.1:PORT`; then `DEVICE <kind> <ADDRESS>/<type>`
 for each peripheral (the SensorTag advertises with a public address, the Bluefruit with a random
@@ -72,7 +75,9 @@ from bumble.gatt import (
     Service,
 )
 from bumble.host import Host
+from bumble.keys import JsonKeyStore, MemoryKeyStore
 from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
 
 # The address our host's controller reports for Read BD_ADDR (a locally administered public
 # address; the link fix below lets a host use it).
@@ -83,6 +88,14 @@ CENTRAL_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F6'
 # the Bluefruit with a random static address (two most significant bits set), as the nRF51 does.
 SENSORTAG_ADDRESS = '54:6C:0E:12:34:56'
 BLUEFRUIT_ADDRESS = 'DE:AD:BE:EF:0B:F1'
+SECURE_ADDRESS = 'F1:5E:C0:0E:00:01'
+# The secure device's services: a Battery Level anyone may read, and a "Medical" value that needs
+# an encrypted link to read and an authenticated one to write (the pairing tests' target).
+SECURE_SERVICE = '0000FEE0-0000-1000-8000-00805F9B34FB'
+SECURE_READ_ENCRYPTED = '0000FEE1-0000-1000-8000-00805F9B34FB'
+SECURE_WRITE_AUTHENTICATED = '0000FEE2-0000-1000-8000-00805F9B34FB'
+# Pairing as --pairing-* say (set in main()).
+PAIRING = {'sc': True, 'mitm': False, 'bonding': True, 'io': 'none', 'passkey': 123456, 'keystore': None}
 
 TI_BASE = 'F000{:04X}-0451-4000-B000-000000000000'
 NUS_SERVICE = '6E400001-B5A3-F393-E0A9-E50E24DCCA9E'
@@ -662,9 +675,92 @@ def add_bluefruit(device: Device) -> None:
 
 
 # kind -> (name, address, address type, builder)
+class FixedPairingDelegate(PairingDelegate):
+    """Answers pairing as a device with fixed IO: displays or types PAIRING['passkey'], accepts
+    numeric comparison, and prints each step as a `PAIRING ...` line on stdout for the tests."""
+
+    IO = {
+        'none': PairingDelegate.NO_OUTPUT_NO_INPUT,
+        'display': PairingDelegate.DISPLAY_OUTPUT_ONLY,
+        'keyboard': PairingDelegate.KEYBOARD_INPUT_ONLY,
+        'yesno': PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+        'keyboard-display': PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+    }
+
+    def __init__(self):
+        super().__init__(io_capability=self.IO[PAIRING['io']])
+
+    async def accept(self):
+        return True
+
+    async def confirm(self, auto=False):
+        return True
+
+    async def compare_numbers(self, number, digits):
+        print(f'PAIRING compare {number:0{digits}d}', flush=True)
+        return True
+
+    async def get_number(self):
+        print(f'PAIRING entered {PAIRING["passkey"]:06d}', flush=True)
+        return PAIRING['passkey']
+
+    async def generate_passkey(self):
+        return PAIRING['passkey']
+
+    async def display_number(self, number, digits):
+        print(f'PAIRING display {number:0{digits}d}', flush=True)
+
+
+def add_secure(device: Device) -> None:
+    battery = Characteristic(uuid16(0x2A19), READ | NOTIFY, READABLE, bytes([77]))
+    battery.descriptors = [cccd(device, battery)]
+    encrypted = Characteristic(UUID(SECURE_READ_ENCRYPTED), READ, Characteristic.READ_REQUIRES_ENCRYPTION,
+                               b'heart rate 72')
+    authenticated = Characteristic(
+        UUID(SECURE_WRITE_AUTHENTICATED), READ | WRITE,
+        Characteristic.READ_REQUIRES_AUTHENTICATION | Characteristic.WRITE_REQUIRES_AUTHENTICATION, b'\x00')
+    device.add_services([
+        gap_service('Secure Sensor', 0x0000, struct.pack('<HHHH', 16, 60, 0, 400)),
+        gatt_service(device),
+        Service(uuid16(0x180F), [battery]),
+        Service(UUID(SECURE_SERVICE), [encrypted, authenticated]),
+    ])
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=PAIRING['sc'], mitm=PAIRING['mitm'], bonding=PAIRING['bonding'], delegate=FixedPairingDelegate())
+    device.keystore = (JsonKeyStore(namespace=None, filename=PAIRING['keystore']) if PAIRING['keystore']
+                       else MemoryKeyStore())
+
+    def on_connection(connection):
+        connection.on('pairing', lambda keys: print(f'PAIRING done {keys_line(keys)}', flush=True))
+        connection.on('pairing_failure', lambda reason: print(f'PAIRING failed {int(reason)}', flush=True))
+        connection.on('encryption_change', lambda *args: print(
+            f'PAIRING encrypted {int(connection.encryption)}', flush=True))
+
+    device.on('connection', on_connection)
+
+
+def keys_line(keys) -> str:
+    """What Bumble stored, for the tests to compare with ours (hex, PDU octet order). Bumble names
+    a legacy LTK by the role that uses it to encrypt: `ltk_central` is the one the peripheral
+    distributed (the central encrypts with it), `ltk_peripheral` the one the central distributed."""
+    parts = []
+    if keys.ltk is not None:
+        parts.append(f'ltk={keys.ltk.value.hex()}')
+    if keys.ltk_peripheral is not None:
+        parts.append(f'ltk_peripheral={keys.ltk_peripheral.value.hex()} ediv={keys.ltk_peripheral.ediv} '
+                     f'rand={keys.ltk_peripheral.rand.hex()}')
+    if keys.ltk_central is not None:
+        parts.append(f'ltk_central={keys.ltk_central.value.hex()} central_ediv={keys.ltk_central.ediv} '
+                     f'central_rand={keys.ltk_central.rand.hex()}')
+    if keys.irk is not None:
+        parts.append(f'irk={keys.irk.value.hex()}')
+    return ' '.join(parts)
+
+
 DEVICES = {
     'sensortag': ('CC2650 SensorTag', SENSORTAG_ADDRESS, 'public', add_sensortag),
     'bluefruit': ('Adafruit Bluefruit LE', BLUEFRUIT_ADDRESS, 'random', add_bluefruit),
+    'secure': ('Secure Sensor', SECURE_ADDRESS, 'random', add_secure),
 }
 
 
@@ -690,6 +786,8 @@ async def run_command(line: str, devices: dict) -> str:
                                             is at HANDLE, as fast as the link takes them; value =
                                             the 4-octet big-endian sequence number (honours the CCCD)
     indicate KIND HANDLE COUNT              COUNT indications, each awaiting its confirmation
+    forget KIND                             the peripheral deletes its bonds (it lost the bond)
+    request-security KIND                   the peripheral sends an SMP Security Request
     """
     words = line.split()
     if len(words) < 2 or words[1] not in devices:
@@ -716,6 +814,17 @@ async def run_command(line: str, devices: dict) -> str:
                 else:
                     await asyncio.wait_for(device.indicate_subscriber(connection, attribute, value), 10)
             return f'RESULT ok {verb} {count}'
+        if verb == 'forget':
+            # The peripheral loses its bonds (a factory reset): the next encryption finds no key.
+            if device.keystore is not None:
+                for name, _ in await device.keystore.get_all():
+                    await device.keystore.delete(name)
+            return 'RESULT ok forget'
+        if verb == 'request-security':
+            outcome = device.request_pairing(connection)
+            if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
+                await asyncio.wait_for(outcome, 5)
+            return 'RESULT ok request-security'
         if verb == 'disconnect':
             reason = int(words[2], 0) if len(words) > 2 else hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR
             await asyncio.wait_for(connection.disconnect(reason), 5)
@@ -845,8 +954,17 @@ def main() -> None:
                         help='the exposed controller claims the extended scanning and initiating commands')
     parser.add_argument('--central-port', type=int, default=None,
                         help='also expose a second controller (a central for another host) on this TCP port (0: any)')
+    parser.add_argument('--pairing', choices=['sc', 'legacy'], default='sc',
+                        help='the secure device pairs with Secure Connections (default) or legacy only')
+    parser.add_argument('--pairing-mitm', action='store_true', help='the secure device asks for MITM protection')
+    parser.add_argument('--pairing-io', choices=sorted(FixedPairingDelegate.IO), default='none',
+                        help='the secure device\'s IO capability (default none)')
+    parser.add_argument('--passkey', type=int, default=123456, help='the passkey it displays or types')
+    parser.add_argument('--keystore', default=None, help='a JSON key store file for the secure device')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
+    PAIRING.update(sc=arguments.pairing == 'sc', mitm=arguments.pairing_mitm, io=arguments.pairing_io,
+                   passkey=arguments.passkey, keystore=arguments.keystore)
     if not 23 <= arguments.mtu <= 517:
         parser.error('--mtu must be within 23...517')
     if arguments.acl_buffers < 1:

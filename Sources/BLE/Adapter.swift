@@ -30,6 +30,8 @@ public actor Adapter {
     /// When the adapter opened: notification times count from here.
     package nonisolated let epoch = ContinuousClock.now
     nonisolated let serviceCache = ServiceCache()
+    /// The pairing delegate and the bonds.
+    nonisolated let securityContext: SecurityContext
 
     private var closed = false
     private var scans = ScanHub()
@@ -44,6 +46,9 @@ public actor Adapter {
         self.options = options
         self.hooks = hooks
         address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
+        securityContext = SecurityContext(
+            store: BondStore(directory: options.bondsDirectory, warning: options.warning),
+            allowRepair: options.allowRepair, warning: options.warning)
     }
 
     /// Opens the controller `transport` names: `hciN` or `hci:N` (the kernel's own host),
@@ -193,7 +198,9 @@ public actor Adapter {
         } catch {
             throw BLEError.from(error, doing: "connecting to \(peer)")
         }
-        let peripheral = await Peripheral.make(session: session, epoch: epoch, cache: serviceCache) { [weak self] ended in
+        let peripheral = await Peripheral.make(
+            session: session, epoch: epoch, cache: serviceCache, securityContext: securityContext, localAddress: address
+        ) { [weak self] ended in
             await self?.forget(ended)
         }
         connected[ObjectIdentifier(peripheral)] = peripheral
@@ -238,6 +245,47 @@ public actor Adapter {
                     "connecting to \(address): neither as a public nor as a random address within \(timeout) "
                         + "(random: \(error.message))", kind: error.kind, exitCode: error.exitCode)
             }
+        }
+    }
+
+    /// Connects to `peer` and raises the link to `security` before returning: encrypts with the
+    /// bond when it gives that level (no SMP PDU), else pairs (Vol 3, Part C, §10.3). `.none`
+    /// connects only. Pairing needs the user-space host; on the kernel path connect with
+    /// `--security` instead (the kernel pairs).
+    public func connect(
+        to peer: PeerAddress, security: SecurityLevel, timeout: Duration = .seconds(30)
+    ) async throws(BLEError) -> Peripheral {
+        let peripheral = try await connect(to: peer, timeout: timeout)
+        do {
+            try await peripheral.ensureSecurity(security)
+        } catch {
+            await peripheral.disconnect()
+            throw error
+        }
+        return peripheral
+    }
+
+    /// Who answers pairing's questions (passkeys, numeric comparison); nil: nobody, and pairings
+    /// that need the user fail.
+    public func setPairingDelegate(_ delegate: (any PairingDelegate)?) {
+        securityContext.delegate = delegate
+    }
+
+    /// The bonds of this adapter's controller address.
+    public func bonds() async -> [Bond] {
+        securityContext.store.bonds(local: address.address)
+    }
+
+    /// Forgets the bond with `peer` (its file is removed); throws when there is none.
+    public func removeBond(_ peer: PeerAddress) async throws(BLEError) {
+        do {
+            guard try securityContext.store.remove(local: address.address, peer: peer) else {
+                throw BLEError("no bond with \(peer.address) on \(address.address)", kind: "notFound")
+            }
+        } catch let error as BLEError {
+            throw error
+        } catch {
+            throw BLEError("removing the bond with \(peer.address): \(error)", kind: "bonds")
         }
     }
 

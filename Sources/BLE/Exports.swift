@@ -10,7 +10,11 @@
 @_exported import struct GATT.CharacteristicProperties
 @_exported import struct GATT.DescriptorDefinition
 @_exported import struct GATT.ServiceDefinition
+@_exported import enum GATT.SecurityLevel
 @_exported import struct HCI.HCIStatus
+@_exported import enum Security.IOCapability
+@_exported import struct Security.LongTermKey
+@_exported import struct Security.PairingOptions
 
 import GATT
 

@@ -44,6 +44,11 @@ public actor Peripheral {
     private let stateBroadcast: StateBroadcast
     private let epoch: ContinuousClock.Instant
     private let cache: ServiceCache
+    /// The adapter's pairing delegate and bond store.
+    let securityContext: SecurityContext
+    /// Our controller's address (the bond's `local`).
+    let localAddress: PeerAddress
+    private var currentSecurity: SecurityLevel = .none
     private var negotiatedMTU: Int
     private var discovered: [RemoteService]?
     private var localDisconnect = false
@@ -55,22 +60,53 @@ public actor Peripheral {
     /// Where the connection is now.
     public var state: PeripheralState { stateBroadcast.current }
 
-    init(session: GATTSession, mtu: Int, epoch: ContinuousClock.Instant, cache: ServiceCache) {
+    /// The link's security as this host established it (Vol 3, Part C, §10.2): `.none` until
+    /// it encrypts with a bond or pairs (on the kernel path the kernel's own encryption is not
+    /// seen here).
+    public var securityLevel: SecurityLevel { currentSecurity }
+
+    func raiseSecurityLevel(to level: SecurityLevel) {
+        if level > currentSecurity { currentSecurity = level }
+    }
+
+    init(
+        session: GATTSession, mtu: Int, epoch: ContinuousClock.Instant, cache: ServiceCache,
+        securityContext: SecurityContext, localAddress: PeerAddress
+    ) {
         self.peer = session.peer
         self.session = session
         self.negotiatedMTU = mtu
         self.epoch = epoch
         self.cache = cache
+        self.securityContext = securityContext
+        self.localAddress = localAddress
         self.stateBroadcast = StateBroadcast(.connected)
     }
 
     /// Makes the peripheral of an open session and watches its link; `ended` runs once the
     /// link is gone.
     static func make(
-        session: GATTSession, epoch: ContinuousClock.Instant, cache: ServiceCache,
-        ended: @escaping @Sendable (Peripheral) async -> Void
+        session: GATTSession, epoch: ContinuousClock.Instant, cache: ServiceCache, securityContext: SecurityContext,
+        localAddress: PeerAddress, ended: @escaping @Sendable (Peripheral) async -> Void
     ) async -> Peripheral {
-        let peripheral = Peripheral(session: session, mtu: await session.client.mtu, epoch: epoch, cache: cache)
+        let peripheral = Peripheral(
+            session: session, mtu: await session.client.mtu, epoch: epoch, cache: cache,
+            securityContext: securityContext, localAddress: localAddress)
+        if let manager = session.link.securityManager {
+            // A peripheral's Security Request (§3.6.7): encrypt with the bond, or pair.
+            let warning = securityContext.warning
+            let peer = session.peer
+            Task {
+                for await requirements in manager.securityRequests {
+                    let level: SecurityLevel = requirements.contains(.mitm) ? .authenticated : .encrypted
+                    do {
+                        try await peripheral.ensureSecurity(level)
+                    } catch {
+                        warning("\(peer) asked for security (Security Request): \(error)")
+                    }
+                }
+            }
+        }
         let link = session.link
         let connection = session.connection
         Task {
@@ -129,10 +165,13 @@ public actor Peripheral {
 
     /// The whole value at `handle` (Read, then Read Blob while a response fills ATT_MTU − 1).
     public func read(handle: UInt16) async throws(BLEError) -> [UInt8] {
-        do {
-            return try await client.read(handle: handle)
-        } catch {
-            throw BLEError.gatt(error, doing: "reading handle 0x\(hex4(handle))")
+        let client = client
+        return try await withSecurityRetry { () async throws(BLEError) -> [UInt8] in
+            do throws(GATTError) {
+                return try await client.read(handle: handle)
+            } catch {
+                throw BLEError.gatt(error, doing: "reading handle 0x\(hex4(handle))")
+            }
         }
     }
 
@@ -146,6 +185,12 @@ public actor Peripheral {
     /// Writes the value at `handle`; see ``write(_:to:withResponse:)``.
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.9.1, §4.9.3, §4.9.4
     public func write(_ value: [UInt8], handle: UInt16, withResponse: Bool = true) async throws(BLEError) {
+        try await withSecurityRetry { () async throws(BLEError) in
+            try await writeOnce(value, handle: handle, withResponse: withResponse)
+        }
+    }
+
+    private func writeOnce(_ value: [UInt8], handle: UInt16, withResponse: Bool) async throws(BLEError) {
         let what = "writing handle 0x\(hex4(handle))"
         if !withResponse, value.count > negotiatedMTU - 3 {
             throw BLEError(
@@ -174,7 +219,9 @@ public actor Peripheral {
     public func subscribe(to characteristic: BluetoothUUID) async throws(BLEError) -> Subscription {
         let what = "subscribing to \(characteristic)"
         let located = try await locate(characteristic, doing: what)
-        return try await subscribe(located, doing: what)
+        return try await withSecurityRetry { () async throws(BLEError) -> Subscription in
+            try await subscribe(located, doing: what)
+        }
     }
 
     private func subscribe(_ characteristic: RemoteCharacteristic, doing what: String) async throws(BLEError) -> Subscription {

@@ -47,6 +47,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         var parameters: Parameters
         var disconnectionReason: HCIStatus?
         var parameterUpdates = 0
+        var encryptionKeySize: Int?
     }
 
     private let state: Mutex<State>
@@ -79,6 +80,14 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     public var disconnectionReason: HCIStatus? { state.withLock { $0.disconnectionReason } }
 
     public var isConnected: Bool { disconnectionReason == nil }
+
+    /// The link's encryption key size in octets while it is encrypted (Encryption Change v2
+    /// gives it; after v1 the size pairing negotiated, or 16), nil while it is not.
+    public var encryptionKeySize: Int? { state.withLock { $0.encryptionKeySize } }
+
+    func encryptionChanged(enabled: Bool, keySize: Int?) {
+        state.withLock { $0.encryptionKeySize = enabled ? (keySize ?? $0.encryptionKeySize ?? 16) : nil }
+    }
 
     func updated(_ parameters: Parameters) {
         state.withLock {

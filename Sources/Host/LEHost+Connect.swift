@@ -42,6 +42,7 @@ extension LEHost {
         case connection
         case disconnection(UInt16)
         case update(UInt16)
+        case encryption(UInt16)
     }
 
     /// How a wait ended.
@@ -50,6 +51,7 @@ extension LEHost {
         case connectFailed(HCIStatus)
         case disconnected(DisconnectionCompleteEvent)
         case updated(LEConnectionUpdateCompleteEvent)
+        case encryption(LEEncryptionOutcome)
         case timedOut
         case cancelled
         case closed(String)
@@ -165,10 +167,10 @@ extension LEHost {
                 throw .connectTimeout(address: address, timeout: timeout)
             case .closed(let reason):
                 throw .closed(reason)
-            case .timedOut, .cancelled, .disconnected, .updated:
+            case .timedOut, .cancelled, .disconnected, .updated, .encryption:
                 throw .timeout("the cancelled LE Connection Complete for \(address)")
             }
-        case .disconnected, .updated:
+        case .disconnected, .updated, .encryption:
             throw .timeout("LE Connection Complete for \(address)")
         }
     }
@@ -294,6 +296,7 @@ extension LEHost {
             logger.info("\(connection) down: \(complete.reason)")
             peripheralConnectionEnded(handle: complete.connectionHandle)
             signal(.update(complete.connectionHandle), .disconnected(complete))
+            signal(.encryption(complete.connectionHandle), .disconnected(complete))
         }
         signal(.disconnection(complete.connectionHandle), .disconnected(complete))
     }

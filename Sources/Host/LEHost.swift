@@ -41,6 +41,8 @@ public actor LEHost {
         public var cancelTimeout: Duration = .seconds(2)
         /// Bound on the wait for Disconnection Complete.
         public var disconnectTimeout: Duration = .seconds(5)
+        /// How long LE Enable Encryption may wait for Encryption Change (or Key Refresh).
+        public var encryptionTimeout: Duration = .seconds(10)
         /// Bound on the wait for LE Connection Update Complete.
         public var updateTimeout: Duration = .seconds(10)
         /// Connection parameters of LE Create Connection: 30–50 ms, latency 0, 4 s timeout.
@@ -233,7 +235,9 @@ public actor LEHost {
                         }
                         l2cap.receive(event)
                         switch event {
-                        case .leMeta, .disconnectionComplete:
+                        case .leMeta, .disconnectionComplete, .encryptionChange:
+                            await self?.handle(event)
+                        case .unknown(let code, _) where code == .encryptionKeyRefreshComplete:
                             await self?.handle(event)
                         case .dataBufferOverflow:
                             logger.error("controller: \(event)")
@@ -343,6 +347,10 @@ public actor LEHost {
         switch event {
         case .disconnectionComplete(let complete):
             disconnected(complete)
+        case .encryptionChange(let change):
+            encryptionChanged(change)
+        case .unknown:
+            if let refresh = EncryptionKeyRefreshCompleteEvent(event) { keyRefreshed(refresh) }
         case .leMeta(let meta):
             switch meta {
             case .advertisingReport, .extendedAdvertisingReport, .directedAdvertisingReport:

@@ -28,6 +28,8 @@ final class BumblePeer: @unchecked Sendable {
     private let stdoutDescriptor: Int32
     /// Bytes read from stdout after the announcement lines, not yet a whole line.
     private var pending: [UInt8]
+    /// Lines other than RESULT seen after the announcement (`PAIRING ...`), in order.
+    private var events: [String] = []
     private let commandLock = NSLock()
 
     /// The package root: two levels above this file's directory.
@@ -61,12 +63,12 @@ final class BumblePeer: @unchecked Sendable {
     /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
     init(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
-        readyTimeout: Double = 20
+        readyTimeout: Double = 20, arguments extra: [String] = []
     ) throws {
         // The peer exits when its stdin closes.
         process = try ChildProcess(
             ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
-                + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : []),
+                + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : []) + extra,
             stdinPipe: true)
 
         var lines: [String] = []
@@ -124,20 +126,63 @@ final class BumblePeer: @unchecked Sendable {
         while true {
             let next = try Self.readLines(stdoutDescriptor, count: 1, timeout: timeout, buffer: &pending)
             if let result = next.first, result.hasPrefix("RESULT ") { return String(result.dropFirst(7)) }
+            events += next
+        }
+    }
+
+    /// The first line (other than RESULT) starting with `prefix` not taken before, waiting at
+    /// most `timeout` seconds; it and the lines before it are taken.
+    func event(startingWith prefix: String, timeout: Double = 10) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    continuation.resume(returning: try self.eventBlocking(prefix, timeout: timeout))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// The lines seen so far that start with `prefix`, without waiting.
+    func seenEvents(startingWith prefix: String) -> [String] {
+        commandLock.lock()
+        defer { commandLock.unlock() }
+        // One line at a time: a timeout loses nothing (a partial line stays in `pending`).
+        while let more = try? Self.readLines(stdoutDescriptor, count: 1, timeout: 0.2, buffer: &pending) { events += more }
+        return events.filter { $0.hasPrefix(prefix) }
+    }
+
+    private func eventBlocking(_ prefix: String, timeout: Double) throws -> String {
+        commandLock.lock()
+        defer { commandLock.unlock() }
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            if let index = events.firstIndex(where: { $0.hasPrefix(prefix) }) {
+                let line = events[index]
+                events.removeFirst(index + 1)
+                return line
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw StartFailure(description: "no `\(prefix)` line within \(timeout) s (saw \(events))") }
+            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            events += try Self.readLines(stdoutDescriptor, count: 1, timeout: seconds, buffer: &pending)
         }
     }
 
     /// Starts the peer from a thread of its own: waiting for READY must not hold a Swift
     /// concurrency thread (on Linux the pool is small and shared with Dispatch).
     static func start(
-        devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60
+        devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
+        arguments: [String] = []
     ) async throws -> BumblePeer {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
                     continuation.resume(
                         returning: try BumblePeer(
-                            devices: kinds, mtu: mtu, extendedCommands: extendedCommands, lifetime: lifetime))
+                            devices: kinds, mtu: mtu, extendedCommands: extendedCommands, lifetime: lifetime,
+                            arguments: arguments))
                 } catch {
                     continuation.resume(throwing: error)
                 }

@@ -15,5 +15,10 @@ package struct AdapterOptions: Sendable {
     /// accept): the library never prints; `gattclient` writes them to standard error.
     package var warning: @Sendable (String) -> Void = { _ in }
 
+    /// `--bonds DIR`: where bonds are kept (else the environment's default, ``BondStore``).
+    package var bondsDirectory: String?
+    /// `--repair`: a peer that lost its bond is paired again rather than refused.
+    package var allowRepair = false
+
     package init() {}
 }

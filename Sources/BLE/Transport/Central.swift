@@ -5,6 +5,7 @@ import Bluetooth
 import HCI
 import L2CAP
 import Emulator
+import Security
 import Synchronization
 
 /// What the GATT commands need from a transport: an ATT channel to a peripheral.
@@ -56,6 +57,12 @@ package struct CentralLink: Sendable {
     package var ended: (@Sendable () async -> HCIStatus?)?
     /// Ends the link (HCI Disconnect with Remote User Terminated Connection, or closing the socket).
     package var disconnect: @Sendable () async -> Void
+
+    /// The link's Security Manager, where we run SMP ourselves (the user-space host); nil on
+    /// the kernel path, where the kernel pairs.
+    package var securityManager: SecurityManager?
+    /// The link's encryption key size while it is encrypted, where the transport knows it.
+    package var encryptionKeySize: (@Sendable () -> Int?)?
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,

@@ -7,6 +7,7 @@ import Bluetooth
 import HCI
 import L2CAP
 import Emulator
+import Security
 import Synchronization
 
 /// Scanning on each transport: the user-space host's own scan, the kernel's raw HCI socket
@@ -70,7 +71,7 @@ package final class UserSpaceCentral: Central, Scanner {
     /// The link with its HCI disconnection reason, ended with HCI Disconnect.
     package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
         do {
-            return link(try await host.connect(to: peer.address, type: peer.type, timeout: timeout))
+            return await link(try await host.connect(to: peer.address, type: peer.type, timeout: timeout))
         } catch {
             throw BLEError("connecting to \(peer): \(error)", kind: "connect")
         }
@@ -87,18 +88,40 @@ package final class UserSpaceCentral: Central, Scanner {
             throw BLEError("connecting to \(address) (public or random): \(error)", kind: "connect")
         }
         let type = connection.peerAddressType.addressType ?? .public
-        return (link(connection), PeerAddress(address: address, type: type))
+        return (await link(connection), PeerAddress(address: address, type: type))
     }
 
-    private func link(_ connection: LEConnection) -> CentralLink {
+    /// The link of a connection we made: its HCI reason, HCI Disconnect, and our Security
+    /// Manager on its SMP channel from the start (a peripheral's Security Request is heard).
+    private func link(_ connection: LEConnection) async -> CentralLink {
         let host = host
-        return CentralLink(
+        var link = CentralLink(
             channel: connection.channel,
             ended: {
                 for await reason in connection.disconnected { return reason }
                 return connection.disconnectionReason
             },
             disconnect: { _ = try? await host.disconnect(connection, reason: .remoteUserTerminatedConnection) })
+        link.encryptionKeySize = { connection.encryptionKeySize }
+        if let pdus = try? await host.securityManagerPDUs(connection) {
+            let io = SecurityManagerIO(
+                incoming: pdus,
+                send: { pdu in try host.sendSecurityManagerPDU(pdu, on: connection) },
+                encrypt: { key in
+                    let outcome = try await host.encrypt(connection, longTermKey: key.key, ediv: key.ediv, rand: key.rand)
+                    return (outcome.status.rawValue, outcome.enabled)
+                })
+            let local = host.info.address
+            let manager = SecurityManager(
+                io: io,
+                addresses: PairingInitiator.Addresses(
+                    initiator: local, initiatorType: .public, responder: connection.peerAddress,
+                    responderType: connection.peerAddressType.addressType ?? .public),
+                identity: IdentityAddressInformation(addressType: .public, address: local))
+            await manager.start()
+            link.securityManager = manager
+        }
+        return link
     }
 
     package func scan(_ options: LEScanParameters) async throws -> AsyncThrowingStream<ScanEvent, any Error> {

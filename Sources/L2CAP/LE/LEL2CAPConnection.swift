@@ -11,6 +11,8 @@ public struct LEL2CAPConnection: Sendable {
     public enum Action: Hashable, Sendable {
         /// An ATT PDU from the peer, for the bearer.
         case deliverATT([UInt8])
+        /// An SMP PDU from the peer, for the host's Security Manager of this connection.
+        case deliverSMP([UInt8])
         /// A frame to send to the peer (a signaling or SMP answer).
         case send(L2CAPBasicFrame)
         /// The host should issue HCI_LE_Connection_Update with these parameters (Interval
@@ -25,6 +27,9 @@ public struct LEL2CAPConnection: Sendable {
     private var reassembler: L2CAPReassembler
     private let signaling: LESignalingResponder
     private let securityManager: (any LESecurityManagerChannel)?
+    /// The host runs a Security Manager on this connection (pairing): SMP goes up to it rather
+    /// than to the shared responder.
+    public var deliversSecurityManager = false
 
     /// `maximumFrameLength` bounds the L2CAP Length accepted from the peer (the largest ATT PDU
     /// is 517 octets; the default leaves room for any SDU up to the L2CAP maximum).
@@ -82,6 +87,10 @@ public struct LEL2CAPConnection: Sendable {
             if let update = outcome.connectionParameterUpdate { actions.append(.updateConnectionParameters(update)) }
             if let report = outcome.report { actions.append(.report(report)) }
         case L2CAPBasicFrame.securityManagerCID:
+            if deliversSecurityManager {
+                actions.append(.deliverSMP(Array(frame.payload)))
+                return
+            }
             guard let securityManager else {
                 actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
                 return

@@ -14,6 +14,8 @@ public struct LEL2CAPMultiplexer: Sendable {
         case transmit(ACLDataPacket)
         /// An ATT PDU from the peer on this connection.
         case deliverATT(handle: UInt16, sdu: [UInt8])
+        /// An SMP PDU from the peer, for the host's Security Manager of this connection.
+        case deliverSMP(handle: UInt16, pdu: [UInt8])
         /// Issue HCI_LE_Connection_Update on this connection with these parameters.
         case updateConnectionParameters(handle: UInt16, ConnectionParameterUpdateRequest)
         /// Input on this connection that was dropped, ignored, refused or rejected.
@@ -59,6 +61,25 @@ public struct LEL2CAPMultiplexer: Sendable {
             handle: handle, role: role, maximumFrameLength: maximumFrameLength, securityManager: securityManager)
     }
 
+    /// Hands the connection's SMP (CID 0x0006) to the host's Security Manager from now on
+    /// (``Action/deliverSMP(handle:pdu:)``) instead of the shared responder.
+    public mutating func deliverSecurityManager(handle: UInt16) throws(L2CAPError) {
+        guard connections[handle] != nil else { throw L2CAPError.unknownConnection(handle: handle) }
+        connections[handle]?.deliversSecurityManager = true
+    }
+
+    /// Queues one SMP PDU on a connection and appends the packets that can go now.
+    /// - Throws: `.unknownConnection`, `.queueFull`, `.invalidArgument` (empty or over 65 octets).
+    public mutating func sendSMP(_ pdu: [UInt8], handle: UInt16, into actions: inout [Action]) throws(L2CAPError) {
+        guard !pdu.isEmpty, pdu.count <= 65 else {
+            throw L2CAPError.invalidArgument(context: "SMP PDU", reason: "\(pdu.count) octets, 1 to 65")
+        }
+        guard connections[handle] != nil else { throw L2CAPError.unknownConnection(handle: handle) }
+        try flowControl.enqueue(
+            pdu: Self.encodeFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: pdu[...]), handle: handle)
+        drain(into: &actions)
+    }
+
     /// Queues one ATT PDU on a connection and appends the packets that can go now.
     /// - Throws: `.unknownConnection`, `.queueFull`, `.invalidArgument` (empty or over 65535).
     public mutating func sendATT(_ sdu: [UInt8], handle: UInt16, into actions: inout [Action]) throws(L2CAPError) {
@@ -91,6 +112,8 @@ public struct LEL2CAPMultiplexer: Sendable {
             switch action {
             case .deliverATT(let sdu):
                 actions.append(.deliverATT(handle: handle, sdu: sdu))
+            case .deliverSMP(let pdu):
+                actions.append(.deliverSMP(handle: handle, pdu: pdu))
             case .send(let frame):
                 do {
                     try flowControl.enqueue(pdu: frame.encode(), handle: handle)

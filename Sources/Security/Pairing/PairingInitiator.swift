@@ -139,6 +139,8 @@ public struct PairingInitiator: Sendable {
     let localIRK: [UInt8]?
     var usedKeyPair: P256KeyPair?
     var pendingPeerKeys: [SecurityManagerCode] = []
+    /// Key distribution PDUs that came before our Encryption Change.
+    var earlyKeys: [SecurityManagerPDU] = []
 
     var phase: Phase = .idle
     var request: PairingRequest
@@ -257,6 +259,10 @@ public struct PairingInitiator: Sendable {
             receivedDHKeyCheck(check, into: &actions)
         case (.distributing, _):
             receivedKey(pdu, into: &actions)
+        case (.awaitingEncryption, _) where Self.isKeyDistribution(pdu.code):
+            // The peer sends its keys as soon as its side is encrypted; the host may see them
+            // before our Encryption Change: they wait for it.
+            earlyKeys.append(pdu)
         default:
             fail(.unspecifiedReason, "unexpected \(pdu.code) while \(phase)", into: &actions)
         }
@@ -304,10 +310,21 @@ public struct PairingInitiator: Sendable {
             return
         }
         phase = .distributing
-        if pendingPeerKeys.isEmpty { distributeOurKeys(into: &actions) }
+        if pendingPeerKeys.isEmpty {
+            distributeOurKeys(into: &actions)
+            return
+        }
+        let early = earlyKeys
+        earlyKeys = []
+        for pdu in early where phase == .distributing { receivedKey(pdu, into: &actions) }
     }
 
     // MARK: - Shared steps
+
+    static func isKeyDistribution(_ code: SecurityManagerCode) -> Bool {
+        [.encryptionInformation, .centralIdentification, .identityInformation, .identityAddressInformation,
+         .signingInformation].contains(code)
+    }
 
     mutating func fail(_ reason: PairingFailedReason, _ why: String, into actions: inout [Action]) {
         phase = .failed

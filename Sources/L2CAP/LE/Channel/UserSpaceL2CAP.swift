@@ -48,6 +48,8 @@ public final class UserSpaceL2CAP: Sendable {
         let id: UInt64
         let queue: ATTSDUQueue
         let status: ChannelStatus
+        /// The connection's SMP PDUs, for the host's Security Manager (when attached).
+        var securityManager: AsyncStream<[UInt8]>.Continuation?
         /// Whether the user closed it or it failed: incoming SDUs are dropped.
         var isClosed = false
     }
@@ -137,6 +139,7 @@ public final class UserSpaceL2CAP: Sendable {
             guard state.shutDownReason == nil else { return }
             state.shutDownReason = reason
             for (handle, channel) in state.channels {
+                channel.securityManager?.finish()
                 channel.status.close(.transportClosed(reason))
                 channel.queue.finish(throwing: L2CAPError.transportClosed(reason))
                 state.multiplexer.disconnected(handle: handle, reason: Self.closeReason, into: &state.scratch)
@@ -156,6 +159,34 @@ public final class UserSpaceL2CAP: Sendable {
     /// Credits the host holds.
     public var availableCredits: Int {
         state.withLock { $0.multiplexer.flowControl.availableCredits }
+    }
+
+    /// Hands the connection's SMP to the caller: every PDU the peer sends on CID 0x0006 from
+    /// now on, in order; the stream finishes when the connection ends. At most one per connection.
+    public func securityManagerPDUs(handle: UInt16) throws(L2CAPError) -> AsyncStream<[UInt8]> {
+        // Bounded by SMP itself: a peer gets one answer per command, so a handful waits at most;
+        // the limit only stops a flooding peer from growing memory.
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(64))
+        try state.withLock { (state: inout State) throws(L2CAPError) in
+            if let reason = state.shutDownReason { throw L2CAPError.transportClosed(reason) }
+            guard state.channels[handle] != nil else { throw L2CAPError.unknownConnection(handle: handle) }
+            guard state.channels[handle]?.securityManager == nil else {
+                throw L2CAPError.invalidArgument(context: "SMP", reason: "a Security Manager is attached already")
+            }
+            try state.multiplexer.deliverSecurityManager(handle: handle)
+            state.channels[handle]?.securityManager = continuation
+        }
+        return stream
+    }
+
+    /// Sends one SMP PDU on a connection (CID 0x0006).
+    public func sendSecurityManagerPDU(_ pdu: [UInt8], handle: UInt16) throws(L2CAPError) {
+        try state.withLock { (state: inout State) throws(L2CAPError) in
+            if let reason = state.shutDownReason { throw L2CAPError.transportClosed(reason) }
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            try state.multiplexer.sendSMP(pdu, handle: handle, into: &actions)
+        }
     }
 
     // MARK: channel side
@@ -199,6 +230,10 @@ public final class UserSpaceL2CAP: Sendable {
                 outputContinuation.yield(.acl(packet))
             case .deliverATT(let handle, let sdu):
                 deliver(sdu, handle: handle, state: &state)
+            case .deliverSMP(let handle, let pdu):
+                if state.channels[handle]?.securityManager?.yield(pdu) == nil {
+                    logger.debug("connection \(l2capHex(handle, 4)): SMP PDU with no Security Manager, dropped")
+                }
             case .updateConnectionParameters(let handle, let request):
                 logger.debug("connection \(l2capHex(handle, 4)): accepted \(request)")
                 outputContinuation.yield(.updateConnectionParameters(handle: handle, request))
@@ -213,6 +248,7 @@ public final class UserSpaceL2CAP: Sendable {
                             + "\(removal.droppedOctets) octets")
                 }
                 if let channel = state.channels.removeValue(forKey: handle) {
+                    channel.securityManager?.finish()
                     channel.status.close(.disconnected(handle: handle, reason: reason))
                     channel.queue.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
                 }

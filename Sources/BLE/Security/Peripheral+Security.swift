@@ -1,0 +1,103 @@
+import ATT
+import GATT
+import Security
+
+extension Peripheral {
+    /// Pairs with the peer as initiator (LE Secure Connections when both support it, else LE
+    /// legacy), encrypts the link with the new key and, when both asked to bond, stores the bond.
+    /// Needs the user-space host (`tcp:`, `unix:`, `serial:`, `hci-user:`, `sim`); on the kernel
+    /// path the kernel pairs (`--security`).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3, §2.4
+    public func pair(_ options: PairingOptions = PairingOptions()) async throws(BLEError) -> Bond {
+        let manager = try securityManager()
+        let result: PairingResult
+        do {
+            result = try await manager.pair(options, agent: securityContext.agent(for: peer))
+        } catch {
+            throw BLEError("pairing with \(peer) failed: \(error)", kind: "pairing")
+        }
+        let bond = Bond(result: result, local: localAddress, peer: peer, pairedAs: "central")
+        raiseSecurityLevel(to: bond.securityLevel)
+        if options.bonding, result.bonded {
+            do {
+                try securityContext.store.save(bond)
+            } catch {
+                throw BLEError("paired with \(peer), but the bond could not be stored: \(error)", kind: "bonds")
+            }
+        }
+        return bond
+    }
+
+    /// Raises the link to `level`: encrypts with the stored bond when it gives that level, else
+    /// pairs (MITM for `.authenticated`, Secure Connections and a 16-octet key for
+    /// `.secureConnections`). A peer that lost the bond is reported; it is paired again only when
+    /// the adapter allows it (`--repair`).
+    package func ensureSecurity(_ level: SecurityLevel, options given: PairingOptions? = nil) async throws(BLEError) {
+        guard level > securityLevel else { return }
+        let manager = try securityManager()
+        if let bond = securityContext.store.bond(local: localAddress.address, peer: peer), bond.securityLevel >= level,
+            let key = bond.peerLTK
+        {
+            let outcome: (status: UInt8, enabled: Bool)
+            do {
+                outcome = try await manager.encrypt(with: key)
+            } catch {
+                throw BLEError("encrypting the link to \(peer) with its bond: \(error)", kind: "security")
+            }
+            if outcome.status == 0, outcome.enabled {
+                raiseSecurityLevel(to: bond.securityLevel)
+                return
+            }
+            // PIN or Key Missing (0x06): the peer no longer has the key (Vol 1, Part F, §2.6).
+            let lost = "\(peer) no longer has the bond (encryption failed with HCI status 0x"
+                + String(outcome.status, radix: 16) + ")"
+            guard securityContext.allowRepair else {
+                throw BLEError(lost + "; pair again with `gattclient pair \(peer.address) --force` or --repair", kind: "security")
+            }
+            securityContext.warning(lost + "; pairing again (--repair)")
+        }
+        var options = given ?? PairingOptions()
+        if level >= .authenticated { options.requireMITM = true }
+        if level == .secureConnections {
+            options.secureConnectionsOnly = true
+            options.minimumKeySize = 16
+        }
+        let bond = try await pair(options)
+        guard bond.securityLevel >= level else {
+            throw BLEError("pairing with \(peer) gave \(bond.securityLevel), not \(level)", kind: "security")
+        }
+    }
+
+    /// The link's Security Manager, or why there is none.
+    func securityManager() throws(BLEError) -> SecurityManager {
+        guard let manager = session.link.securityManager else {
+            throw BLEError(
+                "pairing in user space needs the user-space host (tcp:, unix:, serial:, hci-user:, sim); "
+                    + "on the kernel path the kernel pairs: use --security", kind: "usage", exitCode: .unavailable)
+        }
+        return manager
+    }
+
+    /// An ATT error that more security cures (Vol 3, Part G, §8.1), and the level to ask for.
+    func levelCuring(_ error: BLEError) -> SecurityLevel? {
+        guard session.link.securityManager != nil, let code = error.attError else { return nil }
+        switch code {
+        case .insufficientEncryption: return max(.encrypted, securityLevel)
+        case .insufficientAuthentication: return securityLevel >= .encrypted ? .authenticated : .encrypted
+        case .encryptionKeySizeTooShort: return .secureConnections
+        default: return nil
+        }
+    }
+
+    /// Runs `body`; when the peer answers that the link is not secure enough, raises security
+    /// (bond first, else pairing) and runs it once more.
+    func withSecurityRetry<T: Sendable>(_ body: () async throws(BLEError) -> T) async throws(BLEError) -> T {
+        do {
+            return try await body()
+        } catch {
+            guard let level = levelCuring(error), level > securityLevel else { throw error }
+            try await ensureSecurity(level)
+            return try await body()
+        }
+    }
+}

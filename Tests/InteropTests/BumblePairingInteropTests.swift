@@ -1,0 +1,246 @@
+import BLE
+import Bluetooth
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// Our central pairs with Bumble peripherals (scripts/bumble_peer.py --device secure) over H4/TCP:
+/// Secure Connections and legacy, every association model, bonds stored and compared with the
+/// keys Bumble derived, re-encryption without SMP, a peer that lost the bond, a Security Request.
+@Suite("Interop: pairing with Bumble", .enabled(if: BumblePeer.isAvailable), .serialized)
+struct BumblePairingInteropTests {
+    static let encryptedValue = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
+    static let authenticatedValue = BluetoothUUID("0000FEE2-0000-1000-8000-00805F9B34FB")!
+
+    /// A delegate that types a fixed passkey, confirms comparisons, and records what it saw.
+    final class Delegate: PairingDelegate {
+        let passkey: UInt32
+        private let seen = Mutex<[String]>([])
+        init(passkey: UInt32 = 123_456) { self.passkey = passkey }
+        var log: [String] { seen.withLock { $0 } }
+        func displayPasskey(_ passkey: UInt32, for peer: PeerAddress) async { seen.withLock { $0.append("display \(passkey)") } }
+        func enterPasskey(for peer: PeerAddress) async throws -> UInt32 {
+            seen.withLock { $0.append("enter") }
+            return passkey
+        }
+        func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool {
+            seen.withLock { $0.append("compare \(number)") }
+            return true
+        }
+    }
+
+    static func randOctets(_ rand: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) } }
+
+    static func bondsDirectory() -> String {
+        let path = NSTemporaryDirectory() + "bonds-\(UInt64.random(in: 0...UInt64.max))"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func adapter(_ peer: BumblePeer, bonds: String, repair: Bool = false) async throws -> Adapter {
+        var options = AdapterOptions()
+        options.bondsDirectory = bonds
+        options.allowRepair = repair
+        options.timeout = .seconds(20)
+        return try await Adapter.open(peer.uri.description, options: options)
+    }
+
+    static func securePeer(_ arguments: [String]) async throws -> (BumblePeer, PeerAddress) {
+        let peer = try await BumblePeer.start(devices: ["secure"], lifetime: 90, arguments: arguments)
+        let address = try #require(peer.devices["secure"])
+        return (peer, PeerAddress(address: address, type: .random))
+    }
+
+    @Test("Secure Connections Just Works on demand: Insufficient Encryption pairs, retries, bonds; the LTK is Bumble's")
+    func secureConnectionsJustWorksOnDemand() async throws {
+        let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let bonds = Self.bondsDirectory()
+        try await withTimeout(60, "pairing on demand") {
+            let adapter = try await Self.adapter(peer, bonds: bonds)
+            let device = try await adapter.connect(to: address)
+            #expect(await device.securityLevel == .none)
+            // Read needs encryption: the peer refuses, we pair (Just Works), the read is retried.
+            #expect(try await device.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            #expect(await device.securityLevel == .encrypted)
+            let done = try await peer.event(startingWith: "PAIRING done")
+            let stored = try #require(await adapter.bonds().first)
+            #expect(stored.secureConnections)
+            #expect(!stored.authenticated)
+            #expect(stored.identity == address.address || stored.peer == address.address)
+            let ltk = try #require(stored.peerLTK)
+            #expect(done.contains("ltk=" + Hex.encode(ltk.key)), "ours \(Hex.encode(ltk.key)), Bumble's: \(done)")
+            // The bond file: mode 0600.
+            let files = try FileManager.default.subpathsOfDirectory(atPath: bonds).filter { $0.hasSuffix(".json") }
+            #expect(files.count == 1)
+            let attributes = try FileManager.default.attributesOfItem(atPath: bonds + "/" + files[0])
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            await device.disconnect()
+
+            // Reconnecting encrypts with the bond: no pairing.
+            let again = try await adapter.connect(to: address, security: .encrypted)
+            #expect(await again.securityLevel == .encrypted)
+            #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "no second pairing")
+            await again.disconnect()
+            await adapter.close()
+        }
+    }
+
+    @Test("Passkey Entry (Bumble displays, we enter), authenticated writes; Numeric Comparison")
+    func authenticatedModels() async throws {
+        do {
+            let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "display", "--pairing-mitm"])
+            defer { peer.stop() }
+            try await withTimeout(60, "passkey entry") {
+                let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                let delegate = Delegate()
+                await adapter.setPairingDelegate(delegate)
+                let device = try await adapter.connect(to: address)
+                let bond = try await device.pair(PairingOptions(ioCapability: .keyboardOnly))
+                #expect(bond.authenticated && bond.secureConnections)
+                #expect(delegate.log == ["enter"])
+                #expect(await device.securityLevel == .secureConnections)
+                try await device.write([0x2A], to: Self.authenticatedValue)
+                #expect(try await device.read(Self.authenticatedValue) == [0x2A])
+                await adapter.close()
+            }
+        }
+        do {
+            let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "yesno", "--pairing-mitm"])
+            defer { peer.stop() }
+            try await withTimeout(60, "numeric comparison") {
+                let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                let delegate = Delegate()
+                await adapter.setPairingDelegate(delegate)
+                let device = try await adapter.connect(to: address)
+                let bond = try await device.pair(PairingOptions(ioCapability: .displayYesNo))
+                #expect(bond.authenticated)
+                let bumble = try await peer.event(startingWith: "PAIRING compare")
+                let ours = try #require(delegate.log.first)
+                #expect(ours.hasPrefix("compare "))
+                #expect(Int(bumble.split(separator: " ").last!) == Int(ours.split(separator: " ").last!), "same six digits")
+                await adapter.close()
+            }
+        }
+        do {
+            // We display, Bumble types what we show (it types --passkey: give it ours by choosing it).
+            let (peer, address) = try await Self.securePeer([
+                "--pairing", "sc", "--pairing-io", "keyboard", "--pairing-mitm", "--passkey", "654321",
+            ])
+            defer { peer.stop() }
+            try await withTimeout(60, "we display") {
+                let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                let delegate = Delegate()
+                await adapter.setPairingDelegate(delegate)
+                let device = try await adapter.connect(to: address)
+                // Bumble types 654321 whatever we show: the pairing must fail with Confirm Value
+                // Failed unless we happened to show it, which the random passkey makes 1 in 10^6.
+                do throws(BLEError) {
+                    _ = try await device.pair(PairingOptions(ioCapability: .displayOnly))
+                    Issue.record("pairing succeeded though Bumble typed another passkey")
+                } catch {
+                    #expect(error.kind == "pairing")
+                    #expect(error.message.contains("Confirm Value Failed"))
+                }
+                #expect(delegate.log.first?.hasPrefix("display ") == true)
+                await adapter.close()
+            }
+        }
+    }
+
+    @Test("LE legacy Just Works and Passkey Entry: the peer's LTK, EDIV and Rand are Bumble's; ours too")
+    func legacy() async throws {
+        let (peer, address) = try await Self.securePeer(["--pairing", "legacy", "--pairing-io", "display", "--pairing-mitm"])
+        defer { peer.stop() }
+        try await withTimeout(60, "legacy pairing") {
+            let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+            await adapter.setPairingDelegate(Delegate())
+            let device = try await adapter.connect(to: address)
+            let bond = try await device.pair(PairingOptions(ioCapability: .keyboardDisplay))
+            #expect(!bond.secureConnections)
+            #expect(bond.authenticated)
+            let done = try await peer.event(startingWith: "PAIRING done")
+            // Bumble names a legacy LTK by the role that encrypts with it: its `ltk_central` is the
+            // one it distributed (our peerLTK), its `ltk_peripheral` the one we did (our localLTK).
+            let ltk = try #require(bond.peerLTK)
+            #expect(done.contains("ltk_central=" + Hex.encode(ltk.key)), "\(done)")
+            #expect(done.contains("central_ediv=\(ltk.ediv) "), "\(done)")
+            #expect(done.contains("central_rand=" + Hex.encode(Self.randOctets(ltk.rand))), "\(done)")
+            let local = try #require(bond.localLTK)
+            #expect(done.contains("ltk_peripheral=" + Hex.encode(local.key)), "\(done)")
+            #expect(done.contains(" ediv=\(local.ediv) "), "\(done)")
+            #expect(try await device.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            #expect(try await device.read(Self.authenticatedValue) == [0])
+            // Not checked here: re-encrypting a legacy bond with Bumble. As pairing responder,
+            // Bumble 0.0.236 answers the LTK request with the central's LTK instead of its own
+            // (google/bumble#890, open), so the link ends with MIC Failure; we encrypt with the
+            // peripheral's LTK, EDIV and Rand as Vol 3 Part H §2.4.4 has it. The Secure
+            // Connections test re-encrypts with Bumble.
+            await adapter.close()
+        }
+        let (justWorksPeer, justWorksAddress) = try await Self.securePeer(["--pairing", "legacy", "--pairing-io", "none"])
+        defer { justWorksPeer.stop() }
+        try await withTimeout(60, "legacy Just Works") {
+            let adapter = try await Self.adapter(justWorksPeer, bonds: Self.bondsDirectory())
+            let device = try await adapter.connect(to: justWorksAddress)
+            let bond = try await device.pair(PairingOptions(ioCapability: .noInputNoOutput))
+            #expect(!bond.secureConnections && !bond.authenticated)
+            await adapter.close()
+        }
+    }
+
+    @Test("a peer that forgot the bond is reported; --repair pairs again")
+    func lostBond() async throws {
+        let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let bonds = Self.bondsDirectory()
+        try await withTimeout(90, "the lost bond") {
+            let adapter = try await Self.adapter(peer, bonds: bonds)
+            let device = try await adapter.connect(to: address)
+            _ = try await device.pair(PairingOptions(ioCapability: .noInputNoOutput))
+            // The peripheral loses its keys (a factory reset), then the link goes.
+            #expect(try await peer.command("forget secure") == "ok forget")
+            await device.disconnect()
+            // Reconnecting with the bond: the peer has no key, encryption fails; said, not re-paired.
+            do throws(BLEError) {
+                _ = try await adapter.connect(to: address, security: .encrypted)
+                Issue.record("a lost bond went unnoticed")
+            } catch {
+                #expect(error.kind == "security", "\(error)")
+                #expect(error.message.contains("no longer has the bond"), "\(error)")
+                #expect(error.message.contains("--force") && error.message.contains("--repair"))
+            }
+            #expect(peer.seenEvents(startingWith: "PAIRING done").count == 1, "only the first pairing")
+            await adapter.close()
+            // With --repair it pairs again.
+            let repairing = try await Self.adapter(peer, bonds: bonds, repair: true)
+            let again = try await repairing.connect(to: address, security: .encrypted)
+            #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            #expect(peer.seenEvents(startingWith: "PAIRING done").count == 2)
+            await repairing.close()
+        }
+    }
+
+    @Test("a Security Request from the peripheral makes us pair")
+    func securityRequest() async throws {
+        let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        try await withTimeout(60, "the Security Request") {
+            let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+            let device = try await adapter.connect(to: address)
+            let requested = try await peer.command("request-security secure")
+            #expect(requested.hasPrefix("ok"), "\(requested)")
+            _ = try await peer.event(startingWith: "PAIRING done", timeout: 20)
+            var waited = 0
+            while await device.securityLevel == .none, waited < 50 {
+                try await Task.sleep(for: .milliseconds(100))
+                waited += 1
+            }
+            #expect(await device.securityLevel == .encrypted)
+            #expect(await adapter.bonds().count == 1)
+            await adapter.close()
+        }
+    }
+}
