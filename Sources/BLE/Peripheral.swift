@@ -102,7 +102,7 @@ public actor Peripheral {
                     do {
                         try await peripheral.ensureSecurity(level)
                     } catch {
-                        warning("\(peer) asked for security (Security Request): \(error)")
+                        warning("warning: \(peer) asked for security (Security Request): \(error)")
                     }
                 }
             }

@@ -1,5 +1,35 @@
 /// Per-command help with examples (`gattclient COMMAND --help`).
 public let commandHelpText: [String: String] = [
+    "pair": """
+        gattclient pair ADDR [--io-capability keyboard-display|display-yesno|display-only|keyboard-only|none]
+                             [--passkey N] [--confirm] [--legacy] [--no-bond] [--force] [--random]
+          LE pairing as central on the user-space host (tcp:, unix:, serial:, hci-user:, sim): LE Secure
+          Connections when both sides support it (--legacy: LE legacy pairing), the method chosen from both
+          IO capabilities (default keyboard-display on a terminal, none otherwise). A passkey we show goes to
+          stderr (`passkey 123456`, and an event line under --json); one the device shows comes from
+          --passkey, else a prompt on a terminal; a numeric comparison is accepted with --confirm, else
+          asked on a terminal, else refused. The bond (keys) is kept under --bonds DIR (default
+          $XDG_STATE_HOME/gattclient/bonds), mode 0600; --no-bond keeps nothing. Already bonded: encrypts
+          with the stored key (no pairing); --force pairs again. On the kernel path the kernel pairs: use
+          --security with any command instead.
+          examples:
+            gattclient --transport tcp:127.0.0.1:9000 pair F1:5E:C0:0E:00:01/random
+            gattclient --transport hci-user:0 pair 00:11:22:33:44:55 --passkey 123456
+        """,
+    "bonds": """
+        gattclient bonds
+          The bonds of the adapter's controller address: identity, Secure Connections or legacy,
+          authenticated or not, key size, when. --json prints each bond file, keys included.
+          examples:
+            gattclient --transport tcp:127.0.0.1:9000 bonds
+            gattclient --json --transport hci-user:0 bonds
+        """,
+    "unpair": """
+        gattclient unpair ADDR
+          Forgets the bond with ADDR (its file is removed); the next --security or pair pairs anew.
+          examples:
+            gattclient --transport tcp:127.0.0.1:9000 unpair F1:5E:C0:0E:00:01
+        """,
     "demo": """
         gattclient demo
           The whole job on the built-in simulated devices (no hardware): scan, connect to the CC2650

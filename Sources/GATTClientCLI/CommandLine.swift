@@ -31,6 +31,10 @@ public struct GlobalOptions: Equatable, Sendable {
     /// `--strict`: a protocol violation by the peer that the ATT connection tolerates (and
     /// reports as a warning) fails the command instead (exit 1).
     public var strict = false
+    /// `--bonds DIR`: where bonds are kept.
+    public var bonds: String?
+    /// `--repair`: pair again with a peer that lost its bond.
+    public var repair = false
 
     public init() {}
 }
@@ -94,6 +98,30 @@ public enum Command: Equatable, Sendable {
     case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
     case demo
     case peripheral(PeripheralOptions)
+    /// `pair ADDR`: LE pairing as central in user space, and a bond.
+    case pair(PeerAddress, PairCommandOptions)
+    /// `bonds`: the bonds of the adapter's controller address.
+    case bonds
+    /// `unpair ADDR`: forget a bond.
+    case unpair(PeerAddress)
+}
+
+/// `pair ADDR` options.
+public struct PairCommandOptions: Equatable, Sendable {
+    /// `--io-capability`; nil: keyboard-display on a terminal, none otherwise.
+    public var ioCapability: IOCapability?
+    /// `--passkey N`: the passkey the peer shows.
+    public var passkey: UInt32?
+    /// `--confirm`: accept a numeric comparison without asking.
+    public var confirm = false
+    /// `--legacy`: LE legacy pairing even when both support Secure Connections.
+    public var legacy = false
+    /// `--no-bond`: pair, encrypt, keep nothing.
+    public var noBond = false
+    /// `--force`: pair again although a bond exists.
+    public var force = false
+
+    public init() {}
 }
 
 /// `sensortag ADDR` options.
@@ -132,12 +160,17 @@ public let commandSummaries: [(String, String)] = [
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
     ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S]",
      "advertise and serve GATT (stdin: notify|indicate|set HANDLE HEX; ends at EOF unless --duration)"),
+    ("pair ADDR [--io-capability CAP] [--passkey N] [--confirm] [--legacy] [--no-bond] [--force]",
+     "LE pairing as central (Secure Connections or legacy), the bond kept under --bonds"),
+    ("bonds", "the bonds of this adapter (--json: with their keys)"),
+    ("unpair ADDR", "forget the bond with ADDR"),
 ]
 
 public let usageText: String = {
     var text = """
     usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [--security LEVEL]
-                  [--replay-match strict|any] [--replay-conn H] [--strict] [-v] COMMAND ...
+                  [--bonds DIR] [--repair] [--replay-match strict|any] [--replay-conn H] [--strict] [-v]
+                  COMMAND ...
 
     commands:
 
@@ -149,8 +182,11 @@ public let usageText: String = {
 
     transports (--transport, default hci0): hci0 | hci:N | hci-user:N | tcp:HOST:PORT | unix:PATH |
       serial:DEV[@BAUD] | sim[:sensortag,bluefruit] | replay:FILE
-    --security medium|high|fips works on the kernel path (hci0, hci:N) only, until user-space pairing
-      exists; --strict fails a command on a protocol violation by the peer that is otherwise a warning
+    --security medium|high|fips: encrypted, authenticated (MITM), or Secure Connections with MITM and a
+      16-octet key, before the first request: the bond's key, else pairing (user space), or the kernel's
+      BT_SECURITY (hci0, hci:N); --bonds DIR keeps bonds there (default $XDG_STATE_HOME/gattclient/bonds);
+      --repair pairs again with a peer that lost its bond; --strict fails a command on a protocol
+      violation by the peer that is otherwise a warning
     addresses: AA:BB:CC:DD:EE:FF, with --random or AA:BB:CC:DD:EE:FF/random for a random address
     handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
 
@@ -178,6 +214,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
+        "--io-capability", "--passkey",
     ]
 
     while index < arguments.count {
@@ -220,6 +257,13 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--strict":
             if inlineValue != nil { throw UsageError("--strict takes no value") }
             options.strict = true
+        case "--bonds":
+            let directory = try take()
+            guard !directory.isEmpty else { throw UsageError("--bonds needs a directory") }
+            options.bonds = directory
+        case "--repair":
+            if inlineValue != nil { throw UsageError("--repair takes no value") }
+            options.repair = true
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
         case "-h", "--help":
@@ -378,6 +422,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":
         return Invocation(options: options, command: .peripheral(try parsePeripheralCommand(rest, commandOptions)))
+    case "pair", "bonds", "unpair":
+        return Invocation(options: options, command: try parsePairingCommand(name, rest, commandOptions))
     default:
         throw UsageError("unknown command '\(name)'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", "))
     }

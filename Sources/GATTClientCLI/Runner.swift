@@ -36,7 +36,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo:
+    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair:
         return runGATT(invocation, output: &output, errors: errors)
     case .peripheral(let options):
         return runPeripheral(options, invocation: invocation, output: &output, errors: errors)
@@ -191,8 +191,14 @@ private func runGATTCommand(
     let options = invocation.options
     var out = initial
     do {
-        if case .demo = invocation.command {
-            try refuseUnhonouredSecurity(options.adapterOptions, on: .simulator(devices: []))
+        if case .demo = invocation.command, let level = options.security, level != "low" {
+            throw CommandFailure(
+                "--security \(level): the demo's simulated SensorTag and Bluefruit do not pair (as the real ones, "
+                    + "which need no pairing)", kind: "usage", exitCode: .usage)
+        }
+        if case .scan = invocation.command, let level = options.security, level != "low" {
+            throw CommandFailure(
+                "--security \(level) secures connections, and scan makes none; drop it", kind: "usage", exitCode: .usage)
         }
         switch invocation.command {
         case .services(let peer):
@@ -214,6 +220,12 @@ private func runGATTCommand(
             try await DemoCommand().run(options: options, output: &out)
         case .scan(let scan):
             try await ScanCommand(options: scan).run(global: options, output: &out)
+        case .pair(let peer, let pairOptions):
+            try await PairCommand(peer: peer, options: pairOptions).run(global: options, errors: errors, output: &out)
+        case .bonds:
+            try await BondsCommand().run(global: options, output: &out)
+        case .unpair(let peer):
+            try await UnpairCommand(peer: peer).run(global: options, output: &out)
         case .sensortag(let peer, let tag):
             var command = SensorTagCommand(peer: peer)
             command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))

@@ -1,4 +1,5 @@
 import BLE
+import GATTClientCLI
 import Bluetooth
 import Foundation
 import Synchronization
@@ -242,5 +243,49 @@ struct BumblePairingInteropTests {
             #expect(await adapter.bonds().count == 1)
             await adapter.close()
         }
+    }
+}
+
+@Suite("Interop: gattclient pair, bonds, --security, unpair against Bumble", .enabled(if: BumblePeer.isAvailable))
+struct BumblePairingCLITests {
+    static func run(_ arguments: [String]) async -> CapturedRun {
+        await captureRun { out, err in runGATTClient(arguments, standardOutput: out, standardError: err) }
+    }
+
+    @Test func pairThenBondsThenSecurityThenUnpair() async throws {
+        let peer = try await BumblePeer.start(
+            devices: ["secure"], lifetime: 90, arguments: ["--pairing", "sc", "--pairing-io", "display", "--pairing-mitm"])
+        defer { peer.stop() }
+        let address = try #require(peer.devices["secure"]).description + "/random"
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        let base = ["--transport", peer.uri.description, "--bonds", bonds]
+
+        let paired = await Self.run(base + ["--json", "pair", address, "--io-capability", "keyboard-only", "--passkey", "123456"])
+        #expect(paired.code == 0, "\(paired.stderr)")
+        #expect(paired.stdout.contains("\"paired\":true") && paired.stdout.contains("\"authenticated\":true"), "\(paired.stdout)")
+        #expect(!paired.stdout.contains("ltk"), "no key material in pair's output")
+
+        let listed = await Self.run(base + ["bonds"])
+        #expect(listed.code == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("Secure Connections, authenticated, 16-octet key"), "\(listed.stdout)")
+        #expect(!listed.stdout.lowercased().contains("ltk"))
+        let keys = await Self.run(base + ["--json", "bonds"])
+        #expect(keys.stdout.contains("\"peerLTK\""), "bonds --json shows the keys: \(keys.stdout)")
+
+        // A later command re-encrypts with the bond (no pairing) and reads the protected value.
+        let read = await Self.run(base + ["--security", "high", "read", address, "FEE2"])
+        #expect(read.code == 0, "\(read.stderr)")
+        #expect(peer.seenEvents(startingWith: "PAIRING done").count == 1, "one pairing, then the bond")
+
+        // Pairing again without --force uses the bond; with --force it pairs anew.
+        let again = await Self.run(base + ["pair", address])
+        #expect(again.stdout.contains("already bonded"), "\(again.stdout) \(again.stderr)")
+
+        let forgot = await Self.run(base + ["unpair", address])
+        #expect(forgot.code == 0, "\(forgot.stderr)")
+        let none = await Self.run(base + ["bonds"])
+        #expect(none.stdout.contains("no bonds"), "\(none.stdout)")
+        let missing = await Self.run(base + ["unpair", address])
+        #expect(missing.code == 1)
     }
 }

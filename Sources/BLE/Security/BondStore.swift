@@ -70,7 +70,7 @@ package final class BondStore: Sendable {
             return try Bond(json: json)
         } catch {
             let first = reported.withLock { $0.insert(path).inserted }
-            if first { warning("bond file \(path) is damaged and was ignored: \(error)") }
+            if first { warning("warning: bond file \(path) is damaged and was ignored: \(error)") }
             return nil
         }
     }

@@ -54,7 +54,7 @@ extension Peripheral {
             guard securityContext.allowRepair else {
                 throw BLEError(lost + "; pair again with `gattclient pair \(peer.address) --force` or --repair", kind: "security")
             }
-            securityContext.warning(lost + "; pairing again (--repair)")
+            securityContext.warning("warning: " + lost + "; pairing again (--repair)")
         }
         var options = given ?? PairingOptions()
         if level >= .authenticated { options.requireMITM = true }

@@ -11,8 +11,8 @@ package struct AdapterOptions: Sendable {
     /// `--replay-conn`: the recorded connection to replay.
     package var replayConnection: UInt16?
 
-    /// Where the library's warnings go (a peripheral's refused parameter request, a failed
-    /// accept): the library never prints; `gattclient` writes them to standard error.
+    /// Where the library's warnings go, each naming its subject (`peripheral: …`, `warning: …`):
+    /// the library never prints; `gattclient` writes them to standard error after `gattclient: `.
     package var warning: @Sendable (String) -> Void = { _ in }
 
     /// `--bonds DIR`: where bonds are kept (else the environment's default, ``BondStore``).

@@ -74,25 +74,16 @@ package struct CentralLink: Sendable {
     }
 }
 
-/// `--security medium|high|fips` where nothing could honour it: only the kernel path pairs and
-/// encrypts today (its L2CAP socket's `BT_SECURITY`); the user-space host answers SMP with Pairing
-/// Not Supported, so a session there would run unencrypted while looking secured. Refused with
-/// exit 69 on the user-space transports and `sim`, 64 on `replay:` (a capture cannot pair).
+/// `--security medium|high|fips` where nothing could honour it: a replayed capture cannot pair
+/// or encrypt (exit 64). The kernel path sets its socket's `BT_SECURITY` (the kernel pairs); the
+/// user-space host and `sim` pair or encrypt with the bond before the first request.
 /// `low` (no security) is honoured everywhere.
 package func refuseUnhonouredSecurity(_ options: AdapterOptions, on transport: TransportURI) throws(BLEError) {
     guard let level = options.security, level != "low" else { return }
-    switch transport {
-    case .kernel:
-        return
-    case .replay:
+    if case .replay = transport {
         throw BLEError(
             "--security \(level): a replayed capture cannot pair or encrypt; drop --security to replay it",
             kind: "usage", exitCode: .usage)
-    case .userChannel, .tcp, .unix, .serial, .simulator:
-        throw BLEError(
-            "--security \(level) is not available on \(transport): this host cannot pair in user space yet; "
-                + "it works on the kernel path (--transport hci0 or hci:N)",
-            kind: "transport", exitCode: .unavailable)
     }
 }
 

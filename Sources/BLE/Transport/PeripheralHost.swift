@@ -45,6 +45,11 @@ package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async t
         throw BLEError("\(error)", kind: "usage", exitCode: .usage)
     }
     try refuseUnhonouredSecurity(options, on: parsed)
+    if let level = options.security, level != "low", case .kernel = parsed {} else if let level = options.security, level != "low" {
+        throw BLEError(
+            "--security \(level) is not available for our peripheral on \(parsed): it does not pair in user space yet; "
+                + "on the kernel path (--transport hci0 or hci:N) the kernel pairs", kind: "transport", exitCode: .unavailable)
+    }
     switch parsed {
     case .kernel(let index):
         if let path = options.record {
@@ -177,7 +182,7 @@ package struct HostPeripheralLink: GATTPeripheralLink {
             do {
                 _ = try await host.updateParameters(connection, parameters)
             } catch {
-                warning("connection parameter request refused: \(error)")
+                warning("peripheral: connection parameter request refused: \(error)")
             }
         }
     }
@@ -223,7 +228,7 @@ package final class KernelPeripheralHost: PeripheralHost {
                     do {
                         channel = try await listening.accept()
                     } catch {
-                        self.warning("accepting on hci\(self.index): \(error)")
+                        self.warning("peripheral: accepting on hci\(self.index): \(error)")
                         break
                     }
                     // Its end (the peer gone, or closed) awaited beside the bearer reading it.

@@ -14,8 +14,21 @@ extension GlobalOptions {
         options.timeout = .milliseconds(Int64(timeout * 1000))
         options.replayMatchAny = replayMatchAny
         options.replayConnection = replayConnection
-        options.warning = { printError("gattclient: peripheral: \($0)") }
+        options.warning = { printError("gattclient: \($0)") }
+        options.bondsDirectory = bonds
+        options.allowRepair = repair
         return options
+    }
+
+    /// What `--security` asks for: medium encrypted, high authenticated (MITM), fips Secure
+    /// Connections with MITM and a 16-octet key; nil for low or none.
+    var securityLevel: SecurityLevel? {
+        switch security {
+        case "medium": return .encrypted
+        case "high": return .authenticated
+        case "fips": return .secureConnections
+        default: return nil
+        }
     }
 
     /// `-v` tracing and this invocation's ``SessionDiagnostics`` for a session's connection.
@@ -59,8 +72,23 @@ struct CommandConnection {
         let adapter = try await CommandConnection.adapter(
             options: options, adapterOptions: adapterOptions, central: central ?? injectedCentral)
         do {
-            return CommandConnection(
-                adapter: adapter, peripheral: try await adapter.connect(to: peer, timeout: adapterOptions.timeout))
+            let peripheral = try await adapter.connect(to: peer, timeout: adapterOptions.timeout)
+            let connection = CommandConnection(adapter: adapter, peripheral: peripheral)
+            // --security on the user-space host: the bond's key, else pairing, before the first
+            // request (the kernel path sets BT_SECURITY on its socket instead).
+            if let level = options.securityLevel, peripheral.session.link.securityManager != nil {
+                await adapter.setPairingDelegate(
+                    CLIPairingDelegate(
+                        passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
+                        diagnostics: SessionDiagnostics.current))
+                do {
+                    try await peripheral.ensureSecurity(level)
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+            }
+            return connection
         } catch {
             await adapter.close()
             throw error

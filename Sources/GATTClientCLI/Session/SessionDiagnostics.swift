@@ -71,6 +71,12 @@ final class SessionDiagnostics: Sendable {
         if closeNow { Task { await connection.close() } }
     }
 
+    /// One `event` line (under `--json`) to write before the command's result.
+    func event(_ bytes: [UInt8]) {
+        guard json else { return }
+        state.withLock { $0.pendingEvents.append(bytes) }
+    }
+
     /// Writes the `event` lines reported so far to `output`.
     func drainEvents(into output: inout BufferedOutput) {
         let events = state.withLock { state -> [[UInt8]] in

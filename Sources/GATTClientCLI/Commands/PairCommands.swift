@@ -1,0 +1,242 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import Bluetooth
+import SystemSupport
+
+func parsePairingCommand(
+    _ name: String, _ rest: [String], _ flags: [(name: String, value: String?)]
+) throws(UsageError) -> Command {
+    if name == "bonds" {
+        guard rest.isEmpty, flags.isEmpty else { throw UsageError("bonds takes no arguments") }
+        return .bonds
+    }
+    guard rest.count == 1 else { throw UsageError("\(name) needs the device's address and nothing else") }
+    var random = false
+    var options = PairCommandOptions()
+    for (flag, value) in flags {
+        switch (name, flag) {
+        case (_, "--random"): random = true
+        case ("pair", "--io-capability"):
+            let names: [String: IOCapability] = [
+                "keyboard-display": .keyboardDisplay, "display-yesno": .displayYesNo, "display-only": .displayOnly,
+                "keyboard-only": .keyboardOnly, "none": .noInputNoOutput,
+            ]
+            guard let capability = names[value ?? ""] else {
+                throw UsageError(
+                    "--io-capability is keyboard-display, display-yesno, display-only, keyboard-only or none, not '\(value ?? "")'")
+            }
+            options.ioCapability = capability
+        case ("pair", "--passkey"):
+            guard let text = value, text.count <= 6, let passkey = UInt32(text), passkey <= 999_999 else {
+                throw UsageError("--passkey needs six digits (000000–999999), not '\(value ?? "")'")
+            }
+            options.passkey = passkey
+        case ("pair", "--confirm"): options.confirm = true
+        case ("pair", "--legacy"): options.legacy = true
+        case ("pair", "--no-bond"): options.noBond = true
+        case ("pair", "--force"): options.force = true
+        default: throw UsageError("\(name) does not know \(flag)")
+        }
+    }
+    guard let peer = PeerAddress(rest[0], random: random) else {
+        throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+    }
+    return name == "pair" ? .pair(peer, options) : .unpair(peer)
+}
+
+/// The terminal's side of pairing: a passkey to show goes to standard error (and an `event` line
+/// under `--json`); one to enter comes from `--passkey`, else a prompt on a terminal, else the
+/// pairing fails; a numeric comparison is accepted with `--confirm`, else asked on a terminal,
+/// else refused.
+final class CLIPairingDelegate: PairingDelegate {
+    let passkey: UInt32?
+    let confirmAll: Bool
+    let errors: Int32
+    let diagnostics: SessionDiagnostics?
+
+    init(passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?) {
+        self.passkey = passkey
+        self.confirmAll = confirmAll
+        self.errors = errors
+        self.diagnostics = diagnostics
+    }
+
+    static func sixDigits(_ value: UInt32) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, 6 - text.count)) + text
+    }
+
+    func displayPasskey(_ passkey: UInt32, for peer: PeerAddress) async {
+        printError("passkey \(Self.sixDigits(passkey)) (type it on \(peer.address))", to: errors)
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("kind", "event")
+        json.field("event", "passkey")
+        json.field("passkey", Int(passkey))
+        json.endObject()
+        diagnostics?.event(json.bytes)
+    }
+
+    func enterPasskey(for peer: PeerAddress) async throws -> UInt32 {
+        if let passkey { return passkey }
+        guard isatty(STDIN_FILENO) == 1,
+            let line = Self.ask("enter the passkey \(peer.address) shows: ", errors: errors),
+            line.count <= 6, let value = UInt32(line), value <= 999_999
+        else {
+            throw UsageError("\(peer.address) shows a passkey to enter: give it with --passkey N")
+        }
+        return value
+    }
+
+    func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool {
+        printError("numeric comparison: \(Self.sixDigits(number))", to: errors)
+        if confirmAll { return true }
+        guard isatty(STDIN_FILENO) == 1,
+            let answer = Self.ask("does \(peer.address) show \(Self.sixDigits(number))? [y/N] ", errors: errors)
+        else { return false }
+        return answer.lowercased() == "y" || answer.lowercased() == "yes"
+    }
+
+    /// One line from the terminal after a prompt on standard error.
+    static func ask(_ prompt: String, errors: Int32) -> String? {
+        var bytes = Array(prompt.utf8)
+        _ = bytes.withUnsafeMutableBytes { write(errors, $0.baseAddress, $0.count) }
+        var line: [UInt8] = []
+        var octet: UInt8 = 0
+        while read(STDIN_FILENO, &octet, 1) == 1 {
+            if octet == 0x0A { break }
+            line.append(octet)
+            if line.count > 64 { return nil }
+        }
+        bytes.removeAll()
+        return String(decoding: line, as: UTF8.self).trimmingSpaces
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        String(drop { $0 == " " || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\r" }.reversed())
+    }
+}
+
+/// `pair ADDR`: pairs as central (user-space host), keeps the bond unless `--no-bond`.
+struct PairCommand {
+    var peer: PeerAddress
+    var options: PairCommandOptions
+    var central: (any Central)? = nil
+
+    func run(global: GlobalOptions, errors: Int32, output: inout BufferedOutput) async throws {
+        let connection = try await CommandConnection.open(peer, options: global, replayMatchAny: false, central: central)
+        let adapter = connection.adapter
+        let interactive = isatty(STDIN_FILENO) == 1
+        await adapter.setPairingDelegate(
+            CLIPairingDelegate(
+                passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current))
+        var pairing = PairingOptions(
+            ioCapability: options.ioCapability ?? (interactive ? .keyboardDisplay : .noInputNoOutput),
+            bonding: !options.noBond)
+        pairing.legacyOnly = options.legacy
+        do {
+            let existing = await adapter.bonds().first { $0.peer == peer.address || $0.identity == peer.address }
+            if existing != nil, options.force {
+                try await adapter.removeBond(peer)
+            }
+            let bond: Bond
+            if let existing, !options.force {
+                // Bonded already: encrypt with the bond (no SMP), as a reconnection does.
+                try await connection.peripheral.ensureSecurity(existing.securityLevel)
+                bond = existing
+                report(bond, fresh: false, global: global, output: &output)
+            } else {
+                bond = try await connection.peripheral.pair(pairing)
+                report(bond, fresh: true, global: global, output: &output)
+            }
+        } catch {
+            await connection.close()
+            throw error
+        }
+        SessionDiagnostics.current?.drainEvents(into: &output)
+        await connection.close()
+    }
+
+    func report(_ bond: Bond, fresh: Bool, global: GlobalOptions, output: inout BufferedOutput) {
+        SessionDiagnostics.current?.drainEvents(into: &output)
+        let kind = bond.secureConnections ? "Secure Connections" : "LE legacy pairing"
+        let protection = bond.authenticated ? "authenticated (MITM-protected)" : "unauthenticated (Just Works)"
+        if global.json {
+            var json = JSONWriter()
+            json.beginObject()
+            json.field("peer", bond.peer.description)
+            json.field("identity", bond.identity.description)
+            json.field("paired", fresh)
+            json.field("secureConnections", bond.secureConnections)
+            json.field("authenticated", bond.authenticated)
+            json.field("keySize", bond.keySize)
+            json.field("bonded", !options.noBond)
+            json.field("securityLevel", "\(bond.securityLevel)")
+            json.endObject()
+            output.writeLine(bytes: json.bytes)
+        } else if fresh {
+            output.writeLine(
+                "paired with \(peer): \(kind), \(protection), \(bond.keySize)-octet key"
+                    + (options.noBond ? "; not bonded (--no-bond)" : "; bonded"))
+        } else {
+            output.writeLine(
+                "already bonded with \(peer) (\(kind), \(protection)): encrypted with the stored key; --force pairs again")
+        }
+    }
+}
+
+/// `bonds`: the bonds of the adapter's controller address; keys only under `--json`.
+struct BondsCommand {
+    var central: (any Central)? = nil
+
+    func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
+        let adapter = try await CommandConnection.adapter(options: global, central: central)
+        let bonds = await adapter.bonds()
+        await adapter.close()
+        if global.json {
+            for bond in bonds { output.writeLine(bytes: bond.json.encoded()) }
+            return
+        }
+        if bonds.isEmpty {
+            output.writeLine("no bonds for \(adapter.address.address)")
+            return
+        }
+        for bond in bonds {
+            output.writeLine(
+                "\(bond.identity) (\(bond.identityType.description.lowercased())): "
+                    + "\(bond.secureConnections ? "Secure Connections" : "legacy"), "
+                    + "\(bond.authenticated ? "authenticated" : "unauthenticated"), \(bond.keySize)-octet key, "
+                    + "paired as \(bond.pairedAs) \(bond.created)")
+        }
+    }
+}
+
+/// `unpair ADDR`: removes the bond file.
+struct UnpairCommand {
+    var peer: PeerAddress
+    var central: (any Central)? = nil
+
+    func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
+        let adapter = try await CommandConnection.adapter(options: global, central: central)
+        do {
+            try await adapter.removeBond(peer)
+        } catch {
+            await adapter.close()
+            throw error
+        }
+        await adapter.close()
+        if global.json {
+            var json = JSONWriter()
+            json.beginObject()
+            json.field("unpaired", peer.address.description)
+            json.endObject()
+            output.writeLine(bytes: json.bytes)
+        } else {
+            output.writeLine("forgot the bond with \(peer.address)")
+        }
+    }
+}
