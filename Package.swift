@@ -54,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "Kernel", "Emulator"]
+            dependencies: ["BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Security", "Capture", "Host", "Kernel", "Emulator"]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.

@@ -170,6 +170,12 @@ def main():
     add("smp", bytes.fromhex("01030000100707"))
     add("smp", bytes.fromhex("0b01"))
     add("smp", bytes.fromhex("0505"))
+    add("smp-codec", bytes.fromhex("01030000100707"))
+    add("smp-codec", bytes.fromhex("0c" + "01" * 64))
+    add("smp-codec", bytes.fromhex("0701020304050607080910"))
+    # The pairing target: our options octet, then length-prefixed peer PDUs (a Pairing Response).
+    add("pairing", bytes.fromhex("03" + "07" + "02030009100303"))
+    add("pairing", bytes.fromhex("04" + "07" + "0204000d100303" + "41" + "0c" + "00" * 64))
     # LE signaling: Connection Parameter Update Request, LE Credit Based Connection Request,
     # Disconnection Request, Command Reject, Enhanced Credit Based Connection Request.
     for hex_packet in ("1201080006000c0000008000", "14020a0080004000f700f7000a00", "06030400400040", "0104020000",

@@ -402,3 +402,31 @@ func fixturePath(_ name: String) -> String {
     directory.append("Fixtures")
     return (directory + [Substring(name)]).joined(separator: "/")
 }
+
+@Suite("BLE: pairing on sim")
+struct PairingOnSimTests {
+    @Test("a peer without pairing refuses; an immediate retry waits (repeated attempts)")
+    func pairingNotSupportedAndBackOff() async throws {
+        try await withTimeout(60, "pairing with the emulated SensorTag") {
+            var options = AdapterOptions()
+            options.bondsDirectory = "/tmp/bonds-\(UInt64.random(in: 0...UInt64.max))"
+            let adapter = try await Adapter.open("sim:sensortag", options: options)
+            let tag = try await adapter.connect(to: PeerAddress("54:6C:0E:9A:3B:01")!)
+            do throws(BLEError) {
+                _ = try await tag.pair()
+                Issue.record("the emulated SensorTag paired")
+            } catch {
+                #expect(error.kind == "pairing")
+                #expect(error.message.contains("Pairing Not Supported"), "\(error)")
+            }
+            do throws(BLEError) {
+                _ = try await tag.pair()
+                Issue.record("an immediate retry ran")
+            } catch {
+                #expect(error.message.contains("repeated attempts"), "\(error)")
+            }
+            #expect(await adapter.bonds().isEmpty)
+            await adapter.close()
+        }
+    }
+}

@@ -288,4 +288,45 @@ struct BumblePairingCLITests {
         let missing = await Self.run(base + ["unpair", address])
         #expect(missing.code == 1)
     }
+
+    /// `--record` of a pairing: mode 0600 (keys cross SMP in clear), every SMP command decoded by
+    /// `dump`, in the order and with the codes Wireshark's btsmp dissector sees.
+    @Test func aRecordedPairingIsPrivateAndDecoded() async throws {
+        let peer = try await BumblePeer.start(
+            devices: ["secure"], lifetime: 90, arguments: ["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let address = try #require(peer.devices["secure"]).description + "/random"
+        let record = NSTemporaryDirectory() + "pairing-\(UInt64.random(in: 0...UInt64.max)).btsnoop"
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let paired = await Self.run([
+            "--transport", peer.uri.description, "--bonds", BumblePairingInteropTests.bondsDirectory(), "--record", record,
+            "pair", address, "--no-bond",
+        ])
+        #expect(paired.code == 0, "\(paired.stderr)")
+        let mode = (try FileManager.default.attributesOfItem(atPath: record)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        let dumped = await Self.run(["dump", record])
+        #expect(dumped.code == 0, "\(dumped.stderr)")
+        let ours = dumped.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: "SMP ") else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != ":" })
+        }
+        #expect(ours.first == "Pairing Request")
+        #expect(ours.contains("Pairing Public Key") && ours.contains("Pairing DHKey Check"))
+        // Wireshark's view, where tshark is installed.
+        guard let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(where: FileManager.default.fileExists)
+        else { return }
+        let run = try ChildProcess.run([tshark, "-r", record, "-Y", "btsmp", "-T", "fields", "-e", "btsmp.opcode"], timeout: 60)
+        let codes = String(decoding: run.output, as: UTF8.self).split(separator: "\n").compactMap { text -> Int? in
+            let value = text.trimmingCharacters(in: .whitespaces)
+            return value.hasPrefix("0x") ? Int(value.dropFirst(2), radix: 16) : Int(value)
+        }
+        let names = [
+            1: "Pairing Request", 2: "Pairing Response", 3: "Pairing Confirm", 4: "Pairing Random", 5: "Pairing Failed",
+            6: "Encryption Information", 7: "Central Identification", 8: "Identity Information",
+            9: "Identity Address Information", 10: "Signing Information", 11: "Security Request",
+            12: "Pairing Public Key", 13: "Pairing DHKey Check", 14: "Pairing Keypress Notification",
+        ]
+        #expect(codes.compactMap { names[$0] } == ours, "tshark: \(codes), ours: \(ours)")
+    }
 }

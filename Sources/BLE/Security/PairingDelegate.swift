@@ -19,6 +19,30 @@ final class SecurityContext: Sendable {
     let allowRepair: Bool
     let warning: @Sendable (String) -> Void
     private let delegateBox = Mutex<(any PairingDelegate)?>(nil)
+    /// Failed pairings per peer: how many in a row, and when the last one ended (§2.3.6).
+    private let failures = Mutex<[PeerAddress: (count: Int, last: ContinuousClock.Instant)]>([:])
+
+    /// How long after `count` failures in a row a new attempt waits: 1 s, doubling, at most 64 s.
+    static func backOff(after count: Int) -> Duration { .seconds(1 << min(max(count - 1, 0), 6)) }
+
+    /// The time left before pairing with `peer` may be tried again, nil when it may now.
+    func waitBeforePairing(with peer: PeerAddress) -> Duration? {
+        failures.withLock { table -> Duration? in
+            guard let entry = table[peer] else { return nil }
+            let left = Self.backOff(after: entry.count) - (ContinuousClock.now - entry.last)
+            return left > .zero ? left : nil
+        }
+    }
+
+    func pairingEnded(with peer: PeerAddress, succeeded: Bool) {
+        failures.withLock { table in
+            if succeeded {
+                table[peer] = nil
+            } else {
+                table[peer] = ((table[peer]?.count ?? 0) + 1, ContinuousClock.now)
+            }
+        }
+    }
 
     init(store: BondStore, allowRepair: Bool, warning: @escaping @Sendable (String) -> Void) {
         self.store = store

@@ -10,12 +10,21 @@ extension Peripheral {
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3, §2.4
     public func pair(_ options: PairingOptions = PairingOptions()) async throws(BLEError) -> Bond {
         let manager = try securityManager()
+        // Repeated attempts (§2.3.6): after a failure, a growing wait before the next try.
+        if let wait = securityContext.waitBeforePairing(with: peer) {
+            let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
+            throw BLEError(
+                "pairing with \(peer) failed recently: wait \(Int(seconds.rounded(.up))) s before trying again "
+                    + "(repeated attempts, Vol 3 Part H §2.3.6)", kind: "pairing")
+        }
         let result: PairingResult
         do {
             result = try await manager.pair(options, agent: securityContext.agent(for: peer))
         } catch {
+            securityContext.pairingEnded(with: peer, succeeded: false)
             throw BLEError("pairing with \(peer) failed: \(error)", kind: "pairing")
         }
+        securityContext.pairingEnded(with: peer, succeeded: true)
         let bond = Bond(result: result, local: localAddress, peer: peer, pairedAs: "central")
         raiseSecurityLevel(to: bond.securityLevel)
         if options.bonding, result.bonded {

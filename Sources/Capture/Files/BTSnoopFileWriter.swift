@@ -24,15 +24,23 @@ public final class BTSnoopFileWriter {
     public var datalink: BTSnoopDatalink { encoder.datalink }
     public var recordCount: Int { encoder.recordCount }
 
-    /// Creates (or truncates) the file at `path` and writes the btsnoop header.
+    /// Creates (or truncates) the file at `path`, mode 0600 (a recording can hold key material:
+    /// pairing's keys cross SMP in clear), and writes the btsnoop header.
     public convenience init(path: String, datalink: BTSnoopDatalink = .h4) throws(HCIError) {
         let descriptor: Int32
         do {
             descriptor = try Errno.retryingSyscall {
-                Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             }
         } catch {
             throw .system(operation: "create \(path)", errno: error)
+        }
+        // An existing file keeps its mode through O_CREAT: narrow it too.
+        do {
+            try Errno.retryingSyscall { fchmod(descriptor, 0o600) }
+        } catch {
+            _ = Glibc.close(descriptor)
+            throw .system(operation: "chmod 0600 \(path)", errno: error)
         }
         do {
             try self.init(fileDescriptor: descriptor, datalink: datalink, takingOwnership: true, name: path)

@@ -3,6 +3,7 @@ import Capture
 import ATT
 import GATT
 import Bluetooth
+import Security
 import HCI
 import L2CAP
 
@@ -132,7 +133,13 @@ struct TextDumpVisitor: CaptureVisitor {
         let name: String
         switch l2capFrame.channelID {
         case L2CAPBasicFrame.leSignalingCID: name = "LE Signaling"
-        case L2CAPBasicFrame.securityManagerCID: name = "SMP"
+        case L2CAPBasicFrame.securityManagerCID:
+            // Every SMP command decoded, keys in hex (a capture of a pairing holds them in clear).
+            if let pdu = try? SecurityManagerPDU(decoding: l2capFrame.payload) {
+                output.writeLine(textIndent23 + "  " + pdu.description)
+                return
+            }
+            name = "SMP"
         default: name = "L2CAP"
         }
         output.writeLine(textIndent23 + "  \(name) cid 0x" + hex(l2capFrame.channelID, 4)

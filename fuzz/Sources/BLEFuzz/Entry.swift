@@ -138,6 +138,12 @@ enum FuzzTargets {
             name: "smp", invariant: "SMP responder and PDU codecs: typed error or round-trip, never pairs (always Pairing Failed or ignore)",
             run: L2CAPFuzz.securityManager),
         FuzzTarget(
+            name: "smp-codec", invariant: "every SMP command: typed error or a round trip to the same octets",
+            run: SecurityFuzz.codec),
+        FuzzTarget(
+            name: "pairing", invariant: "pairing initiator vs a hostile peer: sent PDUs decode, keys only after encryption, one end, silence after it",
+            run: SecurityFuzz.initiator),
+        FuzzTarget(
             name: "cli", invariant: "CLI argument parser: an Invocation or a UsageError, never a trap",
             run: CLIFuzz.parseArguments),
     ]
