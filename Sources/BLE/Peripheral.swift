@@ -139,7 +139,10 @@ public actor Peripheral {
         if discovered != nil, let current = await client.database { return current.services }
         do throws(GATTError) {
             let hash = try await client.readDatabaseHash()
-            if let hash, let cached = cache.lookup(peer, hash: hash) {
+            // §2.5.2: a bonded server with Service Changed keeps its handles across connections
+            // (it indicates a change when we reconnect).
+            let bonded = securityContext.store.bond(local: localAddress.address, peer: peer) != nil
+            if let cached = cache.lookup(peer, hash: hash, bonded: bonded) {
                 try await client.adopt(cached, hash: hash)
                 discovered = cached.services
                 return cached.services
@@ -147,7 +150,7 @@ public actor Peripheral {
             let database = try await client.discoverDatabase()
             // Kept current by Service Changed (§7.1), as a reused database is.
             try await client.adopt(database, hash: hash)
-            if let hash { cache.store(database, hash: hash, for: peer) }
+            cache.store(database, hash: hash, for: peer)
             discovered = database.services
             return database.services
         } catch {
@@ -376,12 +379,13 @@ final class StateBroadcast: Sendable {
     }
 }
 
-/// Discovered databases by peer, reused only under an unchanged Database Hash; optionally kept
-/// in a directory across runs (``Adapter/setServiceCache(directory:)``).
+/// Discovered databases by peer, reused only where Vol 3 Part G §2.5.2 allows it: under an
+/// unchanged Database Hash, or for a bonded peer whose database has Service Changed; optionally
+/// kept in a directory across runs (``Adapter/setServiceCache(directory:)``).
 final class ServiceCache: Sendable {
     private struct Entry {
         var database: GATTDatabase
-        var hash: [UInt8]
+        var hash: [UInt8]?
     }
     private let state = Mutex<(entries: [PeerAddress: Entry], directory: GATTDatabaseCache?)>(([:], nil))
 
@@ -389,19 +393,26 @@ final class ServiceCache: Sendable {
         state.withLock { $0.directory = path.map { GATTDatabaseCache(directory: $0) } }
     }
 
-    func lookup(_ peer: PeerAddress, hash: [UInt8]) -> GATTDatabase? {
+    /// The database that may be reused for `peer` given the hash it has now (nil: none) and
+    /// whether it is bonded.
+    func lookup(_ peer: PeerAddress, hash: [UInt8]?, bonded: Bool) -> GATTDatabase? {
         state.withLock { state -> GATTDatabase? in
-            if let entry = state.entries[peer], entry.hash == hash { return entry.database }
-            let identity = GATTPeerIdentity(address: peer.address, addressType: peer.type)
-            if let stored = state.directory?.load(identity), stored.databaseHash == hash {
-                state.entries[peer] = Entry(database: stored.database, hash: hash)
-                return stored.database
+            var entry = state.entries[peer]
+            if entry == nil {
+                let identity = GATTPeerIdentity(address: peer.address, addressType: peer.type)
+                if let stored = state.directory?.load(identity) {
+                    entry = Entry(database: stored.database, hash: stored.databaseHash)
+                    state.entries[peer] = entry
+                }
             }
-            return nil
+            guard let entry else { return nil }
+            if let hash { return entry.hash == hash ? entry.database : nil }
+            let hasServiceChanged = !entry.database.characteristics(uuid: GATTUUID.serviceChanged).isEmpty
+            return bonded && hasServiceChanged ? entry.database : nil
         }
     }
 
-    func store(_ database: GATTDatabase, hash: [UInt8], for peer: PeerAddress) {
+    func store(_ database: GATTDatabase, hash: [UInt8]?, for peer: PeerAddress) {
         state.withLock { state in
             state.entries[peer] = Entry(database: database, hash: hash)
             let identity = GATTPeerIdentity(address: peer.address, addressType: peer.type)

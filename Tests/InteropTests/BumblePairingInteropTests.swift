@@ -1,4 +1,5 @@
-import BLE
+import ATT
+@testable import BLE
 import GATTClientCLI
 import Bluetooth
 import Foundation
@@ -77,6 +78,7 @@ struct BumblePairingInteropTests {
             #expect(files.count == 1)
             let attributes = try FileManager.default.attributesOfItem(atPath: bonds + "/" + files[0])
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            let services = try await device.services()
             await device.disconnect()
 
             // Reconnecting encrypts with the bond: no pairing.
@@ -84,6 +86,10 @@ struct BumblePairingInteropTests {
             #expect(await again.securityLevel == .encrypted)
             #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
             #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "no second pairing")
+            // No Database Hash here, but bonded with Service Changed: the handles stand (§2.5.2).
+            let before = await again.session.connection.requestsSent
+            #expect(try await again.services() == services)
+            #expect(await again.session.connection.requestsSent - before <= 2, "the hash read and Service Changed's CCCD")
             await again.disconnect()
             await adapter.close()
         }
