@@ -44,35 +44,14 @@ public struct ScanOptions: Sendable {
     }
 }
 
-/// Manufacturer Specific Data (AD type 0xFF): a company identifier and its bytes.
+/// Manufacturer Specific Data (AD type 0xFF): a company identifier (`companyID`) and its bytes
+/// (`data`).
 /// - SeeAlso: Core Specification Supplement, Part A, §1.4
-public struct ManufacturerData: Hashable, Sendable {
-    /// The SIG company identifier (little-endian on the air).
-    public var companyID: UInt16
-    /// What follows the identifier.
-    public var data: [UInt8]
+public typealias ManufacturerData = AdvertisingDataSummary.ManufacturerData
 
-    /// Manufacturer data of `companyID`.
-    public init(companyID: UInt16, data: [UInt8]) {
-        self.companyID = companyID
-        self.data = data
-    }
-}
-
-/// Service Data (AD types 0x16, 0x20, 0x21): a service UUID and its bytes.
+/// Service Data (AD types 0x16, 0x20, 0x21): a service UUID (`uuid`) and its bytes (`data`).
 /// - SeeAlso: Core Specification Supplement, Part A, §1.11
-public struct ServiceData: Hashable, Sendable {
-    /// The service the data belongs to.
-    public var uuid: BluetoothUUID
-    /// What follows the UUID.
-    public var data: [UInt8]
-
-    /// Service data of `uuid`.
-    public init(uuid: BluetoothUUID, data: [UInt8]) {
-        self.uuid = uuid
-        self.data = data
-    }
-}
+public typealias ServiceData = AdvertisingDataSummary.ServiceData
 
 /// One device as a scan sees it: its advertising and scan response merged.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part C, §11 (advertising and scan response data format)
@@ -118,8 +97,7 @@ public struct Advertisement: Hashable, Sendable {
         self.init(
             peer: PeerAddress(address: device.address, type: device.addressType), name: device.name,
             rssi: Int(device.rssi ?? 127), isConnectable: device.isConnectable, serviceUUIDs: device.serviceUUIDs,
-            manufacturerData: device.manufacturerData.map { ManufacturerData(companyID: $0.companyID, data: $0.data) },
-            serviceData: device.serviceData.map { ServiceData(uuid: $0.uuid, data: $0.data) },
+            manufacturerData: device.manufacturerData, serviceData: device.serviceData,
             txPower: device.txPower.map(Int.init), data: device.mergedData)
     }
 }

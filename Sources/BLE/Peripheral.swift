@@ -331,54 +331,6 @@ public actor Peripheral {
     }
 }
 
-/// A state and every caller's stream of its changes.
-final class StateBroadcast: Sendable {
-    private struct State {
-        var current: PeripheralState
-        var listeners: [UInt64: AsyncStream<PeripheralState>.Continuation] = [:]
-        var nextID: UInt64 = 0
-    }
-    private let state: Mutex<State>
-
-    init(_ initial: PeripheralState) { state = Mutex(State(current: initial)) }
-
-    var current: PeripheralState { state.withLock { $0.current } }
-
-    func subscribe() -> AsyncStream<PeripheralState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PeripheralState.self)
-        let id = state.withLock { state -> UInt64? in
-            continuation.yield(state.current)
-            if case .disconnected = state.current { return nil }
-            state.nextID += 1
-            state.listeners[state.nextID] = continuation
-            return state.nextID
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func update(_ new: PeripheralState) {
-        let listeners = state.withLock { state -> [AsyncStream<PeripheralState>.Continuation] in
-            guard state.current != new else { return [] }
-            if case .disconnected = state.current { return [] }
-            state.current = new
-            let listeners = Array(state.listeners.values)
-            if case .disconnected = new { state.listeners = [:] }
-            return listeners
-        }
-        for listener in listeners {
-            listener.yield(new)
-            if case .disconnected = new { listener.finish() }
-        }
-    }
-}
-
 /// Discovered databases by peer, reused only where Vol 3 Part G §2.5.2 allows it: under an
 /// unchanged Database Hash, or for a bonded peer whose database has Service Changed; optionally
 /// kept in a directory across runs (``Adapter/setServiceCache(directory:)``).

@@ -87,15 +87,23 @@ package func refuseUnhonouredSecurity(_ options: AdapterOptions, on transport: T
     }
 }
 
+extension TransportURI {
+    /// `uri` parsed (default `hci0`), a usage error otherwise, with `--security` checked.
+    package static func parsed(_ uri: String?, options: AdapterOptions) throws(BLEError) -> TransportURI {
+        let parsed: TransportURI
+        do {
+            parsed = try TransportURI(parsing: uri ?? "hci0")
+        } catch {
+            throw BLEError("\(error)", kind: "usage", exitCode: .usage)
+        }
+        try refuseUnhonouredSecurity(options, on: parsed)
+        return parsed
+    }
+}
+
 /// Opens the transport `--transport` names (default: the first kernel adapter).
 package func openCentral(_ uri: String?, options: AdapterOptions) async throws -> any Central {
-    let parsed: TransportURI
-    do {
-        parsed = try TransportURI(parsing: uri ?? "hci0")
-    } catch {
-        throw BLEError("\(error)", kind: "usage", exitCode: .usage)
-    }
-    try refuseUnhonouredSecurity(options, on: parsed)
+    let parsed = try TransportURI.parsed(uri, options: options)
     switch parsed {
     case .kernel(let index):
         var central = try KernelCentral(index: index, security: options.security.flatMap { L2CAPSecurityLevel($0) })

@@ -38,13 +38,7 @@ package protocol PeripheralHost: Sendable {
 /// Opens the peripheral side of the transport `--transport` names (default: the first kernel
 /// adapter).
 package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async throws -> any PeripheralHost {
-    let parsed: TransportURI
-    do {
-        parsed = try TransportURI(parsing: uri ?? "hci0")
-    } catch {
-        throw BLEError("\(error)", kind: "usage", exitCode: .usage)
-    }
-    try refuseUnhonouredSecurity(options, on: parsed)
+    let parsed = try TransportURI.parsed(uri, options: options)
     if let level = options.security, level != "low", case .kernel = parsed {} else if let level = options.security, level != "low" {
         throw BLEError(
             "--security \(level) is not available for our peripheral on \(parsed): it does not pair in user space yet; "
