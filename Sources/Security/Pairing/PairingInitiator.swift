@@ -22,6 +22,15 @@ public struct PairingResult: Hashable, Sendable {
     public var localCSRK: [UInt8]?
     /// Both asked to bond.
     public var bonded: Bool
+
+    /// A result with its facts; keys are added as they are distributed.
+    public init(method: PairingMethod, secureConnections: Bool, authenticated: Bool, keySize: Int, bonded: Bool) {
+        self.method = method
+        self.secureConnections = secureConnections
+        self.authenticated = authenticated
+        self.keySize = keySize
+        self.bonded = bonded
+    }
 }
 
 /// A Long Term Key with the EDIV and Rand that name it (zero under Secure Connections).
