@@ -329,7 +329,10 @@ struct PeripheralServingTests {
 
     @Test func withADurationTheEndOfInputDoesNotStopIt() async throws {
         var options = PeripheralOptions(device: .bluefruit)
-        options.duration = 1.5
+        // Long enough for the session below, which must happen while it serves (stretched with
+        // every other bound under the sanitizer, where the session alone can take seconds).
+        let duration = 1.5 * testTimeoutScale
+        options.duration = duration
         let rig = try await Self.start(options)
         rig.lines.finish()
         let started = ContinuousClock.now
@@ -347,7 +350,7 @@ struct PeripheralServingTests {
             await connection.close()
         }
         let lines = try await withTimeout(60, "the command's end") { try await rig.command.value }
-        #expect(ContinuousClock.now - started >= .seconds(1.4))
+        #expect(ContinuousClock.now - started >= .seconds(duration - 0.1))
         #expect(lines.compactMap(Self.json).last?["event"] as? String == "stopped")
         await rig.central.close()
     }
