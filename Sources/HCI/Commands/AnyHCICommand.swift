@@ -27,6 +27,7 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     case leCreateConnection(LECreateConnectionCommand)
     case leCreateConnectionCancel(LECreateConnectionCancelCommand)
     case leConnectionUpdate(LEConnectionUpdateCommand)
+    case leEnableEncryption(LEEnableEncryptionCommand)
     case leRemoteConnectionParameterRequestReply(LERemoteConnectionParameterRequestReplyCommand)
     case leRemoteConnectionParameterRequestNegativeReply(LERemoteConnectionParameterRequestNegativeReplyCommand)
     case leSetDataLength(LESetDataLengthCommand)
@@ -137,6 +138,7 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .leCreateConnectionCancel:
             self = .leCreateConnectionCancel(try LECreateConnectionCancelCommand(parsingParameters: &r))
         case .leConnectionUpdate: self = .leConnectionUpdate(try LEConnectionUpdateCommand(parsingParameters: &r))
+        case .leEnableEncryption: self = .leEnableEncryption(try LEEnableEncryptionCommand(parsingParameters: &r))
         case .leRemoteConnectionParameterRequestReply:
             self = .leRemoteConnectionParameterRequestReply(
                 try LERemoteConnectionParameterRequestReplyCommand(parsingParameters: &r))
@@ -236,6 +238,7 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .leCreateConnection(let c): return c
         case .leCreateConnectionCancel(let c): return c
         case .leConnectionUpdate(let c): return c
+        case .leEnableEncryption(let c): return c
         case .leRemoteConnectionParameterRequestReply(let c): return c
         case .leRemoteConnectionParameterRequestNegativeReply(let c): return c
         case .leSetDataLength(let c): return c
