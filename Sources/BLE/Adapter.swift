@@ -276,6 +276,15 @@ public actor Adapter {
         securityContext.store.bonds(local: address.address)
     }
 
+    /// Stores `bond` (replacing the one with its identity): the CLI's own corrections.
+    package func saveBond(_ bond: Bond) throws(BLEError) {
+        do {
+            try securityContext.store.save(bond)
+        } catch {
+            throw BLEError("storing the bond with \(bond.identity): \(error)", kind: "bonds")
+        }
+    }
+
     /// Forgets the bond with `peer` (its file is removed); throws when there is none.
     public func removeBond(_ peer: PeerAddress) async throws(BLEError) {
         do {

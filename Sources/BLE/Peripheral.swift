@@ -49,6 +49,8 @@ public actor Peripheral {
     /// Our controller's address (the bond's `local`).
     let localAddress: PeerAddress
     private var currentSecurity: SecurityLevel = .none
+    /// The securing in progress (``ensureSecurity(_:options:)``), which later callers wait for.
+    var securing: Task<Void, any Error>?
     private var negotiatedMTU: Int
     private var discovered: [RemoteService]?
     private var localDisconnect = false

@@ -34,12 +34,22 @@ public protocol VirtualPeripheral: AnyObject, Sendable {
     func disconnected(reason: HCIStatus) async
     /// The central changed the connection parameters (LE Connection Update).
     func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async
+    /// The central starts encryption (LL_ENC_REQ): the key the peripheral has for `rand` and
+    /// `ediv` (16 octets, least significant first), or nil when it has none (the central then
+    /// gets PIN or Key Missing).
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, §5.1.3
+    func longTermKeyRequested(rand: UInt64, ediv: UInt16) async -> [UInt8]?
+    /// Encryption started (or the key was refreshed) with the key it gave.
+    func encryptionChanged(refreshed: Bool) async
 }
 
 extension VirtualPeripheral {
     public var rssi: Int8 { -55 }
     public var isScannable: Bool { isConnectable || !scanResponseData.isEmpty }
     public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {}
+    /// A device that never pairs has no key.
+    public func longTermKeyRequested(rand: UInt64, ediv: UInt16) async -> [UInt8]? { nil }
+    public func encryptionChanged(refreshed: Bool) async {}
 }
 
 /// The shared medium: the peripherals a virtual controller can see. Devices may be added or

@@ -47,6 +47,8 @@ extension HCIOpcode {
     public static let leReadRemoteFeatures = HCIOpcode(rawValue: 0x2016)
     public static let leRand = HCIOpcode(rawValue: 0x2018)
     public static let leEnableEncryption = HCIOpcode(rawValue: 0x2019)
+    public static let leLongTermKeyRequestReply = HCIOpcode(rawValue: 0x201A)
+    public static let leLongTermKeyRequestNegativeReply = HCIOpcode(rawValue: 0x201B)
     public static let leReadSupportedStates = HCIOpcode(rawValue: 0x201C)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(rawValue: 0x2020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(rawValue: 0x2021)
@@ -115,6 +117,8 @@ extension HCIOpcode {
         (.leReadRemoteFeatures, "HCI_LE_Read_Remote_Features"),
         (.leRand, "HCI_LE_Rand"),
         (.leEnableEncryption, "HCI_LE_Enable_Encryption"),
+        (.leLongTermKeyRequestReply, "HCI_LE_Long_Term_Key_Request_Reply"),
+        (.leLongTermKeyRequestNegativeReply, "HCI_LE_Long_Term_Key_Request_Negative_Reply"),
         (.leReadSupportedStates, "HCI_LE_Read_Supported_States"),
         (.leRemoteConnectionParameterRequestReply, "HCI_LE_Remote_Connection_Parameter_Request_Reply"),
         (.leRemoteConnectionParameterRequestNegativeReply, "HCI_LE_Remote_Connection_Parameter_Request_Negative_Reply"),

@@ -42,6 +42,10 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     /// for it: this host, or the peer through L2CAP or the link layer); keeps the newest 8 for a
     /// slow consumer; finishes when the link ends (one consumer).
     public let parameterUpdates: AsyncStream<Parameters>
+    /// Every Encryption Change and Encryption Key Refresh Complete of the link, as they come (the
+    /// peripheral's Security Manager learns here that the central encrypted).
+    public let encryptionChanges: AsyncStream<LEEncryptionOutcome>
+    private let encryptionContinuation: AsyncStream<LEEncryptionOutcome>.Continuation
 
     private struct State {
         var parameters: Parameters
@@ -68,6 +72,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             of: HCIStatus.self, bufferingPolicy: .bufferingNewest(1))
         (parameterUpdates, updatesContinuation) = AsyncStream.makeStream(
             of: Parameters.self, bufferingPolicy: .bufferingNewest(8))
+        (encryptionChanges, encryptionContinuation) = AsyncStream.makeStream(
+            of: LEEncryptionOutcome.self, bufferingPolicy: .bufferingNewest(8))
     }
 
     /// The parameters in force (updated by LE Connection Update Complete).
@@ -89,6 +95,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         state.withLock { $0.encryptionKeySize = enabled ? (keySize ?? $0.encryptionKeySize ?? 16) : nil }
     }
 
+    func reportEncryption(_ outcome: LEEncryptionOutcome) { encryptionContinuation.yield(outcome) }
+
     func updated(_ parameters: Parameters) {
         state.withLock {
             $0.parameters = parameters
@@ -109,6 +117,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             disconnectedContinuation.yield(reason)
             disconnectedContinuation.finish()
             updatesContinuation.finish()
+            encryptionContinuation.finish()
         }
         return first
     }
@@ -118,6 +127,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     func hostEnded() {
         disconnectedContinuation.finish()
         updatesContinuation.finish()
+        encryptionContinuation.finish()
     }
 
     public var description: String {

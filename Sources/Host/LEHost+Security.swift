@@ -69,14 +69,38 @@ extension LEHost {
             status: change.status, enabled: change.status == .success && change.encryptionEnabled != 0,
             keySize: change.encryptionKeySize.map(Int.init))
         if change.status == .success { connections[handle]?.encryptionChanged(enabled: outcome.enabled, keySize: outcome.keySize) }
+        connections[handle]?.reportEncryption(outcome)
         signal(.encryption(handle), .encryption(outcome))
     }
 
     func keyRefreshed(_ refresh: EncryptionKeyRefreshCompleteEvent) {
         let handle = refresh.connectionHandle
         let encrypted = connections[handle]?.encryptionKeySize != nil
-        signal(
-            .encryption(handle),
-            .encryption(LEEncryptionOutcome(status: refresh.status, enabled: encrypted, keySize: nil)))
+        let outcome = LEEncryptionOutcome(status: refresh.status, enabled: encrypted, keySize: nil)
+        connections[handle]?.reportEncryption(outcome)
+        signal(.encryption(handle), .encryption(outcome))
+    }
+
+    /// Who answers LE Long Term Key Request on connections where we are peripheral: the key for
+    /// the connection, EDIV and Rand (least significant octet first), or nil (a negative reply:
+    /// the central gets PIN or Key Missing). Without a provider every request is refused.
+    public typealias LongTermKeyProvider = @Sendable (_ connection: LEConnection, _ rand: UInt64, _ ediv: UInt16) async -> [UInt8]?
+
+    public func setLongTermKeyProvider(_ provider: LongTermKeyProvider?) {
+        longTermKeyProvider = provider
+    }
+
+    /// LE Long Term Key Request (§7.7.65.5): the provider's key, or a negative reply.
+    func longTermKeyRequested(_ request: LELongTermKeyRequestEvent) {
+        let handle = request.connectionHandle
+        guard let connection = connections[handle], let provider = longTermKeyProvider else {
+            control.yield(.longTermKeyReply(handle: handle, key: nil))
+            return
+        }
+        let control = control
+        Task {
+            let key = await provider(connection, request.randomNumber, request.encryptedDiversifier)
+            control.yield(.longTermKeyReply(handle: handle, key: key))
+        }
     }
 }

@@ -104,6 +104,8 @@ public actor LEHost {
         case remoteParameterReply(handle: UInt16, LEConnectionParameters)
         case remoteParameterNegativeReply(handle: UInt16, HCIStatus)
         case disconnect(handle: UInt16, HCIStatus)
+        /// LE Long Term Key Request Reply (`key`) or Negative Reply (nil).
+        case longTermKeyReply(handle: UInt16, key: [UInt8]?)
     }
 
     let control: AsyncStream<ControlCommand>.Continuation
@@ -120,6 +122,8 @@ public actor LEHost {
     var connectQueue: [CheckedContinuation<Void, Never>] = []
     var waiters: [UInt64: Waiter] = [:]
     var expectations: [Awaited: Signal?] = [:]
+    /// Answers LE Long Term Key Request where we are peripheral (``setLongTermKeyProvider(_:)``).
+    var longTermKeyProvider: LongTermKeyProvider?
     var nextWaiterID: UInt64 = 0
 
     // Scanning (LEHost+Scan.swift).
@@ -301,6 +305,10 @@ public actor LEHost {
                         case .disconnect(let handle, let reason):
                             _ = try await driver.sendAccepted(
                                 DisconnectCommand(connectionHandle: handle, reason: reason))
+                        case .longTermKeyReply(let handle, let key?):
+                            _ = try await driver.send(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: key))
+                        case .longTermKeyReply(let handle, nil):
+                            _ = try await driver.send(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle))
                         }
                     } catch {
                         if case .transportClosed = error {
@@ -363,6 +371,8 @@ public actor LEHost {
                 connectionUpdated(complete)
             case .remoteConnectionParameterRequest(let request):
                 remoteParameterRequest(request)
+            case .unknown:
+                if let request = LELongTermKeyRequestEvent(meta) { longTermKeyRequested(request) }
             default:
                 logger.debug("LE event: \(meta)")
             }

@@ -118,12 +118,12 @@ package enum FileSystem {
 
     /// Creates `path` and its missing parents (mode 0755 less the umask); an existing
     /// directory is no error, an existing file on the way is `ENOTDIR`.
-    package static func createDirectory(atPath path: String) throws(FileSystemError) {
+    package static func createDirectory(atPath path: String, mode: mode_t = 0o755) throws(FileSystemError) {
         guard !path.isEmpty else { throw FileSystemError(operation: "mkdir", path: path, errno: Errno(rawValue: ENOENT)) }
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += component
-            if mkdir(prefix, 0o755) != 0 {
+            if mkdir(prefix, mode) != 0 {
                 let error = Errno.current
                 guard error.rawValue == EEXIST else { throw FileSystemError(operation: "mkdir", path: prefix, errno: error) }
                 // Something is there: fine if it is a directory (or a link to one).

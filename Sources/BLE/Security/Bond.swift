@@ -179,3 +179,12 @@ extension AddressType {
     /// `public` or `random`, as the bond file and the CLI's JSON write it.
     var jsonName: String { self == .random ? "random" : "public" }
 }
+
+extension Bond: CustomStringConvertible, CustomReflectable {
+    /// Who and how, never a key (keys are printed only by `bonds --json`).
+    public var description: String {
+        "bond \(local) ↔ \(identity) (\(identityType.jsonName)): \(secureConnections ? "Secure Connections" : "legacy"), "
+            + "\(authenticated ? "authenticated" : "unauthenticated"), \(keySize)-octet key, paired as \(pairedAs) \(created)"
+    }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}

@@ -22,7 +22,8 @@ package final class BondStore: Sendable {
         let environment = environment ?? ProcessEnvironment.all()
         if let given = environment["GATTCLIENT_BONDS"], !given.isEmpty { return given }
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/gattclient/bonds" }
-        let home = ProcessEnvironment.homeDirectory(environment: environment) ?? "/tmp"
+        // No fallback to a shared directory such as /tmp, where another user could plant a bond.
+        let home = ProcessEnvironment.homeDirectory(environment: environment) ?? "."
         return home + "/.local/state/gattclient/bonds"
     }
 
@@ -48,7 +49,8 @@ package final class BondStore: Sendable {
 
     /// Writes `bond` (mode 0600, atomically), replacing any bond with the same identity.
     package func save(_ bond: Bond) throws(FileSystemError) {
-        try FileSystem.createDirectory(atPath: folder(bond.local))
+        // Owner-only directories (created so; an existing one is the user's choice).
+        try FileSystem.createDirectory(atPath: folder(bond.local), mode: 0o700)
         var bytes = bond.json.encoded(.pretty)
         bytes.append(0x0A)
         try FileSystem.writeFileAtomically(bytes, toPath: path(bond.local, bond.identity))

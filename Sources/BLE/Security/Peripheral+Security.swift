@@ -42,8 +42,29 @@ extension Peripheral {
     /// `.secureConnections`). A peer that lost the bond is reported; it is paired again only when
     /// the adapter allows it (`--repair`).
     package func ensureSecurity(_ level: SecurityLevel, options given: PairingOptions? = nil) async throws(BLEError) {
+        // One securing at a time on a link (a Security Request and a read's Insufficient
+        // Authentication often come together): a second caller waits for the first, then checks.
+        while let running = securing {
+            _ = await running.result
+            if securing == running { securing = nil }
+        }
+        guard level > securityLevel else { return }
+        let task = Task { () async throws -> Void in try await self.raiseSecurity(to: level, options: given) }
+        securing = task
+        defer { if securing == task { securing = nil } }
+        do {
+            try await task.value
+        } catch let error as BLEError {
+            throw error
+        } catch {
+            throw BLEError("raising the security of \(peer): \(error)", kind: "security")
+        }
+    }
+
+    private func raiseSecurity(to level: SecurityLevel, options given: PairingOptions?) async throws(BLEError) {
         guard level > securityLevel else { return }
         let manager = try securityManager()
+        var lostBond: Bond?
         if let bond = securityContext.store.bond(local: localAddress.address, peer: peer), bond.securityLevel >= level,
             let key = bond.peerLTK
         {
@@ -51,29 +72,39 @@ extension Peripheral {
             do {
                 outcome = try await manager.encrypt(with: key)
             } catch {
-                throw BLEError("encrypting the link to \(peer) with its bond: \(error)", kind: "security")
+                // MIC Failure (0x3D) ends the link: the two keys differ, the peer lost the bond.
+                throw BLEError(
+                    "\(peer) no longer has the bond (the link ended on encryption: \(error)); pair again with "
+                        + "`gattclient pair \(peer.address) --force` or --repair", kind: "security")
             }
             if outcome.status == 0, outcome.enabled {
                 raiseSecurityLevel(to: bond.securityLevel)
                 return
             }
-            // PIN or Key Missing (0x06): the peer no longer has the key (Vol 1, Part F, §2.6).
-            let lost = "\(peer) no longer has the bond (encryption failed with HCI status 0x"
-                + String(outcome.status, radix: 16) + ")"
+            // PIN or Key Missing (0x06): the peer has no key for us (Vol 1, Part F, §2.6).
+            guard outcome.status == 0x06 else {
+                throw BLEError(
+                    "encrypting the link to \(peer) with its bond failed (HCI status 0x\(String(outcome.status, radix: 16)))",
+                    kind: "security")
+            }
+            let lost = "\(peer) no longer has the bond (PIN or Key Missing)"
             guard securityContext.allowRepair else {
                 throw BLEError(lost + "; pair again with `gattclient pair \(peer.address) --force` or --repair", kind: "security")
             }
             securityContext.warning("warning: " + lost + "; pairing again (--repair)")
+            lostBond = bond
         }
         var options = given ?? PairingOptions()
-        if level >= .authenticated { options.requireMITM = true }
-        if level == .secureConnections {
-            options.secureConnectionsOnly = true
-            options.minimumKeySize = 16
-        }
+        // A replacement is at least as strong as the bond it replaces (a device spoofing the
+        // address only has to say PIN or Key Missing to get a new bond otherwise).
+        let required = max(level, lostBond?.securityLevel ?? .none)
+        if required >= .authenticated { options.requireMITM = true }
+        if required == .secureConnections || lostBond?.secureConnections == true { options.secureConnectionsOnly = true }
+        if required == .secureConnections { options.minimumKeySize = 16 }
+        if let lostBond { options.minimumKeySize = max(options.minimumKeySize, lostBond.keySize) }
         let bond = try await pair(options)
-        guard bond.securityLevel >= level else {
-            throw BLEError("pairing with \(peer) gave \(bond.securityLevel), not \(level)", kind: "security")
+        guard bond.securityLevel >= required else {
+            throw BLEError("pairing with \(peer) gave \(bond.securityLevel), not \(required)", kind: "security")
         }
     }
 

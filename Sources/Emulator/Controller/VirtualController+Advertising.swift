@@ -139,6 +139,7 @@ extension VirtualController {
     func centralDisconnected(handle: UInt16, reason: HCIStatus) async {
         guard let connection = connections[handle], case .central = connection.remote else { return }
         connections[handle] = nil
+        dropKeyRequest(handle: handle)
         reassembler.reset(handle: handle)
         await emit(
             .disconnectionComplete(
@@ -212,5 +213,15 @@ final class HostAdvertiser: VirtualPeripheral {
     func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
         guard let handle = state.withLock({ $0.handle }) else { return }
         await box.controller?.centralUpdatedParameters(handle: handle, parameters)
+    }
+
+    func longTermKeyRequested(rand: UInt64, ediv: UInt16) async -> [UInt8]? {
+        guard let handle = state.withLock({ $0.handle }) else { return nil }
+        return await box.controller?.longTermKeyRequest(handle: handle, rand: rand, ediv: ediv)
+    }
+
+    func encryptionChanged(refreshed: Bool) async {
+        guard let handle = state.withLock({ $0.handle }) else { return }
+        await box.controller?.peripheralEncryptionChanged(handle: handle, refreshed: refreshed)
     }
 }

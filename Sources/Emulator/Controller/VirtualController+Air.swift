@@ -228,6 +228,7 @@ extension VirtualController {
             return
         }
         reassembler.reset(handle: command.connectionHandle)
+        dropKeyRequest(handle: command.connectionHandle)
         await status(DisconnectCommand.opcode, .success)
         await emit(
             .disconnectionComplete(

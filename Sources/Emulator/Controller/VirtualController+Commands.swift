@@ -12,7 +12,8 @@ extension VirtualController {
         .leSetRandomAddress, .leSetScanParameters, .leSetScanEnable, .leCreateConnection, .leCreateConnectionCancel,
         .leConnectionUpdate, .leRand, .writeLEHostSupport, .leSetAdvertisingParameters, .leSetAdvertisingData,
         .leSetScanResponseData, .leSetAdvertisingEnable, .leReadFilterAcceptListSize, .leClearFilterAcceptList,
-        .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList,
+        .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList, .leEnableEncryption,
+        .leLongTermKeyRequestReply, .leLongTermKeyRequestNegativeReply,
     ]
 
     /// The extended advertising, scanning and initiating commands (with
@@ -188,6 +189,12 @@ extension VirtualController {
             await createConnection(command, extended: false)
         case .leCreateConnectionCancel:
             await cancelCreateConnection()
+        case .leEnableEncryption(let command):
+            await enableEncryption(command)
+        case .leLongTermKeyRequestReply(let command):
+            await answerLongTermKeyRequest(handle: command.connectionHandle, key: command.longTermKey)
+        case .leLongTermKeyRequestNegativeReply(let command):
+            await answerLongTermKeyRequest(handle: command.connectionHandle, key: nil)
         case .leReadFilterAcceptListSize:
             await complete(
                 LEReadFilterAcceptListSizeCommand.self, .init(filterAcceptListSize: UInt8(Self.filterAcceptListSize)))
@@ -265,7 +272,7 @@ extension VirtualController {
     func refuse(_ opcode: HCIOpcode, _ status: HCIStatus) async {
         switch opcode {
         case .disconnect, .leCreateConnection, .leConnectionUpdate, .leExtendedCreateConnectionV1,
-            .leExtendedCreateConnectionV2, .leSetPHY:
+            .leExtendedCreateConnectionV2, .leSetPHY, .leEnableEncryption:
             await self.status(opcode, status)
         default:
             await complete(opcode: opcode, returnParameters: [status.rawValue])

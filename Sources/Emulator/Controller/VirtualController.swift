@@ -57,6 +57,8 @@ public actor VirtualController {
     struct Connection {
         var remote: Remote
         var parameters: VirtualLinkConnection.Parameters
+        /// Encrypted (LL encryption procedure done; payloads are not actually encrypted).
+        var encrypted = false
         /// As central, until our host has heard LE Connection Complete: what the peripheral sent
         /// meanwhile (held so that no data reaches the host before the connection does), and a
         /// disconnect it asked for. `nil` once the host knows the connection.
@@ -129,6 +131,8 @@ public actor VirtualController {
     /// 0x01 connects to.
     var filterAcceptList: [FilterAcceptListEntry] = []
     var connections: [UInt16: Connection] = [:]
+    /// LE Long Term Key Requests our host has not answered yet, by handle.
+    var keyRequests: [UInt16: (continuation: CheckedContinuation<[UInt8]?, Never>, timer: ScheduledTimer)] = [:]
     var nextHandle: UInt16 = 0x0040
     var reassembler = L2CAPReassembler()
 
@@ -333,6 +337,7 @@ public actor VirtualController {
             return
         }
         connections[handle] = nil
+        dropKeyRequest(handle: handle)
         reassembler.reset(handle: handle)
         await emit(
             .disconnectionComplete(
@@ -353,6 +358,7 @@ public actor VirtualController {
         stopAdvertising()
         let dropped = connections
         connections = [:]
+        for handle in keyRequests.keys { dropKeyRequest(handle: handle) }
         for (_, connection) in dropped {
             await connection.remoteDisconnected(.connectionTimeout)
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import Bluetooth
+import Synchronization
 import SystemSupport
 
 func parsePairingCommand(
@@ -55,6 +56,10 @@ final class CLIPairingDelegate: PairingDelegate {
     let confirmAll: Bool
     let errors: Int32
     let diagnostics: SessionDiagnostics?
+    private let unseen = Mutex(false)
+
+    /// Whether `--confirm` accepted a numeric comparison nobody looked at.
+    var confirmedUnseen: Bool { unseen.withLock { $0 } }
 
     init(passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?) {
         self.passkey = passkey
@@ -92,7 +97,10 @@ final class CLIPairingDelegate: PairingDelegate {
 
     func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool {
         printError("numeric comparison: \(Self.sixDigits(number))", to: errors)
-        if confirmAll { return true }
+        if confirmAll {
+            unseen.withLock { $0 = true }
+            return true
+        }
         guard isatty(STDIN_FILENO) == 1,
             let answer = Self.ask("does \(peer.address) show \(Self.sixDigits(number))? [y/N] ", errors: errors)
         else { return false }
@@ -131,26 +139,31 @@ struct PairCommand {
         let connection = try await CommandConnection.open(peer, options: global, replayMatchAny: false, central: central)
         let adapter = connection.adapter
         let interactive = isatty(STDIN_FILENO) == 1
-        await adapter.setPairingDelegate(
-            CLIPairingDelegate(
-                passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current))
+        let delegate = CLIPairingDelegate(
+            passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current)
+        await adapter.setPairingDelegate(delegate)
         var pairing = PairingOptions(
             ioCapability: options.ioCapability ?? (interactive ? .keyboardDisplay : .noInputNoOutput),
             bonding: !options.noBond)
         pairing.legacyOnly = options.legacy
         do {
             let existing = await adapter.bonds().first { $0.peer == peer.address || $0.identity == peer.address }
-            if existing != nil, options.force {
-                try await adapter.removeBond(peer)
-            }
-            let bond: Bond
             if let existing, !options.force {
                 // Bonded already: encrypt with the bond (no SMP), as a reconnection does.
                 try await connection.peripheral.ensureSecurity(existing.securityLevel)
-                bond = existing
-                report(bond, fresh: false, global: global, output: &output)
+                report(existing, fresh: false, global: global, output: &output)
             } else {
-                bond = try await connection.peripheral.pair(pairing)
+                // --force: the old bond goes only once the new pairing succeeded.
+                var bond = try await connection.peripheral.pair(pairing)
+                if let existing, existing.identity != bond.identity { try? await adapter.removeBond(existing.peerIdentity) }
+                if delegate.confirmedUnseen, bond.authenticated {
+                    // Nobody compared the numbers: no MITM protection, whatever the method.
+                    bond.authenticated = false
+                    if !options.noBond { try await adapter.saveBond(bond) }
+                    printError(
+                        "gattclient: --confirm accepted the numeric comparison unseen: the bond is kept as unauthenticated",
+                        to: errors)
+                }
                 report(bond, fresh: true, global: global, output: &output)
             }
         } catch {

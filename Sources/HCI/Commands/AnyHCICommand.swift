@@ -28,6 +28,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
     case leCreateConnectionCancel(LECreateConnectionCancelCommand)
     case leConnectionUpdate(LEConnectionUpdateCommand)
     case leEnableEncryption(LEEnableEncryptionCommand)
+    case leLongTermKeyRequestReply(LELongTermKeyRequestReplyCommand)
+    case leLongTermKeyRequestNegativeReply(LELongTermKeyRequestNegativeReplyCommand)
     case leRemoteConnectionParameterRequestReply(LERemoteConnectionParameterRequestReplyCommand)
     case leRemoteConnectionParameterRequestNegativeReply(LERemoteConnectionParameterRequestNegativeReplyCommand)
     case leSetDataLength(LESetDataLengthCommand)
@@ -139,6 +141,10 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
             self = .leCreateConnectionCancel(try LECreateConnectionCancelCommand(parsingParameters: &r))
         case .leConnectionUpdate: self = .leConnectionUpdate(try LEConnectionUpdateCommand(parsingParameters: &r))
         case .leEnableEncryption: self = .leEnableEncryption(try LEEnableEncryptionCommand(parsingParameters: &r))
+        case .leLongTermKeyRequestReply:
+            self = .leLongTermKeyRequestReply(try LELongTermKeyRequestReplyCommand(parsingParameters: &r))
+        case .leLongTermKeyRequestNegativeReply:
+            self = .leLongTermKeyRequestNegativeReply(try LELongTermKeyRequestNegativeReplyCommand(parsingParameters: &r))
         case .leRemoteConnectionParameterRequestReply:
             self = .leRemoteConnectionParameterRequestReply(
                 try LERemoteConnectionParameterRequestReplyCommand(parsingParameters: &r))
@@ -239,6 +245,8 @@ public enum AnyHCICommand: Hashable, Sendable, CustomStringConvertible {
         case .leCreateConnectionCancel(let c): return c
         case .leConnectionUpdate(let c): return c
         case .leEnableEncryption(let c): return c
+        case .leLongTermKeyRequestReply(let c): return c
+        case .leLongTermKeyRequestNegativeReply(let c): return c
         case .leRemoteConnectionParameterRequestReply(let c): return c
         case .leRemoteConnectionParameterRequestNegativeReply(let c): return c
         case .leSetDataLength(let c): return c

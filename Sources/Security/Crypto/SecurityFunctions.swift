@@ -1,3 +1,4 @@
+import Bluetooth
 import CCrypto
 
 /// A failure of the cryptographic toolbox: libcrypto missing or refusing, or a peer's public
@@ -212,4 +213,10 @@ public struct P256KeyPair: Sendable {
         guard result == 0 else { throw .libcrypto(code: result) }
         return out
     }
+}
+
+extension P256KeyPair: CustomStringConvertible, CustomReflectable {
+    /// The public key only: the private scalar is never shown.
+    public var description: String { "P-256 key pair, public X " + Hex.encode(x) }
+    public var customMirror: Mirror { Mirror(self, children: ["x": x, "y": y]) }
 }

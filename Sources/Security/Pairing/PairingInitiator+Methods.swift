@@ -232,6 +232,11 @@ extension PairingInitiator {
         case .identityInformation(let information):
             result.peerIRK = information.value
         case .identityAddressInformation(let identity):
+            // An identity address is public or static random (top two bits 0b11, §3.6.5).
+            guard identity.addressType == .public || identity.address.rawValue >> 46 == 0b11 else {
+                fail(.invalidParameters, "the identity address \(identity.address) is random but not static", into: &actions)
+                return
+            }
             result.peerIdentity = identity
         case .signingInformation(let information):
             result.peerCSRK = information.value

@@ -430,3 +430,20 @@ extension BluetoothAddress {
     /// The six octets most significant first.
     var bigEndianBytes: [UInt8] { (0..<6).reversed().map { UInt8(truncatingIfNeeded: rawValue >> (8 * UInt64($0))) } }
 }
+
+extension LongTermKey: CustomStringConvertible, CustomReflectable {
+    /// The key is not shown (key material is printed only where the user asks: `bonds --json`).
+    public var description: String { "LTK (hidden), EDIV 0x\(String(ediv, radix: 16))" }
+    public var customMirror: Mirror { Mirror(self, children: ["ediv": ediv]) }
+}
+
+extension PairingResult: CustomStringConvertible, CustomReflectable {
+    /// The facts, no key.
+    public var description: String {
+        "\(secureConnections ? "Secure Connections" : "legacy") \(method), "
+            + "\(authenticated ? "authenticated" : "unauthenticated"), \(keySize)-octet key\(bonded ? ", bonded" : "")"
+    }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["method": method, "secureConnections": secureConnections, "authenticated": authenticated, "keySize": keySize, "bonded": bonded])
+    }
+}

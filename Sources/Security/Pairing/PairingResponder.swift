@@ -452,7 +452,13 @@ public struct PairingResponder: Sendable {
             result.peerLTK?.ediv = identification.ediv
             result.peerLTK?.rand = identification.rand
         case .identityInformation(let information): result.peerIRK = information.value
-        case .identityAddressInformation(let identity): result.peerIdentity = identity
+        case .identityAddressInformation(let identity):
+            // An identity address is public or static random (top two bits 0b11, §3.6.5).
+            guard identity.addressType == .public || identity.address.rawValue >> 46 == 0b11 else {
+                fail(.invalidParameters, "the identity address \(identity.address) is random but not static", into: &actions)
+                return
+            }
+            result.peerIdentity = identity
         case .signingInformation(let information): result.peerCSRK = information.value
         default: break
         }

@@ -53,6 +53,8 @@ public actor SecurityManager {
     private var timerGeneration = 0
     /// After an SMP timeout no more SMP is exchanged on the link (§3.4).
     private var timedOut = false
+    /// Bumped when a pairing ends: actions of an ended pairing are not performed.
+    private var pairingGeneration = 0
     private var pump: Task<Void, Never>?
     private let requestContinuation: AsyncStream<AuthenticationRequirements>.Continuation
 
@@ -135,7 +137,11 @@ public actor SecurityManager {
     }
 
     private func perform(_ actions: [PairingInitiator.Action]) async {
+        let generation = pairingGeneration
         for action in actions {
+            // Actions computed before an await (the user's answer, the encryption) are stale once
+            // the pairing ended meanwhile (a timeout, the peer's Pairing Failed): none is performed.
+            guard generation == pairingGeneration else { return }
             switch action {
             case .send(let pdu):
                 do {
@@ -193,6 +199,7 @@ public actor SecurityManager {
     }
 
     private func finish(_ result: Result<PairingResult, PairingFailure>) {
+        pairingGeneration += 1
         timer?.cancel()
         timer = nil
         agent = nil
