@@ -72,13 +72,18 @@ public actor Adapter {
     /// One more controller on `simulation`'s air, with an address of its own: two adapters of
     /// one simulation see each other's advertising and connect to each other.
     public static func simulated(_ simulation: Simulation) async throws(BLEError) -> Adapter {
+        try await simulated(simulation, options: AdapterOptions())
+    }
+
+    /// ``simulated(_:)`` with options (tests give each adapter its own bond directory).
+    package static func simulated(_ simulation: Simulation, options: AdapterOptions) async throws(BLEError) -> Adapter {
         let address = SimulatedAddresses.next()
         let (controller, transport) = await VirtualController.attach(
             to: simulation.link, clock: SystemClock(), configuration: .init(address: address))
         do {
             let central = try await UserSpaceCentral.start(
                 transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout)
-            return Adapter(central: central)
+            return Adapter(central: central, options: options)
         } catch {
             await controller.stop()
             throw BLEError.from(error, doing: "starting a simulated adapter")
@@ -271,6 +276,11 @@ public actor Adapter {
         securityContext.delegate = delegate
     }
 
+    /// Whether a peer that lost its bond is paired again rather than refused (`--repair`).
+    package func setAllowRepair(_ allowed: Bool) {
+        securityContext.allowRepair = allowed
+    }
+
     /// The bonds of this adapter's controller address.
     public func bonds() async -> [Bond] {
         securityContext.store.bonds(local: address.address)
@@ -325,7 +335,9 @@ public actor Adapter {
         } catch {
             throw BLEError.from(error, doing: "advertising")
         }
-        let local = try await LocalPeripheral.start(name: name, services: services, host: host) { [weak self] in
+        let local = try await LocalPeripheral.start(
+            name: name, services: services, host: host, security: securityContext, localAddress: address
+        ) { [weak self] in
             await self?.advertisingStopped()
         }
         guard !closed else {

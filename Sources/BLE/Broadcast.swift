@@ -86,3 +86,12 @@ final class StateBroadcast: Sendable {
         broadcast.yield(new, final: final) { current in current != new }
     }
 }
+
+/// A value behind a lock, shareable by reference (a `Mutex` cannot be copied into closures).
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { mutex = Mutex(value) }
+
+    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
+}

@@ -33,13 +33,22 @@ public struct CharacteristicWrite: Sendable {
 public actor LocalPeripheral {
     /// The database served (handles as assigned).
     package nonisolated let database: AttributeDatabase
-    private let server: GATTServerHost
+    let server: GATTServerHost
     private let host: any PeripheralHost
     private let writeBroadcast = Broadcast<CharacteristicWrite>()
     private let clients = ClientTable()
     private let onStop: @Sendable () async -> Void
     private var acceptor: Task<Void, Never>?
     private var stopped = false
+    /// The adapter's pairing delegate and bond store (nil: this peripheral never pairs).
+    let securityContext: SecurityContext?
+    /// Our controller's address (the bonds' `local`).
+    let localAddress: PeerAddress
+    /// How we pair when a central asks (``setPairing(_:)``).
+    let pairingOptions = Locked<PairingOptions?>(PairingOptions(ioCapability: .noInputNoOutput))
+    /// Each central's security, by connection handle.
+    let securities = Locked<[UInt16: CentralSecurity]>([:])
+    var keyProviderSet = false
 
     /// The connected centrals by server client, shared with the server's event handler.
     private final class ClientTable: Sendable {
@@ -55,8 +64,11 @@ public actor LocalPeripheral {
     }
 
     private init(
-        database: AttributeDatabase, host: any PeripheralHost, onStop: @escaping @Sendable () async -> Void
+        database: AttributeDatabase, host: any PeripheralHost, security: SecurityContext?, localAddress: PeerAddress,
+        onStop: @escaping @Sendable () async -> Void
     ) {
+        self.securityContext = security
+        self.localAddress = localAddress
         self.database = database
         self.server = GATTServerHost(server: GATTServer(database: database))
         self.host = host
@@ -65,12 +77,14 @@ public actor LocalPeripheral {
 
     /// Builds the database and the advertising data, and starts advertising on `host`.
     static func start(
-        name: String?, services: [ServiceDefinition], host: any PeripheralHost,
+        name: String?, services: [ServiceDefinition], host: any PeripheralHost, security: SecurityContext? = nil,
+        localAddress: PeerAddress = PeerAddress(address: .zero, type: .public),
         onStop: @escaping @Sendable () async -> Void
     ) async throws(BLEError) -> LocalPeripheral {
         let database = try Self.database(name: name, services: services)
         let parameters = try Self.advertisingParameters(name: name ?? Self.defaultName, services: services)
-        let local = LocalPeripheral(database: database, host: host, onStop: onStop)
+        let local = LocalPeripheral(
+            database: database, host: host, security: security, localAddress: localAddress, onStop: onStop)
         try await local.begin(parameters)
         return local
     }
@@ -106,10 +120,13 @@ public actor LocalPeripheral {
         let peer = central.address ?? PeerAddress(address: .zero, type: .public)
         let clients = clients
         let link = central.link
+        // SMP goes to our Security Manager from the start (before any ATT), on the user-space host.
+        let security = await attachSecurity(central, peer: peer)
         // Registered before the server handles the first PDU, so no write misses its peer.
         let (_, id) = await server.serve(
             central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
             registered: { id in clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link) } })
+        security?.client.withLock { $0 = id }
         if stopped {
             // stop() ran while the server was taking the central: it cleared the table first.
             clients.withLock { _ = $0.removeValue(forKey: id) }

@@ -16,8 +16,14 @@ public protocol PairingDelegate: Sendable {
 /// a lost bond may be replaced by pairing again.
 final class SecurityContext: Sendable {
     let store: BondStore
-    let allowRepair: Bool
+    private let repair: Locked<Bool>
     let warning: @Sendable (String) -> Void
+
+    /// Whether a peer that lost its bond is paired again (`--repair`).
+    var allowRepair: Bool {
+        get { repair.withLock { $0 } }
+        set { repair.withLock { $0 = newValue } }
+    }
     private let delegateBox = Mutex<(any PairingDelegate)?>(nil)
     /// Failed pairings per peer: how many in a row, and when the last one ended (§2.3.6).
     private let failures = Mutex<[PeerAddress: (count: Int, last: ContinuousClock.Instant)]>([:])
@@ -46,7 +52,7 @@ final class SecurityContext: Sendable {
 
     init(store: BondStore, allowRepair: Bool, warning: @escaping @Sendable (String) -> Void) {
         self.store = store
-        self.allowRepair = allowRepair
+        self.repair = Locked(allowRepair)
         self.warning = warning
     }
 

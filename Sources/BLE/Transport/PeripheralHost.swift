@@ -21,6 +21,9 @@ package struct AcceptedCentral: Sendable {
     /// Waits for the end of the connection; returns the reason (nil when only the channel
     /// closed, as on the kernel path).
     package let ended: @Sendable () async -> HCIStatus?
+    /// The user-space host's connection, for our Security Manager (nil on the kernel path).
+    package var connection: LEConnection?
+    package var host: LEHost?
 }
 
 /// What `gattclient peripheral` needs from a transport: advertising and accepting centrals.
@@ -134,7 +137,7 @@ package final class UserSpacePeripheralHost: PeripheralHost {
                             ended: {
                                 for await reason in connection.disconnected { return reason }
                                 return connection.disconnectionReason
-                            }))
+                            }, connection: connection, host: host))
                 }
                 continuation.finish()
             }
