@@ -176,6 +176,9 @@ def main():
     # The pairing target: our options octet, then length-prefixed peer PDUs (a Pairing Response).
     add("pairing", bytes.fromhex("03" + "07" + "02030009100303"))
     add("pairing", bytes.fromhex("04" + "07" + "0204000d100303" + "41" + "0c" + "00" * 64))
+    # The responder: a central's Pairing Request, then its public key.
+    add("pairing-responder", bytes.fromhex("03" + "07" + "0103000d100303"))
+    add("pairing-responder", bytes.fromhex("03" + "07" + "01030009100303" + "41" + "0c" + "00" * 64))
     # LE signaling: Connection Parameter Update Request, LE Credit Based Connection Request,
     # Disconnection Request, Command Reject, Enhanced Credit Based Connection Request.
     for hex_packet in ("1201080006000c0000008000", "14020a0080004000f700f7000a00", "06030400400040", "0104020000",

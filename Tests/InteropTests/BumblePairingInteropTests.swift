@@ -336,3 +336,87 @@ struct BumblePairingCLITests {
         #expect(codes.compactMap { names[$0] } == ours, "tshark: \(codes), ours: \(ours)")
     }
 }
+
+/// Issue 18: Bumble's central pairs with our peripheral (LocalPeripheral on the user-space host).
+@Suite("Interop: Bumble's central pairs with our peripheral", .enabled(if: BumblePeer.isAvailable), .serialized)
+struct BumbleCentralPairingTests {
+    static let secret = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
+
+    static func json(_ line: String) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+
+    /// Our peripheral with an encrypted-read value on Bumble's link; Bumble's central pairs as
+    /// `arguments` say; what it reports, and our bond.
+    static func pair(
+        ours: PairingOptions, bumble arguments: [String], passkey: UInt32? = nil
+    ) async throws -> (summary: [String: Any], bond: Bond?) {
+        let peer = try PeripheralInteropProcess("bumble_peer.py", ["--central-port", "0", "--lifetime", "120"])
+        defer { peer.stop() }
+        let ready = try await peer.nextLine(timeout: 30)
+        let centralLine = try await peer.nextLine(timeout: 30)
+        let centralPort = String(centralLine.split(separator: ":").last ?? "")
+        var options = AdapterOptions()
+        options.bondsDirectory = BumblePairingInteropTests.bondsDirectory()
+        let adapter = try await Adapter.open(String(ready.dropFirst("READY ".count)), options: options)
+        if let passkey { await adapter.setPairingDelegate(BumblePairingInteropTests.Delegate(passkey: passkey)) }
+        let local = try await adapter.advertise(
+            name: "secret",
+            services: [
+                ServiceDefinition(
+                    uuid: BluetoothUUID("0000FEE0-0000-1000-8000-00805F9B34FB")!,
+                    characteristics: [
+                        CharacteristicDefinition(
+                            uuid: secret, properties: [.read], permissions: [.read, .readEncrypted], value: Array("72 bpm".utf8))
+                    ])
+            ])
+        await local.setPairing(ours)
+        let client = try PeripheralInteropProcess(
+            "bumble_pairing_central.py",
+            ["--transport", "tcp-client:127.0.0.1:\(centralPort)", "--peer", "\(adapter.address.address)/public",
+             "--uuid", "0000FEE1-0000-1000-8000-00805F9B34FB", "--timeout", "20"] + arguments)
+        defer { client.stop() }
+        let line = try await client.nextLine(timeout: 90)
+        var bond: Bond?
+        for _ in 0..<100 {
+            bond = await adapter.bonds().first
+            if bond != nil { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await local.stop()
+        await adapter.close()
+        return (try #require(Self.json(line), "\(line)"), bond)
+    }
+
+    @Test("Secure Connections Just Works: refused before, read after; Bumble's LTK equals ours")
+    func justWorks() async throws {
+        let (summary, bond) = try await Self.pair(ours: PairingOptions(ioCapability: .noInputNoOutput), bumble: ["--pairing", "sc"])
+        #expect(summary["error"] == nil, "\(summary)")
+        #expect(summary["before"] as? Int == 0x0F, "Insufficient Encryption before pairing")
+        #expect(summary["value"] as? String == Hex.encode(Array("72 bpm".utf8)))
+        let ours = try #require(bond)
+        #expect(ours.pairedAs == "peripheral" && ours.secureConnections)
+        #expect(summary["ltk"] as? String == ours.peerLTK.map { Hex.encode($0.key) }, "\(summary)")
+    }
+
+    @Test("Passkey Entry (Bumble displays, we type) and legacy Just Works")
+    func passkeyAndLegacy() async throws {
+        // Bumble's central displays 123456 (--io display) and our peripheral's delegate types it.
+        let (summary, bond) = try await Self.pair(
+            ours: PairingOptions(ioCapability: .keyboardOnly), bumble: ["--pairing", "sc", "--io", "display", "--mitm", "--passkey", "123456"],
+            passkey: 123_456)
+        #expect(summary["error"] == nil, "\(summary)")
+        #expect(summary["authenticated"] as? Bool == true, "\(summary)")
+        #expect(bond?.authenticated == true)
+        #expect(summary["ltk"] as? String == bond?.peerLTK.map { Hex.encode($0.key) })
+
+        let (legacy, legacyBond) = try await Self.pair(
+            ours: PairingOptions(ioCapability: .noInputNoOutput), bumble: ["--pairing", "legacy"])
+        #expect(legacy["error"] == nil, "\(legacy)")
+        #expect(legacy["sc"] as? Bool == false)
+        let ours = try #require(legacyBond)
+        #expect(!ours.secureConnections)
+        #expect(legacy["ltk"] as? String == ours.localLTK.map { Hex.encode($0.key) }, "Bumble holds the LTK we distributed: \(legacy)")
+        #expect(legacy["ediv"] as? Int == ours.localLTK.map { Int($0.ediv) })
+    }
+}

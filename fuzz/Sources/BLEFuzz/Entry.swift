@@ -144,6 +144,9 @@ enum FuzzTargets {
             name: "pairing", invariant: "pairing initiator vs a hostile peer: sent PDUs decode, keys only after encryption, one end, silence after it",
             run: SecurityFuzz.initiator),
         FuzzTarget(
+            name: "pairing-responder", invariant: "pairing responder vs a hostile central: sent PDUs decode, keys only after encryption, one end",
+            run: SecurityFuzz.responder),
+        FuzzTarget(
             name: "cli", invariant: "CLI argument parser: an Invocation or a UsageError, never a trap",
             run: CLIFuzz.parseArguments),
     ]

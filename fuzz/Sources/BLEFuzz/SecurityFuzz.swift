@@ -77,6 +77,60 @@ enum SecurityFuzz {
         if ends == 0 { check(&timeout) } else { require(timeout.isEmpty, "a timeout after the end acted") }
     }
 
+    /// The responder fed by a hostile central: the same invariants as the initiator's (sent PDUs
+    /// decode, keys only after encryption, one end, silence after it).
+    static func responder(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        var options = PairingOptions(
+            ioCapability: IOCapability.allCases[Int(first % 5)], secureConnectionsOnly: first & 0x08 != 0)
+        options.requireMITM = first & 0x10 != 0
+        var machine = PairingResponder(
+            options: options, addresses: addresses,
+            identity: IdentityAddressInformation(addressType: .public, address: addresses.responder),
+            random: { count in (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 7) } }, keyPair: fixedKeyPair)
+        var ends = 0
+        var keyReady = false
+        var index = 1
+        while index < bytes.count {
+            let length = Int(bytes[index])
+            index += 1
+            let pdu = Array(bytes[index..<min(bytes.count, index + length)])
+            index += length
+            var actions: [PairingResponder.Action] = []
+            let wasActive = machine.isActive || ends == 0
+            machine.receive(pdu[...], into: &actions)
+            var answered: [PairingResponder.Action] = []
+            for action in actions {
+                switch action {
+                case .requestPasskey: machine.passkeyEntered(123_456, into: &answered)
+                case .confirmNumber: machine.comparisonAnswered(true, into: &answered)
+                case .keyReady: machine.encryptionChanged(status: 0, enabled: true, into: &answered)
+                default: break
+                }
+            }
+            for action in actions + answered {
+                require(wasActive, "an action after the end")
+                switch action {
+                case .send(let sent):
+                    require((try? SecurityManagerPDU(decoding: sent[...])) != nil, "we sent an undecodable SMP PDU")
+                case .keyReady(let key):
+                    require(key.key.count == 16, "a key of \(key.key.count) octets")
+                    keyReady = true
+                case .completed:
+                    require(keyReady, "keys without encryption")
+                    ends += 1
+                case .failed:
+                    ends += 1
+                case .displayPasskey(let value), .confirmNumber(let value):
+                    require(value <= 999_999, "a six-digit value of \(value)")
+                case .requestPasskey:
+                    break
+                }
+                require(ends <= 1, "two ends")
+            }
+        }
+    }
+
     /// Every SMP command: typed error or a round trip to the same octets.
     static func codec(_ bytes: [UInt8]) {
         guard let pdu = try? SecurityManagerPDU(decoding: bytes[...]) else { return }
