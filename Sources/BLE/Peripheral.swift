@@ -67,8 +67,10 @@ public actor Peripheral {
     /// seen here).
     public var securityLevel: SecurityLevel { currentSecurity }
 
-    func raiseSecurityLevel(to level: SecurityLevel) {
-        if level > currentSecurity { currentSecurity = level }
+    func raiseSecurityLevel(to level: SecurityLevel) async {
+        guard level > currentSecurity else { return }
+        currentSecurity = level
+        await client.linkSecurityChanged(to: level)
     }
 
     init(

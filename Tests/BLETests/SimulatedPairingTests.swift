@@ -50,6 +50,7 @@ struct SimulatedPairingTests {
             let device = try await client.connect(to: server.address)
             #expect(try await device.read(Self.secret) == Array("72 bpm".utf8), "paired on Insufficient Encryption")
             #expect(await device.securityLevel == .encrypted)
+            #expect(await device.client.securityLevel == .encrypted, "the bearer knows the link's level")
             let clientBond = try #require(await client.bonds().first)
             let serverBond = try #require(await Self.firstBond(of: server), "the peripheral's side stores its bond too")
             #expect(clientBond.pairedAs == "central" && serverBond.pairedAs == "peripheral")
@@ -60,6 +61,7 @@ struct SimulatedPairingTests {
 
             let again = try await client.connect(to: server.address, security: .encrypted)
             #expect(await again.securityLevel == .encrypted)
+            #expect(await again.client.securityLevel == .encrypted, "re-encryption reaches the bearer too")
             #expect(try await again.read(Self.secret) == Array("72 bpm".utf8))
             #expect(await client.bonds() == [clientBond], "no new pairing")
             #expect(await server.bonds() == [serverBond])

@@ -26,7 +26,7 @@ extension Peripheral {
         }
         securityContext.pairingEnded(with: peer, succeeded: true)
         let bond = Bond(result: result, local: localAddress, peer: peer, pairedAs: "central")
-        raiseSecurityLevel(to: bond.securityLevel)
+        await raiseSecurityLevel(to: bond.securityLevel)
         if options.bonding, result.bonded {
             do {
                 try securityContext.store.save(bond)
@@ -78,7 +78,7 @@ extension Peripheral {
                         + "`gattclient pair \(peer.address) --force` or --repair", kind: "security")
             }
             if outcome.status == 0, outcome.enabled {
-                raiseSecurityLevel(to: bond.securityLevel)
+                await raiseSecurityLevel(to: bond.securityLevel)
                 return
             }
             // PIN or Key Missing (0x06): the peer has no key for us (Vol 1, Part F, §2.6).

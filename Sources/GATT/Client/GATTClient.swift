@@ -82,6 +82,21 @@ public actor GATTClient {
         (changes, changesContinuation) = AsyncStream<GATTDatabaseChange>.makeStream(bufferingPolicy: .unbounded)
     }
 
+    /// The security level of the link this bearer runs on (Core 5.4 Vol 3 Part C §10.2), as
+    /// the host reports it through ``linkSecurityChanged(to:)``: `.none` until the link is
+    /// encrypted. A refusal for Insufficient Encryption or Authentication is judged against it.
+    public private(set) var securityLevel: SecurityLevel = .none
+
+    /// The host tells the bearer that the link's encryption changed (Encryption Change, Key
+    /// Refresh after pairing). The level only rises on a link: encryption cannot be turned off
+    /// on an LE link without ending it (Vol 6 Part B §5.1.3), so a lower level is ignored.
+    public func linkSecurityChanged(to level: SecurityLevel) {
+        if level > securityLevel {
+            logger.debug("link security: \(securityLevel) -> \(level)")
+            securityLevel = level
+        }
+    }
+
     /// The current ATT_MTU.
     public var mtu: Int {
         get async { await connection.mtu }
