@@ -40,11 +40,12 @@ struct BumbleGATTInteropTests {
         (BluetoothUUID(0xFFE0), [2]),
     ]
 
-    static func open(_ peer: BumblePeer, commandSet: LEHost.Configuration.CommandSet = .automatic) async throws
-        -> LEHost
-    {
+    static func open(
+        _ peer: BumblePeer, commandSet: LEHost.Configuration.CommandSet = .automatic, maximumBufferedSDUs: Int? = nil
+    ) async throws -> LEHost {
         var configuration = LEHost.Configuration()
         configuration.commandSet = commandSet
+        if let maximumBufferedSDUs { configuration.maximumBufferedSDUs = maximumBufferedSDUs }
         // Generous: the full suite runs beside Bumble on 2 shared cores.
         configuration.commandTimeout = .seconds(10)
         return try await LEHost.start(
