@@ -40,15 +40,9 @@ public actor LocalPeripheral {
     private let onStop: @Sendable () async -> Void
     private var acceptor: Task<Void, Never>?
     private var stopped = false
-    /// The adapter's pairing delegate and bond store (nil: this peripheral never pairs).
-    let securityContext: SecurityContext?
-    /// Our controller's address (the bonds' `local`).
-    let localAddress: PeerAddress
-    /// How we pair when a central asks (``setPairing(_:)``).
-    let pairingOptions = Locked<PairingOptions?>(PairingOptions(ioCapability: .noInputNoOutput))
-    /// Each central's security, by connection handle.
-    let securities = Locked<[UInt16: CentralSecurity]>([:])
-    var keyProviderSet = false
+    /// Pairing and encryption with centrals, over the adapter's delegate and bond store (nil:
+    /// this peripheral never pairs).
+    let pairing: PeripheralPairing?
 
     /// The connected centrals by server client, shared with the server's event handler.
     private final class ClientTable: Sendable {
@@ -67,8 +61,10 @@ public actor LocalPeripheral {
         database: AttributeDatabase, host: any PeripheralHost, security: SecurityContext?, localAddress: PeerAddress,
         onStop: @escaping @Sendable () async -> Void
     ) {
-        self.securityContext = security
-        self.localAddress = localAddress
+        self.pairing = security.map {
+            PeripheralPairing(
+                context: $0, localAddress: localAddress, options: PairingOptions(ioCapability: .noInputNoOutput))
+        }
         self.database = database
         self.server = GATTServerHost(server: GATTServer(database: database))
         self.host = host
@@ -121,12 +117,13 @@ public actor LocalPeripheral {
         let clients = clients
         let link = central.link
         // SMP goes to our Security Manager from the start (before any ATT), on the user-space host.
-        let security = await attachSecurity(central, peer: peer)
+        let security = await pairing?.attach(central, peer: peer)
         // Registered before the server handles the first PDU, so no write misses its peer.
         let (_, id) = await server.serve(
             central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
             registered: { id in clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link) } })
-        security?.client.withLock { $0 = id }
+        let server = server
+        await security?.served { level in await server.setSecurity(level, for: id) }
         if stopped {
             // stop() ran while the server was taking the central: it cleared the table first.
             clients.withLock { _ = $0.removeValue(forKey: id) }

@@ -4,11 +4,13 @@ import Host
 import Security
 import Synchronization
 
-/// What one central's link needs for security: its server client (known once served), the
-/// level its next encryption gives (bond or pairing), its Security Manager.
-final class CentralSecurity: Sendable {
-    let client = Mutex<GATTServer.ClientID?>(nil)
+/// What one central's link needs for security: the level its next encryption gives (bond or
+/// pairing), the level in force, its Security Manager, and how the GATT server serving it is
+/// told the level (known once the server took the central).
+package final class CentralSecurity: Sendable {
     let pendingLevel = Mutex<SecurityLevel?>(nil)
+    let level = Mutex<SecurityLevel?>(nil)
+    let apply = Mutex<(@Sendable (SecurityLevel) async -> Void)?>(nil)
     let manager: PeripheralSecurityManager
     let handle: UInt16
 
@@ -16,32 +18,70 @@ final class CentralSecurity: Sendable {
         self.manager = manager
         self.handle = handle
     }
-}
 
-extension LocalPeripheral {
-    /// Pairs when a central asks, with `options` (nil: refuse with Pairing Not Supported); the
-    /// adapter's delegate answers the user's part and bonds go to its store (`pairedAs:
-    /// peripheral`). By default we pair as NoInputNoOutput (Just Works).
-    /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3
-    public func setPairing(_ options: PairingOptions?) {
-        pairingOptions.withLock { $0 = options }
+    /// The server serving this central: `apply` tells it the link's level, now if the link is
+    /// encrypted already and on every change after.
+    package func served(_ apply: @escaping @Sendable (SecurityLevel) async -> Void) async {
+        self.apply.withLock { $0 = apply }
+        if let level = level.withLock({ $0 }) { await apply(level) }
     }
 
-    /// On the user-space host: our Security Manager on the central's SMP channel, the host's
-    /// LE Long Term Key Request answered from the pairing in progress or the bond store, and the
-    /// server told the link's level once it is encrypted.
-    func attachSecurity(_ central: AcceptedCentral, peer: PeerAddress) async -> CentralSecurity? {
-        guard let context = securityContext, let connection = central.connection, let host = central.host,
+    /// The link is now at `newLevel` (encryption enabled with a known key, or pairing done).
+    func enter(_ newLevel: SecurityLevel) async {
+        level.withLock { $0 = newLevel }
+        if let apply = apply.withLock({ $0 }) { await apply(newLevel) }
+    }
+}
+
+/// Our side of LE security as a peripheral on the user-space host, for any GATT server
+/// (``LocalPeripheral``, `gattclient peripheral`): the Security Manager on each central's SMP
+/// channel from link-up, the host's LE Long Term Key Request answered from the pairing in
+/// progress or the bond store (a negative reply otherwise), bonds stored `pairedAs: peripheral`.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3 and §2.4.4; Vol 6, Part B, §5.1.3
+package final class PeripheralPairing: Sendable {
+    let context: SecurityContext
+    /// Our controller's address (the bonds' `local`).
+    let localAddress: PeerAddress
+    /// How we pair when a central asks; nil refuses with Pairing Not Supported.
+    let options: Locked<PairingOptions?>
+    /// Each central's security, by connection handle.
+    let securities = Locked<[UInt16: CentralSecurity]>([:])
+    private let keyProviderSet = Locked<Bool>(false)
+
+    init(context: SecurityContext, localAddress: PeerAddress, options: PairingOptions?) {
+        self.context = context
+        self.localAddress = localAddress
+        self.options = Locked(options)
+    }
+
+    /// For a server outside an ``Adapter``: bonds in `bondsDirectory` (nil: the default
+    /// directory), the user's part answered by `delegate`.
+    package convenience init(
+        bondsDirectory: String?, delegate: (any PairingDelegate)?, localAddress: PeerAddress, options: PairingOptions?,
+        warning: @escaping @Sendable (String) -> Void
+    ) {
+        let context = SecurityContext(
+            store: BondStore(directory: bondsDirectory, warning: warning), allowRepair: false, warning: warning)
+        context.delegate = delegate
+        self.init(context: context, localAddress: localAddress, options: options)
+    }
+
+    /// Starts security on a central's link; nil where the host does not run SMP (kernel).
+    package func attach(_ central: AcceptedCentral, peer: PeerAddress) async -> CentralSecurity? {
+        guard let connection = central.connection, let host = central.host,
             let pdus = try? await host.securityManagerPDUs(connection)
         else { return nil }
-        if !keyProviderSet {
-            keyProviderSet = true
+        let providerNeeded = keyProviderSet.withLock { set in
+            defer { set = true }
+            return !set
+        }
+        if providerNeeded {
             await host.setLongTermKeyProvider { [weak self] connection, rand, ediv in
                 await self?.longTermKey(handle: connection.handle, peer: connection.peerAddress, rand: rand, ediv: ediv)
             }
         }
         let (changes, changesContinuation) = AsyncStream.makeStream(of: (status: UInt8, enabled: Bool).self)
-        let options = pairingOptions
+        let options = options
         let ours = host.info.address
         let box = Mutex<CentralSecurity?>(nil)
         let manager = PeripheralSecurityManager(
@@ -60,15 +100,13 @@ extension LocalPeripheral {
         box.withLock { $0 = security }
         securities.withLock { $0[connection.handle] = security }
         await manager.start()
-        let server = server
         let securities = securities
         Task {
             for await outcome in connection.encryptionChanges {
                 changesContinuation.yield((outcome.status.rawValue, outcome.enabled))
-                guard outcome.status == .success, outcome.enabled,
-                    let level = security.pendingLevel.withLock({ $0 }), let client = security.client.withLock({ $0 })
+                guard outcome.status == .success, outcome.enabled, let level = security.pendingLevel.withLock({ $0 })
                 else { continue }
-                await server.setSecurity(level, for: client)
+                await security.enter(level)
             }
             changesContinuation.finish()
             securities.withLock { _ = $0.removeValue(forKey: connection.handle) }
@@ -81,7 +119,7 @@ extension LocalPeripheral {
     func longTermKey(handle: UInt16, peer address: BluetoothAddress, rand: UInt64, ediv: UInt16) async -> [UInt8]? {
         guard let security = securities.withLock({ $0[handle] }) else { return nil }
         if let key = await security.manager.pairingKey(rand: rand, ediv: ediv) { return key }
-        guard let context = securityContext,
+        guard
             let bond = context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .public))
                 ?? context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .random))
         else { return nil }
@@ -102,8 +140,8 @@ extension LocalPeripheral {
         case .success(let pairing):
             let bond = Bond(result: pairing, local: localAddress, peer: peer, pairedAs: "peripheral")
             security.pendingLevel.withLock { $0 = bond.securityLevel }
-            if let client = security.client.withLock({ $0 }) { await server.setSecurity(bond.securityLevel, for: client) }
-            if pairing.bonded, let context = securityContext {
+            await security.enter(bond.securityLevel)
+            if pairing.bonded {
                 do {
                     try context.store.save(bond)
                 } catch {
@@ -111,7 +149,17 @@ extension LocalPeripheral {
                 }
             }
         case .failure(let failure):
-            securityContext?.warning("warning: pairing with \(peer) failed: \(failure)")
+            context.warning("warning: pairing with \(peer) failed: \(failure)")
         }
+    }
+}
+
+extension LocalPeripheral {
+    /// Pairs when a central asks, with `options` (nil: refuse with Pairing Not Supported); the
+    /// adapter's delegate answers the user's part and bonds go to its store (`pairedAs:
+    /// peripheral`). By default we pair as NoInputNoOutput (Just Works).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3
+    public func setPairing(_ options: PairingOptions?) {
+        pairing?.options.withLock { $0 = options }
     }
 }
