@@ -41,14 +41,14 @@ import TestSupport
 
     @Test(arguments: ["sim", "tcp:127.0.0.1:9"])
     func securityIsRefusedWhereNothingHonoursIt(transport: String) async {
-        // Scanning makes no connection; our peripheral does not pair in user space yet.
+        // Scanning makes no connection; our peripheral pairs per attribute, not per link.
         let scan = await runInProcess(["--transport", transport, "--security", "high", "scan", "--duration", "1"])
         #expect(scan.code == 64, "\(scan.stderr)")
         #expect(scan.stderr.contains("scan makes none"))
         let serve = await runInProcess(
             ["--transport", transport, "--security", "high", "peripheral", "sensortag", "--duration", "1"])
         #expect(serve.code == 69, "\(serve.stderr)")
-        #expect(serve.stderr.contains("does not pair in user space yet"))
+        #expect(serve.stderr.contains("does not require a level of the whole link"))
     }
 
     @Test func securityIsAUsageErrorOnReplayAndRefusedByTheDemo() async {

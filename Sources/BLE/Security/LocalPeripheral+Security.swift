@@ -47,23 +47,30 @@ package final class PeripheralPairing: Sendable {
     /// Each central's security, by connection handle.
     let securities = Locked<[UInt16: CentralSecurity]>([:])
     private let keyProviderSet = Locked<Bool>(false)
+    /// Applied to each new bond before it is used and stored (the CLI keeps a numeric
+    /// comparison nobody looked at as unauthenticated).
+    let adjustBond: @Sendable (Bond) -> Bond
 
-    init(context: SecurityContext, localAddress: PeerAddress, options: PairingOptions?) {
+    init(
+        context: SecurityContext, localAddress: PeerAddress, options: PairingOptions?,
+        adjustBond: @escaping @Sendable (Bond) -> Bond = { $0 }
+    ) {
         self.context = context
         self.localAddress = localAddress
         self.options = Locked(options)
+        self.adjustBond = adjustBond
     }
 
     /// For a server outside an ``Adapter``: bonds in `bondsDirectory` (nil: the default
     /// directory), the user's part answered by `delegate`.
     package convenience init(
         bondsDirectory: String?, delegate: (any PairingDelegate)?, localAddress: PeerAddress, options: PairingOptions?,
-        warning: @escaping @Sendable (String) -> Void
+        warning: @escaping @Sendable (String) -> Void, adjustBond: @escaping @Sendable (Bond) -> Bond = { $0 }
     ) {
         let context = SecurityContext(
             store: BondStore(directory: bondsDirectory, warning: warning), allowRepair: false, warning: warning)
         context.delegate = delegate
-        self.init(context: context, localAddress: localAddress, options: options)
+        self.init(context: context, localAddress: localAddress, options: options, adjustBond: adjustBond)
     }
 
     /// Starts security on a central's link; nil where the host does not run SMP (kernel).
@@ -138,7 +145,7 @@ package final class PeripheralPairing: Sendable {
     func pairingEnded(_ result: Result<PairingResult, PairingFailure>, security: CentralSecurity, peer: PeerAddress) async {
         switch result {
         case .success(let pairing):
-            let bond = Bond(result: pairing, local: localAddress, peer: peer, pairedAs: "peripheral")
+            let bond = adjustBond(Bond(result: pairing, local: localAddress, peer: peer, pairedAs: "peripheral"))
             security.pendingLevel.withLock { $0 = bond.securityLevel }
             await security.enter(bond.securityLevel)
             if pairing.bonded {

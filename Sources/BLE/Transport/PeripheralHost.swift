@@ -44,8 +44,10 @@ package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async t
     let parsed = try TransportURI.parsed(uri, options: options)
     if let level = options.security, level != "low", case .kernel = parsed {} else if let level = options.security, level != "low" {
         throw BLEError(
-            "--security \(level) is not available for our peripheral on \(parsed): it does not pair in user space yet; "
-                + "on the kernel path (--transport hci0 or hci:N) the kernel pairs", kind: "transport", exitCode: .unavailable)
+            "--security \(level) is not available for our peripheral on \(parsed): our host pairs when a central asks "
+                + "(--io-capability, --passkey, --confirm) and enforces each attribute's permissions (readEncrypted, "
+                + "readAuthenticated, …), but does not require a level of the whole link; on the kernel path "
+                + "(--transport hci0 or hci:N) the kernel does", kind: "transport", exitCode: .unavailable)
     }
     switch parsed {
     case .kernel(let index):

@@ -200,14 +200,24 @@ public actor GATTPeripheral {
     /// A central connected through a real host: the bearer runs on `channel` (its ATT fixed
     /// channel; the host's L2CAP answers signaling and SMP), `link` ends the connection and asks
     /// for parameters. The firmware hears `.connected(parameters)`. Call
-    /// ``disconnected(reason:)`` when the connection ends.
+    /// ``disconnected(reason:)`` when the connection ends. Returns the server's client, for
+    /// ``setSecurity(_:for:)``.
+    @discardableResult
     public func connected(
         channel: any ATTChannel, link: any GATTPeripheralLink, parameters: VirtualLinkConnection.Parameters
-    ) async {
+    ) async -> GATTServer.ClientID {
         if session != nil { await dropSession(reason: .connectionTerminatedByLocalHost, notify: false) }
         let (connection, client) = await serve(channel)
         session = Session(link: .external(link), connection: connection, client: client, channel: nil, forwarder: nil)
         await firmware.handle(.connected(parameters), peripheral: self)
+        return client
+    }
+
+    /// The host encrypted `client`'s link at `level` (after pairing, or with a bond): the
+    /// server grants the permissions that level meets (Vol 3 Part G §8.1). A client no longer
+    /// served is ignored.
+    public func setSecurity(_ level: SecurityLevel, for client: GATTServer.ClientID) async {
+        await server.setSecurity(level, for: client)
     }
 
     public func received(_ frame: L2CAPBasicFrame) async {

@@ -19,21 +19,8 @@ func parsePairingCommand(
     for (flag, value) in flags {
         switch (name, flag) {
         case (_, "--random"): random = true
-        case ("pair", "--io-capability"):
-            let names: [String: IOCapability] = [
-                "keyboard-display": .keyboardDisplay, "display-yesno": .displayYesNo, "display-only": .displayOnly,
-                "keyboard-only": .keyboardOnly, "none": .noInputNoOutput,
-            ]
-            guard let capability = names[value ?? ""] else {
-                throw UsageError(
-                    "--io-capability is keyboard-display, display-yesno, display-only, keyboard-only or none, not '\(value ?? "")'")
-            }
-            options.ioCapability = capability
-        case ("pair", "--passkey"):
-            guard let text = value, text.count <= 6, let passkey = UInt32(text), passkey <= 999_999 else {
-                throw UsageError("--passkey needs six digits (000000–999999), not '\(value ?? "")'")
-            }
-            options.passkey = passkey
+        case ("pair", "--io-capability"): options.ioCapability = try parseIOCapability(value)
+        case ("pair", "--passkey"): options.passkey = try parsePasskey(value)
         case ("pair", "--confirm"): options.confirm = true
         case ("pair", "--legacy"): options.legacy = true
         case ("pair", "--no-bond"): options.noBond = true
@@ -47,25 +34,56 @@ func parsePairingCommand(
     return name == "pair" ? .pair(peer, options) : .unpair(peer)
 }
 
+/// `--io-capability NAME` (for `pair` and `peripheral`).
+func parseIOCapability(_ value: String?) throws(UsageError) -> IOCapability {
+    let names: [String: IOCapability] = [
+        "keyboard-display": .keyboardDisplay, "display-yesno": .displayYesNo, "display-only": .displayOnly,
+        "keyboard-only": .keyboardOnly, "none": .noInputNoOutput,
+    ]
+    guard let capability = names[value ?? ""] else {
+        throw UsageError(
+            "--io-capability is keyboard-display, display-yesno, display-only, keyboard-only or none, not '\(value ?? "")'")
+    }
+    return capability
+}
+
+/// `--passkey N`: six digits at most, 0–999999.
+func parsePasskey(_ value: String?) throws(UsageError) -> UInt32 {
+    guard let text = value, !text.isEmpty, text.count <= 6, let passkey = UInt32(text), passkey <= 999_999 else {
+        throw UsageError("--passkey needs six digits (000000–999999), not '\(value ?? "")'")
+    }
+    return passkey
+}
+
 /// The terminal's side of pairing: a passkey to show goes to standard error (and an `event` line
 /// under `--json`); one to enter comes from `--passkey`, else a prompt on a terminal, else the
 /// pairing fails; a numeric comparison is accepted with `--confirm`, else asked on a terminal,
-/// else refused.
+/// else refused. `prompts: false` (the peripheral, whose standard input carries commands) never
+/// asks.
 final class CLIPairingDelegate: PairingDelegate {
     let passkey: UInt32?
     let confirmAll: Bool
     let errors: Int32
     let diagnostics: SessionDiagnostics?
-    private let unseen = Mutex(false)
+    let prompts: Bool
+    /// The peers whose numeric comparison `--confirm` accepted unseen.
+    private let unseen = Mutex<Set<BluetoothAddress>>([])
 
     /// Whether `--confirm` accepted a numeric comparison nobody looked at.
-    var confirmedUnseen: Bool { unseen.withLock { $0 } }
+    var confirmedUnseen: Bool { unseen.withLock { !$0.isEmpty } }
 
-    init(passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?) {
+    /// Whether `--confirm` accepted the comparison of the peer at `peer` unseen; forgets it
+    /// (one pairing).
+    func takeConfirmedUnseen(for peer: BluetoothAddress) -> Bool {
+        unseen.withLock { $0.remove(peer) != nil }
+    }
+
+    init(passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?, prompts: Bool = true) {
         self.passkey = passkey
         self.confirmAll = confirmAll
         self.errors = errors
         self.diagnostics = diagnostics
+        self.prompts = prompts
     }
 
     static func sixDigits(_ value: UInt32) -> String {
@@ -86,7 +104,7 @@ final class CLIPairingDelegate: PairingDelegate {
 
     func enterPasskey(for peer: PeerAddress) async throws -> UInt32 {
         if let passkey { return passkey }
-        guard isatty(STDIN_FILENO) == 1,
+        guard prompts, isatty(STDIN_FILENO) == 1,
             let line = Self.ask("enter the passkey \(peer.address) shows: ", errors: errors),
             line.count <= 6, let value = UInt32(line), value <= 999_999
         else {
@@ -98,10 +116,10 @@ final class CLIPairingDelegate: PairingDelegate {
     func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool {
         printError("numeric comparison: \(Self.sixDigits(number))", to: errors)
         if confirmAll {
-            unseen.withLock { $0 = true }
+            unseen.withLock { _ = $0.insert(peer.address) }
             return true
         }
-        guard isatty(STDIN_FILENO) == 1,
+        guard prompts, isatty(STDIN_FILENO) == 1,
             let answer = Self.ask("does \(peer.address) show \(Self.sixDigits(number))? [y/N] ", errors: errors)
         else { return false }
         return answer.lowercased() == "y" || answer.lowercased() == "yes"

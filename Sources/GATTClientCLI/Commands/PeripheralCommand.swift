@@ -27,8 +27,18 @@ public struct PeripheralOptions: Equatable, Sendable {
     public var mtu: Int?
     /// `--duration S`: serve this long, whatever standard input does.
     public var duration: Double?
+    /// `--io-capability`: how we pair when a central asks (default none: Just Works; standard
+    /// input carries commands, so the peripheral never prompts).
+    public var ioCapability: IOCapability?
+    /// `--passkey N`: the passkey we enter when the central displays one.
+    public var passkey: UInt32?
+    /// `--confirm`: accept a numeric comparison (the bond is then kept as unauthenticated).
+    public var confirm = false
 
     public init(device: Device) { self.device = device }
+
+    /// Whether a pairing flag was given (the kernel path cannot honour them).
+    var asksForPairingSettings: Bool { ioCapability != nil || passkey != nil || confirm }
 
     /// The Rx MTU in force.
     public var effectiveMTU: Int {
@@ -43,8 +53,14 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     var database: String?
     var mtu: Int?
     var duration: Double?
+    var ioCapability: IOCapability?
+    var passkey: UInt32?
+    var confirm = false
     for (flag, value) in flags {
         switch flag {
+        case "--io-capability": ioCapability = try parseIOCapability(value)
+        case "--passkey": passkey = try parsePasskey(value)
+        case "--confirm": confirm = true
         case "--database":
             guard let path = value, !path.isEmpty else { throw UsageError("--database needs a JSON file") }
             database = path
@@ -71,6 +87,9 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     }
     options.mtu = mtu
     options.duration = duration
+    options.ioCapability = ioCapability
+    options.passkey = passkey
+    options.confirm = confirm
     return options
 }
 
@@ -225,6 +244,13 @@ struct PeripheralCommand {
             throw error
         }
         await device.gatt.setRxMTU(options.effectiveMTU)
+        let pairing: PeripheralPairing?
+        do {
+            pairing = try makePairing(host: host, global: global)
+        } catch {
+            await host.close()
+            throw error
+        }
         let centrals: AsyncStream<AcceptedCentral>
         do {
             centrals = try await host.advertise(device.advertising)
@@ -285,7 +311,13 @@ struct PeripheralCommand {
                 }
                 output.flush()
             case .value(.connected(let central)):
-                await device.gatt.connected(channel: central.channel, link: central.link, parameters: central.parameters)
+                // SMP goes to our Security Manager from link-up, before the first ATT PDU.
+                let security = await pairing?.attach(
+                    central, peer: central.address ?? PeerAddress(address: .zero, type: .public))
+                let client = await device.gatt.connected(
+                    channel: central.channel, link: central.link, parameters: central.parameters)
+                let gatt = device.gatt
+                await security?.served { level in await gatt.setSecurity(level, for: client) }
                 log("connected", ["peer": .text(central.peer)], text: "connected: \(central.peer)", json: global.json, output: &output)
             case .value(.disconnected(let peer, let reason)):
                 await device.gatt.disconnected(reason: reason ?? .remoteUserTerminatedConnection)
@@ -308,6 +340,40 @@ struct PeripheralCommand {
         log("stopped", [:], text: "peripheral stopped", json: global.json, output: &output)
         output.flush()
         if let failure { throw failure }
+    }
+
+    /// How we pair when a central asks, on the user-space host: bonds under `--bonds`, the
+    /// passkey shown on standard error, `--passkey` entered, `--confirm` accepting comparisons.
+    /// The kernel's host runs SMP itself: pairing flags are refused there.
+    func makePairing(host: any PeripheralHost, global: GlobalOptions) throws -> PeripheralPairing? {
+        guard !(host is KernelPeripheralHost) else {
+            if options.asksForPairingSettings {
+                throw CommandFailure(
+                    "peripheral --io-capability/--passkey/--confirm: on the kernel path (hciN) the kernel's SMP pairs; "
+                        + "these apply to our own host (hci-user:N, tcp:, unix:, serial:, sim)",
+                    kind: "usage", exitCode: .usage)
+            }
+            return nil
+        }
+        let delegate = CLIPairingDelegate(
+            passkey: options.passkey, confirmAll: options.confirm, errors: errors,
+            diagnostics: SessionDiagnostics.current, prompts: false)
+        let errors = errors
+        return PeripheralPairing(
+            bondsDirectory: global.bonds, delegate: delegate,
+            localAddress: PeerAddress(address: host.address, type: .public),
+            options: PairingOptions(ioCapability: options.ioCapability ?? .noInputNoOutput),
+            warning: { printError("gattclient: \($0)", to: errors) },
+            adjustBond: { bond in
+                // Nobody compared the numbers: no MITM protection, whatever the method.
+                guard delegate.takeConfirmedUnseen(for: bond.peer), bond.authenticated else { return bond }
+                var unseen = bond
+                unseen.authenticated = false
+                printError(
+                    "gattclient: --confirm accepted \(bond.peer)'s numeric comparison unseen: the bond is kept as unauthenticated",
+                    to: errors)
+                return unseen
+            })
     }
 
     /// The one-line answer to a standard-input command.

@@ -1,0 +1,178 @@
+import BLE
+import Bluetooth
+import Emulator
+import Foundation
+import HCI
+import Host
+import Testing
+import TestSupport
+@testable import GATTClientCLI
+
+/// `gattclient peripheral` pairs when a central asks (issue 18): our central (an ``Adapter`` on
+/// the simulation) against the command serving a database with protected values, each on its
+/// own virtual controller of one link.
+@Suite("CLI: peripheral pairs when a central asks", .serialized)
+struct PeripheralPairingCommandTests {
+    static let peripheralAddress = BluetoothAddress("00:1B:DC:E0:6C:01")!
+    static let secret = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
+    static let authenticatedSecret = BluetoothUUID("0000FEE2-0000-1000-8000-00805F9B34FB")!
+
+    static let databaseJSON = """
+        {"services": [{"uuid": "0000fee0-0000-1000-8000-00805f9b34fb", "characteristics": [
+          {"uuid": "0000fee1-0000-1000-8000-00805f9b34fb", "properties": ["read"],
+           "permissions": ["read", "readEncrypted"], "value": "37322062706d"},
+          {"uuid": "0000fee2-0000-1000-8000-00805f9b34fb", "properties": ["read"],
+           "permissions": ["read", "readAuthenticated"], "value": "01"}]}]}
+        """
+
+    /// The central's user: enters `passkey`, accepts every comparison.
+    struct User: PairingDelegate {
+        let passkey: UInt32
+        func displayPasskey(_ passkey: UInt32, for peer: PeerAddress) async {}
+        func enterPasskey(for peer: PeerAddress) async throws -> UInt32 { passkey }
+        func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool { true }
+    }
+
+    struct Rig {
+        let simulation: Simulation
+        let central: Adapter
+        let lines: AsyncStream<String>.Continuation
+        let command: Task<[String], any Error>
+        let peripheralBonds: String
+
+        /// The peripheral's bonds, once its side of the pairing stored one (bounded wait).
+        func peripheralBond() async -> Bond? {
+            let store = BondStore(directory: peripheralBonds)
+            for _ in 0..<200 {
+                if let bond = store.bonds(local: PeripheralPairingCommandTests.peripheralAddress).first { return bond }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+
+        func stop() async throws -> [String] {
+            lines.finish()
+            let output = try await command.value
+            await central.close()
+            await simulation.stop()
+            return output
+        }
+    }
+
+    static func temporary(_ name: String) -> String {
+        NSTemporaryDirectory() + "\(name)-\(UInt64.random(in: 0...UInt64.max))"
+    }
+
+    static func start(_ flags: [String], user: User = User(passkey: 0)) async throws -> Rig {
+        let path = temporary("protected-db") + ".json"
+        try databaseJSON.write(toFile: path, atomically: true, encoding: .utf8)
+        guard case .peripheral(var options) = try parse(["peripheral", "--database", path] + flags).command else {
+            throw UsageError("not a peripheral command")
+        }
+        options.duration = nil
+        let simulation = try await Simulation.start(devices: [])
+        let (_, transport) = await VirtualController.attach(
+            to: simulation.link, clock: SystemClock(), configuration: .init(address: peripheralAddress))
+        let host = try await UserSpacePeripheralHost.start(
+            transport, name: "virtual", commandTimeout: .seconds(15 * testTimeoutScale))
+        let (input, lines) = AsyncStream.makeStream(of: String.self)
+        var command = PeripheralCommand(options: options)
+        command.host = host
+        command.input = input
+        var global = GlobalOptions()
+        global.json = true
+        let bonds = temporary("peripheral-bonds")
+        global.bonds = bonds
+        let ready = AsyncStream.makeStream(of: Void.self)
+        command.onReady = { _, _ in ready.continuation.yield() }
+        let finalCommand = command
+        let task = Task {
+            var output = BufferedOutput.capturing()
+            try await finalCommand.run(global: global, output: &output)
+            return output.capturedLines
+        }
+        var readiness = ready.stream.makeAsyncIterator()
+        _ = await readiness.next()
+        var centralOptions = AdapterOptions()
+        centralOptions.bondsDirectory = temporary("central-bonds")
+        let central = try await Adapter.simulated(simulation, options: centralOptions)
+        await central.setPairingDelegate(user)
+        return Rig(simulation: simulation, central: central, lines: lines, command: task, peripheralBonds: bonds)
+    }
+
+    @Test("by default Just Works: Insufficient Encryption, pairing, the read; authenticated stays refused")
+    func justWorksByDefault() async throws {
+        let rig = try await Self.start([])
+        try await withTimeout(60, "Just Works with gattclient peripheral") {
+            let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
+            #expect(try await device.read(Self.secret) == Array("72 bpm".utf8))
+            #expect(await device.securityLevel == .encrypted)
+            await #expect(throws: BLEError.self) { _ = try await device.read(Self.authenticatedSecret) }
+            let bond = try #require(await rig.peripheralBond(), "the peripheral keeps its bond under --bonds")
+            #expect(bond.pairedAs == "peripheral" && !bond.authenticated && bond.secureConnections)
+            #expect(bond.peerLTK == (await rig.central.bonds().first?.peerLTK), "one LTK on both sides")
+            await device.disconnect()
+        }
+        _ = try await rig.stop()
+    }
+
+    @Test("--io-capability keyboard-only --passkey: both sides type it; the authenticated value is served")
+    func passkeyEnteredOnBothSides() async throws {
+        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "024680"], user: User(passkey: 24680))
+        try await withTimeout(60, "Passkey Entry with gattclient peripheral") {
+            let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
+            let bond = try await device.pair(PairingOptions(ioCapability: .keyboardOnly))
+            #expect(bond.authenticated && bond.secureConnections)
+            #expect(try await device.read(Self.authenticatedSecret) == [1])
+            let theirs = try #require(await rig.peripheralBond())
+            #expect(theirs.authenticated && theirs.peerLTK == bond.peerLTK)
+            await device.disconnect()
+        }
+        _ = try await rig.stop()
+    }
+
+    @Test("a wrong passkey fails the pairing (Confirm Value Failed) and leaves no bond")
+    func wrongPasskeyFails() async throws {
+        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "111111"], user: User(passkey: 222222))
+        try await withTimeout(60, "a wrong passkey") {
+            let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
+            await #expect(throws: BLEError.self) { _ = try await device.pair(PairingOptions(ioCapability: .keyboardOnly)) }
+            #expect(BondStore(directory: rig.peripheralBonds).bonds(local: Self.peripheralAddress).isEmpty)
+            #expect(await rig.central.bonds().isEmpty)
+            await device.disconnect()
+        }
+        _ = try await rig.stop()
+    }
+
+    @Test("--confirm accepts a numeric comparison unseen: the peripheral keeps the bond unauthenticated")
+    func confirmUnseenIsNotAuthenticated() async throws {
+        let rig = try await Self.start(["--io-capability", "display-yesno", "--confirm"])
+        try await withTimeout(60, "Numeric Comparison with gattclient peripheral") {
+            let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
+            let bond = try await device.pair(PairingOptions(ioCapability: .displayYesNo))
+            #expect(bond.authenticated, "the central's user compared")
+            let theirs = try #require(await rig.peripheralBond())
+            #expect(!theirs.authenticated, "nobody compared on the peripheral's side")
+            // The server holds the link at encrypted: the authenticated value stays refused.
+            await #expect(throws: BLEError.self) { _ = try await device.read(Self.authenticatedSecret) }
+            #expect(try await device.read(Self.secret) == Array("72 bpm".utf8))
+            await device.disconnect()
+        }
+        _ = try await rig.stop()
+    }
+
+    @Test func pairingFlagsParse() throws {
+        guard
+            case .peripheral(let options) = try parse(
+                ["peripheral", "sensortag", "--io-capability", "display-only", "--passkey", "000042", "--confirm"]
+            ).command
+        else {
+            Issue.record("not a peripheral command")
+            return
+        }
+        #expect(options.ioCapability == .displayOnly && options.passkey == 42 && options.confirm)
+        #expect(options.asksForPairingSettings)
+        #expect(throws: UsageError.self) { _ = try parse(["peripheral", "sensortag", "--passkey", "1234567"]) }
+        #expect(throws: UsageError.self) { _ = try parse(["peripheral", "sensortag", "--io-capability", "telepathy"]) }
+    }
+}
