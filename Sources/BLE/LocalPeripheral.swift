@@ -95,6 +95,9 @@ public actor LocalPeripheral {
             guard let peer = clients.withLock({ $0[client]?.peer }) else { return }
             writes.yield(CharacteristicWrite(characteristic: uuid, handle: handle, value: value, peer: peer))
         }
+        if let pairing {
+            await server.setSecurityRefusalHandler { client, code in await pairing.refused(code, client: client) }
+        }
         let centrals: AsyncStream<AcceptedCentral>
         do {
             centrals = try await host.advertise(parameters)
@@ -123,7 +126,7 @@ public actor LocalPeripheral {
             central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
             registered: { id in clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link) } })
         let server = server
-        await security?.served { level in await server.setSecurity(level, for: id) }
+        await security?.served(as: id) { level in await server.setSecurity(level, for: id) }
         if stopped {
             // stop() ran while the server was taking the central: it cleared the table first.
             clients.withLock { _ = $0.removeValue(forKey: id) }

@@ -158,7 +158,7 @@ public let commandSummaries: [(String, String)] = [
      "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
     ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
-    ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] [--io-capability CAP] [--passkey N] [--confirm]",
+    ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] [--io-capability CAP] [--passkey N] [--confirm] [--security-request]",
      "advertise and serve GATT (stdin: notify|indicate|set HANDLE HEX; ends at EOF unless --duration); pairs when asked"),
     ("pair ADDR [--io-capability CAP] [--passkey N] [--confirm] [--legacy] [--no-bond] [--force]",
      "LE pairing as central (Secure Connections or legacy), the bond kept under --bonds"),

@@ -139,4 +139,71 @@ struct SimulatedPairingTests {
             await simulation.stop()
         }
     }
+
+    static let command = BluetoothUUID("0000FEE3-0000-1000-8000-00805F9B34FB")!
+    static let commandServices = [
+        ServiceDefinition(
+            uuid: service,
+            characteristics: [
+                CharacteristicDefinition(
+                    uuid: command, properties: [.writeWithoutResponse], permissions: [.write, .writeEncrypted], value: [])
+            ])
+    ]
+
+    /// Waits (bounded) until `device`'s link is at least `level`.
+    static func securityLevel(of device: Peripheral, reaches level: SecurityLevel) async -> Bool {
+        for _ in 0..<250 {
+            if await device.securityLevel >= level { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    @Test("a Write Command dropped for encryption: with Security Requests on, the central pairs and the next one lands")
+    func securityRequestOnAProtectedWriteCommand() async throws {
+        try await withTimeout(60, "a Security Request on sim") {
+            let simulation = try await Simulation.start(devices: [])
+            let server = try await Adapter.simulated(simulation, options: Self.options())
+            let client = try await Adapter.simulated(simulation, options: Self.options())
+            let local = try await server.advertise(name: "commands", services: Self.commandServices)
+            await local.setSecurityRequests(true)
+            let writes = local.writes()
+            let device = try await client.connect(to: server.address)
+            // A command gets no Error Response: only the Security Request tells the central.
+            try await device.write([0x01], to: Self.command, withResponse: false)
+            #expect(await Self.securityLevel(of: device, reaches: .encrypted), "the central paired on the Security Request")
+            try await device.write([0x02], to: Self.command, withResponse: false)
+            var iterator = writes.makeAsyncIterator()
+            let landed = await iterator.next()
+            #expect(landed?.value == [0x02], "the dropped command stays dropped; the one after encryption lands")
+            #expect(await client.bonds().count == 1)
+            await device.disconnect()
+            await local.stop()
+            await client.close()
+            await server.close()
+            await simulation.stop()
+        }
+    }
+
+    @Test("Security Requests are off by default: a dropped Write Command leaves the link as it was")
+    func noSecurityRequestByDefault() async throws {
+        try await withTimeout(60, "no Security Request on sim") {
+            let simulation = try await Simulation.start(devices: [])
+            let server = try await Adapter.simulated(simulation, options: Self.options())
+            let client = try await Adapter.simulated(simulation, options: Self.options())
+            let local = try await server.advertise(name: "commands", services: Self.commandServices)
+            let device = try await client.connect(to: server.address)
+            try await device.write([0x01], to: Self.command, withResponse: false)
+            // A round trip after the command: had a Security Request been sent, it came first.
+            _ = try await device.services()
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(await device.securityLevel == .none)
+            #expect(await client.bonds().isEmpty)
+            await device.disconnect()
+            await local.stop()
+            await client.close()
+            await server.close()
+            await simulation.stop()
+        }
+    }
 }

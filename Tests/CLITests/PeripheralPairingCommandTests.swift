@@ -22,7 +22,9 @@ struct PeripheralPairingCommandTests {
           {"uuid": "0000fee1-0000-1000-8000-00805f9b34fb", "properties": ["read"],
            "permissions": ["read", "readEncrypted"], "value": "37322062706d"},
           {"uuid": "0000fee2-0000-1000-8000-00805f9b34fb", "properties": ["read"],
-           "permissions": ["read", "readAuthenticated"], "value": "01"}]}]}
+           "permissions": ["read", "readAuthenticated"], "value": "01"},
+          {"uuid": "0000fee3-0000-1000-8000-00805f9b34fb", "properties": ["writeWithoutResponse"],
+           "permissions": ["write", "writeEncrypted"], "value": ""}]}]}
         """
 
     /// The central's user: enters `passkey`, accepts every comparison.
@@ -161,6 +163,24 @@ struct PeripheralPairingCommandTests {
         _ = try await rig.stop()
     }
 
+    @Test("--security-request: a Write Command dropped for encryption makes the central pair")
+    func securityRequestOnADroppedCommand() async throws {
+        let rig = try await Self.start(["--security-request"])
+        try await withTimeout(60, "a Security Request from gattclient peripheral") {
+            let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
+            try await device.write([0x01], to: BluetoothUUID("0000FEE3-0000-1000-8000-00805F9B34FB")!, withResponse: false)
+            var level = SecurityLevel.none
+            for _ in 0..<250 where level == .none {
+                level = await device.securityLevel
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(level == .encrypted, "the central answered the Security Request by pairing")
+            #expect(await rig.peripheralBond() != nil)
+            await device.disconnect()
+        }
+        _ = try await rig.stop()
+    }
+
     @Test func pairingFlagsParse() throws {
         guard
             case .peripheral(let options) = try parse(
@@ -171,7 +191,12 @@ struct PeripheralPairingCommandTests {
             return
         }
         #expect(options.ioCapability == .displayOnly && options.passkey == 42 && options.confirm)
-        #expect(options.asksForPairingSettings)
+        #expect(options.asksForPairingSettings && !options.securityRequest)
+        guard case .peripheral(let requesting) = try parse(["peripheral", "sensortag", "--security-request"]).command else {
+            Issue.record("not a peripheral command")
+            return
+        }
+        #expect(requesting.securityRequest && requesting.asksForPairingSettings)
         #expect(throws: UsageError.self) { _ = try parse(["peripheral", "sensortag", "--passkey", "1234567"]) }
         #expect(throws: UsageError.self) { _ = try parse(["peripheral", "sensortag", "--io-capability", "telepathy"]) }
     }

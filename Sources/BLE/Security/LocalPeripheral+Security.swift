@@ -1,3 +1,4 @@
+import ATT
 import GATT
 import HCI
 import Host
@@ -11,6 +12,10 @@ package final class CentralSecurity: Sendable {
     let pendingLevel = Mutex<SecurityLevel?>(nil)
     let level = Mutex<SecurityLevel?>(nil)
     let apply = Mutex<(@Sendable (SecurityLevel) async -> Void)?>(nil)
+    /// The server's client for this central, once served.
+    let client = Mutex<GATTServer.ClientID?>(nil)
+    /// The highest level a Security Request of ours asked for on this link.
+    let requested = Mutex<SecurityLevel?>(nil)
     let manager: PeripheralSecurityManager
     let handle: UInt16
 
@@ -21,7 +26,10 @@ package final class CentralSecurity: Sendable {
 
     /// The server serving this central: `apply` tells it the link's level, now if the link is
     /// encrypted already and on every change after.
-    package func served(_ apply: @escaping @Sendable (SecurityLevel) async -> Void) async {
+    package func served(
+        as client: GATTServer.ClientID, _ apply: @escaping @Sendable (SecurityLevel) async -> Void
+    ) async {
+        self.client.withLock { $0 = client }
         self.apply.withLock { $0 = apply }
         if let level = level.withLock({ $0 }) { await apply(level) }
     }
@@ -47,6 +55,13 @@ package final class PeripheralPairing: Sendable {
     /// Each central's security, by connection handle.
     let securities = Locked<[UInt16: CentralSecurity]>([:])
     private let keyProviderSet = Locked<Bool>(false)
+    /// Whether a request refused for the link's security makes us send a Security Request.
+    let sendsSecurityRequests = Locked<Bool>(false)
+
+    /// Sets whether a request refused for the link's security makes us send a Security Request.
+    package func setSecurityRequests(_ enabled: Bool) {
+        sendsSecurityRequests.withLock { $0 = enabled }
+    }
     /// Applied to each new bond before it is used and stored (the CLI keeps a numeric
     /// comparison nobody looked at as unauthenticated).
     let adjustBond: @Sendable (Bond) -> Bond
@@ -121,6 +136,34 @@ package final class PeripheralPairing: Sendable {
         return security
     }
 
+    /// A request of `client` was refused for its link's security: when configured
+    /// (``sendsSecurityRequests``), ask the central to secure the link with a Security Request
+    /// (Vol 3 Part H §2.4.6, §3.6.7), with MITM for Insufficient Authentication and Secure
+    /// Connections for a key too short; once per link and level, not at every refusal.
+    package func refused(_ code: ATTErrorCode, client: GATTServer.ClientID) async {
+        guard sendsSecurityRequests.withLock({ $0 }), let options = options.withLock({ $0 }),
+            let security = securities.withLock({ table in table.values.first { $0.client.withLock { $0 } == client } })
+        else { return }
+        let needed: SecurityLevel
+        switch code {
+        case .insufficientAuthentication: needed = .authenticated
+        case .encryptionKeySizeTooShort: needed = .secureConnections
+        default: needed = .encrypted
+        }
+        let current = security.level.withLock { $0 } ?? .none
+        let ask = security.requested.withLock { requested -> Bool in
+            guard needed > current, needed > (requested ?? .none) else { return false }
+            requested = needed
+            return true
+        }
+        guard ask else { return }
+        var requirements: AuthenticationRequirements = []
+        if options.bonding { requirements.insert(.bonding) }
+        if needed >= .authenticated { requirements.insert(.mitm) }
+        if !options.legacyOnly { requirements.insert(.secureConnections) }
+        await security.manager.requestSecurity(requirements)
+    }
+
     /// The key a central encrypts with: the pairing in progress (EDIV and Rand zero), else the
     /// bond (Secure Connections: its LTK; legacy: the LTK we distributed, by EDIV and Rand).
     func longTermKey(handle: UInt16, peer address: BluetoothAddress, rand: UInt64, ediv: UInt16) async -> [UInt8]? {
@@ -168,5 +211,14 @@ extension LocalPeripheral {
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3
     public func setPairing(_ options: PairingOptions?) {
         pairing?.options.withLock { $0 = options }
+    }
+
+    /// Whether a central's request refused for its link's security (Insufficient Encryption,
+    /// Authentication or Encryption Key Size, or a Write Command dropped for them) makes us send
+    /// a Security Request, so the central encrypts with its bond or pairs (off by default; a
+    /// central that handles the Error Response needs none).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.4.6
+    public func setSecurityRequests(_ enabled: Bool) {
+        pairing?.setSecurityRequests(enabled)
     }
 }

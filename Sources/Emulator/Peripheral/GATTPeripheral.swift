@@ -213,6 +213,12 @@ public actor GATTPeripheral {
         return client
     }
 
+    /// Who hears of requests refused for the link's security (see
+    /// `GATTServerHost.setSecurityRefusalHandler(_:)`).
+    public func setSecurityRefusalHandler(_ handler: GATTServerHost.SecurityRefusalHandler?) async {
+        await server.setSecurityRefusalHandler(handler)
+    }
+
     /// The host encrypted `client`'s link at `level` (after pairing, or with a bond): the
     /// server grants the permissions that level meets (Vol 3 Part G §8.1). A client no longer
     /// served is ignored.

@@ -128,6 +128,9 @@ public struct GATTServer: Sendable {
         clients[client, default: ClientState()].security = security
     }
 
+    /// The security level of `client`'s link (nil: no such client).
+    public func security(of client: ClientID) -> SecurityLevel? { clients[client]?.security }
+
     /// Whether the application authorizes `client` for attributes that need authorization
     /// (`readAuthorized`, `writeAuthorized`); without it they answer Insufficient Authorization.
     public mutating func setAuthorized(_ authorized: Bool, for client: ClientID) {

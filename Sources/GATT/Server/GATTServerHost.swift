@@ -18,6 +18,10 @@ public actor GATTServerHost {
     /// The application's reaction to a server event; awaited before the request's response is
     /// sent, so a write's effects (a sensor timer, an echo) are in place when the client sees it.
     public typealias EventHandler = @Sendable (GATTServer.Event) async -> Void
+    /// Hears that a request or command of a client was refused for its link's security:
+    /// Insufficient Authentication (0x05), Insufficient Encryption (0x0F) or Insufficient
+    /// Encryption Key Size (0x0C).
+    public typealias SecurityRefusalHandler = @Sendable (GATTServer.ClientID, ATTErrorCode) async -> Void
 
     /// How ``push(_:handle:indication:to:)`` delivered a value.
     public enum PushOutcome: Hashable, Sendable {
@@ -44,6 +48,7 @@ public actor GATTServerHost {
     private var links: [GATTServer.ClientID: Link] = [:]
     private var writeCheck: WriteCheck?
     private var eventHandler: EventHandler?
+    private var securityRefusalHandler: SecurityRefusalHandler?
     private let logger: Logger
     private let eventContinuation: AsyncStream<GATTServer.Event>.Continuation
 
@@ -68,6 +73,14 @@ public actor GATTServerHost {
     public func setApplication(writeCheck: WriteCheck?, eventHandler: EventHandler?) {
         self.writeCheck = writeCheck
         self.eventHandler = eventHandler
+    }
+
+    /// Sets who hears of requests refused for the link's security (the peripheral's Security
+    /// Manager sends a Security Request then, Vol 3 Part H §2.4.6). A Write Command refused
+    /// that way counts too: it gets no Error Response, so the central would otherwise never
+    /// know.
+    public func setSecurityRefusalHandler(_ handler: SecurityRefusalHandler?) {
+        securityRefusalHandler = handler
     }
 
     /// Replaces the server's configuration (its Rx MTU, queue limits) keeping the database;
@@ -240,7 +253,15 @@ public actor GATTServerHost {
         }
         let mtu = await link.connection.mtu
         server.setMTU(mtu, for: client)
+        let commandRefusal = securityRefusalHandler == nil ? nil : commandSecurityRefusal(pdu, from: client)
         let response = server.respond(to: pdu, from: client)
+        if let securityRefusalHandler {
+            if case .errorResponse(let error) = response, Self.securityCodes.contains(error.errorCode) {
+                await securityRefusalHandler(client, error.errorCode)
+            } else if let commandRefusal {
+                await securityRefusalHandler(client, commandRefusal)
+            }
+        }
         let events = server.takeEvents()
         if let eventHandler {
             for event in events { await eventHandler(event) }
@@ -248,6 +269,25 @@ public actor GATTServerHost {
             for event in events { eventContinuation.yield(event) }
         }
         return response
+    }
+
+    /// The Error Responses that name the link's security.
+    private static let securityCodes: Set<ATTErrorCode> = [
+        .insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort,
+    ]
+
+    /// The security refusal a Write Command meets (commands are dropped without an answer),
+    /// nil for anything else.
+    private func commandSecurityRefusal(_ pdu: ATTPDU, from client: GATTServer.ClientID) -> ATTErrorCode? {
+        let handle: UInt16
+        switch pdu {
+        case .writeCommand(let command): handle = command.handle
+        default: return nil
+        }
+        guard let level = server.security(of: client), let attribute = server.database.attribute(at: handle),
+            let code = attribute.permissions.writeError(at: level), Self.securityCodes.contains(code)
+        else { return nil }
+        return code
     }
 
     private func refreshMTUs() async {

@@ -34,11 +34,14 @@ public struct PeripheralOptions: Equatable, Sendable {
     public var passkey: UInt32?
     /// `--confirm`: accept a numeric comparison (the bond is then kept as unauthenticated).
     public var confirm = false
+    /// `--security-request`: a request refused for the link's security makes us send a
+    /// Security Request (Vol 3 Part H §2.4.6).
+    public var securityRequest = false
 
     public init(device: Device) { self.device = device }
 
     /// Whether a pairing flag was given (the kernel path cannot honour them).
-    var asksForPairingSettings: Bool { ioCapability != nil || passkey != nil || confirm }
+    var asksForPairingSettings: Bool { ioCapability != nil || passkey != nil || confirm || securityRequest }
 
     /// The Rx MTU in force.
     public var effectiveMTU: Int {
@@ -56,8 +59,10 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     var ioCapability: IOCapability?
     var passkey: UInt32?
     var confirm = false
+    var securityRequest = false
     for (flag, value) in flags {
         switch flag {
+        case "--security-request": securityRequest = true
         case "--io-capability": ioCapability = try parseIOCapability(value)
         case "--passkey": passkey = try parsePasskey(value)
         case "--confirm": confirm = true
@@ -90,6 +95,7 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     options.ioCapability = ioCapability
     options.passkey = passkey
     options.confirm = confirm
+    options.securityRequest = securityRequest
     return options
 }
 
@@ -251,6 +257,10 @@ struct PeripheralCommand {
             await host.close()
             throw error
         }
+        if let pairing {
+            pairing.setSecurityRequests(options.securityRequest)
+            await device.gatt.setSecurityRefusalHandler { client, code in await pairing.refused(code, client: client) }
+        }
         let centrals: AsyncStream<AcceptedCentral>
         do {
             centrals = try await host.advertise(device.advertising)
@@ -317,7 +327,7 @@ struct PeripheralCommand {
                 let client = await device.gatt.connected(
                     channel: central.channel, link: central.link, parameters: central.parameters)
                 let gatt = device.gatt
-                await security?.served { level in await gatt.setSecurity(level, for: client) }
+                await security?.served(as: client) { level in await gatt.setSecurity(level, for: client) }
                 log("connected", ["peer": .text(central.peer)], text: "connected: \(central.peer)", json: global.json, output: &output)
             case .value(.disconnected(let peer, let reason)):
                 await device.gatt.disconnected(reason: reason ?? .remoteUserTerminatedConnection)
@@ -349,7 +359,7 @@ struct PeripheralCommand {
         guard !(host is KernelPeripheralHost) else {
             if options.asksForPairingSettings {
                 throw CommandFailure(
-                    "peripheral --io-capability/--passkey/--confirm: on the kernel path (hciN) the kernel's SMP pairs; "
+                    "peripheral --io-capability/--passkey/--confirm/--security-request: on the kernel path (hciN) the kernel's SMP pairs; "
                         + "these apply to our own host (hci-user:N, tcp:, unix:, serial:, sim)",
                     kind: "usage", exitCode: .usage)
             }
