@@ -4,7 +4,7 @@ import Bluetooth
 import GATT
 import HCI
 
-/// The built-in simulated world behind `--transport sim[:sensortag,bluefruit]`: a virtual
+/// The built-in simulated world behind `--transport sim[:sensortag,bluefruit,thermometer]`: a virtual
 /// link with the requested emulated devices and a virtual controller for our host, reached
 /// through an in-memory HCI transport.
 ///
@@ -23,6 +23,11 @@ public struct Simulation: Sendable {
     /// The devices `sim:` may name.
     public enum Device: String, CaseIterable, Hashable, Sendable {
         case sensortag, bluefruit
+        /// ``EmulatedThermometer``: requires pairing; only when named.
+        case thermometer
+
+        /// The devices of a bare `sim`.
+        public static let defaultSet: [Device] = [.sensortag, .bluefruit]
     }
 
     public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -45,10 +50,11 @@ public struct Simulation: Sendable {
     public let link: VirtualLink
     public let sensorTag: EmulatedSensorTag?
     public let bluefruit: EmulatedBluefruit?
+    public let thermometer: EmulatedThermometer?
 
-    /// The devices named by `names` (`[]`: all of them). Throws on an unknown name.
+    /// The devices named by `names` (`[]`: the default set). Throws on an unknown name.
     public static func devices(named names: [String]) throws(SimulationError) -> [Device] {
-        guard !names.isEmpty else { return Device.allCases }
+        guard !names.isEmpty else { return Device.defaultSet }
         var devices: [Device] = []
         for name in names {
             guard let device = Device(rawValue: name.lowercased()) else { throw .unknownDevice(name) }
@@ -57,14 +63,17 @@ public struct Simulation: Sendable {
         return devices
     }
 
-    /// Builds the link with `devices` on it and starts a controller for our host.
+    /// Builds the link with `devices` on it and starts a controller for our host. `display`
+    /// gets what a device shows its user (the thermometer's passkey).
     public static func start(
-        devices: [Device] = Device.allCases, clock: any BluetoothClock = SystemClock(),
-        configuration: VirtualController.Configuration = .init(), logger: Logger = .disabled
+        devices: [Device] = Device.defaultSet, clock: any BluetoothClock = SystemClock(),
+        configuration: VirtualController.Configuration = .init(), logger: Logger = .disabled,
+        display: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(SimulationError) -> Simulation {
         let link = VirtualLink()
         var sensorTag: EmulatedSensorTag?
         var bluefruit: EmulatedBluefruit?
+        var thermometer: EmulatedThermometer?
         do throws(GATTError) {
             if devices.contains(.sensortag) {
                 let device = try EmulatedSensorTag(clock: clock, logger: logger.child("sensortag"))
@@ -76,13 +85,19 @@ public struct Simulation: Sendable {
                 link.add(device)
                 bluefruit = device
             }
+            if devices.contains(.thermometer) {
+                let device = try EmulatedThermometer(clock: clock, logger: logger.child("thermometer"), display: display)
+                link.add(device)
+                thermometer = device
+            }
         } catch {
             throw .database(error)
         }
         let (controller, host) = await VirtualController.attach(
             to: link, clock: clock, configuration: configuration, logger: logger.child("controller"))
         return Simulation(
-            hostTransport: host, controller: controller, link: link, sensorTag: sensorTag, bluefruit: bluefruit)
+            hostTransport: host, controller: controller, link: link, sensorTag: sensorTag, bluefruit: bluefruit,
+            thermometer: thermometer)
     }
 
     /// Stops the controller (the host's transport closes).

@@ -181,6 +181,40 @@ struct PeripheralPairingCommandTests {
         _ = try await rig.stop()
     }
 
+    @Test("gattclient read and write: a refusal for the link's security pairs (or encrypts with the bond) and the request goes again")
+    func commandsRaiseSecurityOnDemand() async throws {
+        let rig = try await Self.start([])
+        try await withTimeout(60, "automatic security in gattclient's commands") {
+            // Each command closes its transport: one central each, at one address (the bonds' key).
+            func central() async throws -> UserSpaceCentral {
+                let (_, transport) = await VirtualController.attach(
+                    to: rig.simulation.link, clock: SystemClock(),
+                    configuration: .init(address: BluetoothAddress("00:1B:DC:E0:6C:02")!))
+                return try await UserSpaceCentral.start(transport, name: "virtual central", commandTimeout: .seconds(30))
+            }
+            var global = GlobalOptions()
+            global.bonds = Self.temporary("cli-central-bonds")
+            let peer = PeerAddress(address: Self.peripheralAddress, type: .public)
+            let read = ReadCommand(peer: peer, central: try await central(), target: .uuid(Self.secret))
+            var output = BufferedOutput.capturing()
+            try await read.run(options: global, replayMatchAny: false, output: &output)
+            output.flush()
+            #expect(output.capturedLines.contains { $0.contains("72 bpm") }, "\(output.capturedLines)")
+            let bond = try #require(BondStore(directory: global.bonds).bonds(local: BluetoothAddress("00:1B:DC:E0:6C:02")!).first)
+            #expect(bond.pairedAs == "central" && !bond.authenticated)
+            // A second connection: Insufficient Encryption, the bond encrypts, the write goes again.
+            let write = WriteCommand(
+                peer: peer, central: try await central(), target: .uuid(BluetoothUUID("0000FEE3-0000-1000-8000-00805F9B34FB")!),
+                value: [0x07])
+            var written = BufferedOutput.capturing()
+            try await write.run(options: global, replayMatchAny: false, output: &written)
+            written.flush()
+            #expect(written.capturedLines.contains { $0.hasPrefix("wrote 1 octet") }, "\(written.capturedLines)")
+            #expect(BondStore(directory: global.bonds).bonds(local: BluetoothAddress("00:1B:DC:E0:6C:02")!) == [bond])
+        }
+        _ = try await rig.stop()
+    }
+
     @Test func pairingFlagsParse() throws {
         guard
             case .peripheral(let options) = try parse(

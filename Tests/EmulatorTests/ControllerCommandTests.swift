@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// A controller on a link with both emulated devices, driven by a manual clock.
-func makeController(devices: [Simulation.Device] = Simulation.Device.allCases) async throws
+func makeController(devices: [Simulation.Device] = Simulation.Device.defaultSet) async throws
     -> (simulation: Simulation, probe: HCIProbe, clock: ManualClock)
 {
     let clock = ManualClock()

@@ -129,6 +129,24 @@ extension Peripheral {
         }
     }
 
+    /// ``withSecurityRetry(_:)`` for `gattclient`'s commands, which drive the GATT client
+    /// directly: `body` runs; when the peer answers Insufficient Authentication, Encryption or
+    /// Encryption Key Size, security is raised (bond first, else pairing) and `body` runs once
+    /// more. Other errors come out as thrown.
+    package nonisolated func securing<T: Sendable>(
+        doing what: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            guard let level = await levelCuring(BLEError.from(error, doing: what)), await level > securityLevel else {
+                throw error
+            }
+            try await ensureSecurity(level)
+            return try await body()
+        }
+    }
+
     /// Runs `body`; when the peer answers that the link is not secure enough, raises security
     /// (bond first, else pairing) and runs it once more.
     func withSecurityRetry<T: Sendable>(_ body: () async throws(BLEError) -> T) async throws(BLEError) -> T {

@@ -114,7 +114,7 @@ package func openCentral(_ uri: String?, options: AdapterOptions) async throws -
     case .userChannel, .tcp, .unix, .serial:
         return try await UserSpaceCentral.open(parsed, timeout: options.timeout, record: options.record)
     case .simulator:
-        return try await SimulatedCentral.open(parsed, record: options.record)
+        return try await SimulatedCentral.open(parsed, record: options.record, display: options.warning)
     }
 }
 

@@ -218,13 +218,16 @@ package final class SimulatedCentral: Central, Scanner {
     /// The HCI command timeout towards the in-process virtual controller.
     package static let commandTimeout = Duration.seconds(30)
 
-    package static func open(_ uri: TransportURI, record: String? = nil) async throws -> SimulatedCentral {
+    /// - Parameter display: what an emulated device shows its user (the thermometer's passkey).
+    package static func open(
+        _ uri: TransportURI, record: String? = nil, display: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
             guard case .simulator(let names) = uri else {
                 throw BLEError("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
             }
-            simulation = try await Simulation.start(devices: try Simulation.devices(named: names))
+            simulation = try await Simulation.start(devices: try Simulation.devices(named: names), display: display)
         } catch let error as Simulation.SimulationError {
             throw BLEError("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }

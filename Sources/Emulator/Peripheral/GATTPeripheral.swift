@@ -213,6 +213,13 @@ public actor GATTPeripheral {
         return client
     }
 
+    /// The link of the current session is encrypted at `level` (a device that pairs on the
+    /// virtual link): the server grants the permissions that level meets.
+    public func setLinkSecurity(_ level: SecurityLevel) async {
+        guard let session else { return }
+        await server.setSecurity(level, for: session.client)
+    }
+
     /// Who hears of requests refused for the link's security (see
     /// `GATTServerHost.setSecurityRefusalHandler(_:)`).
     public func setSecurityRefusalHandler(_ handler: GATTServerHost.SecurityRefusalHandler?) async {

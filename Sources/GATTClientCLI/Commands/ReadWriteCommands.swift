@@ -26,22 +26,34 @@ struct ReadCommand {
         var single = false
         var uuid: BluetoothUUID?
         do {
-            if !multiple.isEmpty {
-                values = try await session.client.readMultipleVariable(handles: multiple).map { ($0.handle, $0.value) }
-            } else if case .handle(let handle)? = target {
-                values = [(handle, try await session.client.read(handle: handle, complete: !noLong))]
-                single = true
-            } else if case .uuid(let wanted)? = target {
-                // Read Using Characteristic UUID: no discovery needed.
-                uuid = wanted
-                let found = try await session.client.read(uuid: wanted)
-                let mtu = await session.client.mtu
-                for entry in found {
-                    // A value the response had to cut (ATT_MTU − 4) is read again in full.
-                    let full = !noLong && (long || entry.value.count >= mtu - 4)
-                    values.append((entry.handle, full ? try await session.client.readLong(handle: entry.handle) : entry.value))
+            // A refusal for the link's security raises it (bond, else pairing) and reads again.
+            let client = session.client
+            let (multiple, target, long, noLong) = (multiple, target, long, noLong)
+            if case .handle? = target, multiple.isEmpty { single = true }
+            if multiple.isEmpty, case .uuid(let wanted)? = target { uuid = wanted }
+            values = try await session.peripheral.securing(doing: "reading from \(peer)") {
+                () async throws -> [HandleValue] in
+                if !multiple.isEmpty {
+                    return try await client.readMultipleVariable(handles: multiple)
+                } else if case .handle(let handle)? = target {
+                    return [HandleValue(handle: handle, value: try await client.read(handle: handle, complete: !noLong))]
+                } else if case .uuid(let wanted)? = target {
+                    // Read Using Characteristic UUID: no discovery needed.
+                    let found = try await client.read(uuid: wanted)
+                    let mtu = await client.mtu
+                    var values: [HandleValue] = []
+                    for entry in found {
+                        // A value the response had to cut (ATT_MTU − 4) is read again in full.
+                        let full = !noLong && (long || entry.value.count >= mtu - 4)
+                        values.append(
+                            HandleValue(
+                                handle: entry.handle,
+                                value: full ? try await client.readLong(handle: entry.handle) : entry.value))
+                    }
+                    return values
                 }
-            }
+                return []
+            }.map { ($0.handle, $0.value) }
         } catch {
             await session.close()
             throw CommandFailure.from(error, doing: "reading from \(peer)")
@@ -104,26 +116,32 @@ struct WriteCommand {
                 handle = first.valueHandle
                 properties = first.properties
             }
-            switch mode {
-            case .request:
-                let mtu = await session.client.mtu
-                if value.count > mtu - 3 {
-                    SessionDiagnostics.note(
-                        "\(value.count) octets do not fit one Write Request at ATT_MTU \(mtu) (at most \(mtu - 3)): "
-                            + "writing with Prepare/Execute Write (--long)", verbosity: options.verbosity)
-                    try await session.client.writeLong(handle: handle, value: value)
-                } else {
-                    try await session.client.write(handle: handle, value: value)
+            // A refusal for the link's security raises it (bond, else pairing) and writes again.
+            let client = session.client
+            let (value, mode, verbosity) = (value, mode, options.verbosity)
+            let known = properties
+            try await session.peripheral.securing(doing: "writing to \(peer)") {
+                switch mode {
+                case .request:
+                    let mtu = await client.mtu
+                    if value.count > mtu - 3 {
+                        SessionDiagnostics.note(
+                            "\(value.count) octets do not fit one Write Request at ATT_MTU \(mtu) (at most \(mtu - 3)): "
+                                + "writing with Prepare/Execute Write (--long)", verbosity: verbosity)
+                        try await client.writeLong(handle: handle, value: value)
+                    } else {
+                        try await client.write(handle: handle, value: value)
+                    }
+                case .noResponse:
+                    if let properties = known, !properties.contains(.writeWithoutResponse) {
+                        SessionDiagnostics.warn(
+                            "the properties of 0x\(hex(handle, 4)) \(properties) lack write-without-response: "
+                                + "the peer may ignore this Write Command, and nothing would tell")
+                    }
+                    try await client.writeWithoutResponse(handle: handle, value: value)
+                case .long: try await client.writeLong(handle: handle, value: value)
+                case .reliable: try await client.reliableWrite([ReliableWrites.Write(handle: handle, value: value)])
                 }
-            case .noResponse:
-                if let properties, !properties.contains(.writeWithoutResponse) {
-                    SessionDiagnostics.warn(
-                        "the properties of 0x\(hex(handle, 4)) \(properties) lack write-without-response: "
-                            + "the peer may ignore this Write Command, and nothing would tell")
-                }
-                try await session.client.writeWithoutResponse(handle: handle, value: value)
-            case .long: try await session.client.writeLong(handle: handle, value: value)
-            case .reliable: try await session.client.reliableWrite([ReliableWrites.Write(handle: handle, value: value)])
             }
         } catch {
             await session.close()

@@ -21,20 +21,25 @@ struct SubscribeCommand {
         let subscription: GATTSubscription
         var uuid: BluetoothUUID?
         do {
-            switch target {
-            case .uuid(let wanted):
-                uuid = wanted
-                subscription = try await session.client.subscribe(uuid: wanted, indications: indicate)
-            case .handle(let handle):
-                // The CCCD follows the value: descriptor discovery from the next handle stops at
-                // the next declaration, so no full discovery is needed.
-                let mtu = await session.client.mtu
-                let descriptors = handle == 0xFFFF ? [] : try await session.client.run(
-                    DiscoverAllCharacteristicDescriptors(range: (handle + 1)...0xFFFF, mtu: mtu))
-                let characteristic = Characteristic(
-                    uuid: .bit16(0), declarationHandle: handle - 1, valueHandle: handle,
-                    properties: indicate ? .indicate : .notify, descriptors: descriptors)
-                subscription = try await session.client.subscribe(characteristic: characteristic, indications: indicate)
+            if case .uuid(let wanted) = target { uuid = wanted }
+            // A CCCD write refused for the link's security raises it (bond, else pairing) and
+            // subscribes again.
+            let (client, target, indicate) = (session.client, target, indicate)
+            subscription = try await session.peripheral.securing(doing: "subscribing to \(peer)") {
+                switch target {
+                case .uuid(let wanted):
+                    return try await client.subscribe(uuid: wanted, indications: indicate)
+                case .handle(let handle):
+                    // The CCCD follows the value: descriptor discovery from the next handle stops
+                    // at the next declaration, so no full discovery is needed.
+                    let mtu = await client.mtu
+                    let descriptors = handle == 0xFFFF ? [] : try await client.run(
+                        DiscoverAllCharacteristicDescriptors(range: (handle + 1)...0xFFFF, mtu: mtu))
+                    let characteristic = Characteristic(
+                        uuid: .bit16(0), declarationHandle: handle - 1, valueHandle: handle,
+                        properties: indicate ? .indicate : .notify, descriptors: descriptors)
+                    return try await client.subscribe(characteristic: characteristic, indications: indicate)
+                }
             }
         } catch {
             await session.close()
