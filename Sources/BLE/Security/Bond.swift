@@ -41,8 +41,7 @@ public struct Bond: Hashable, Sendable {
 
     /// The security level encrypting with this bond gives (Vol 3, Part C, §10.2).
     public var securityLevel: SecurityLevel {
-        if authenticated, secureConnections, keySize == 16 { return .secureConnections }
-        return authenticated ? .authenticated : .encrypted
+        SecurityLevel.of(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize)
     }
 
     /// The peer's identity as an address with its type.

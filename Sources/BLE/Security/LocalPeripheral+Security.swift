@@ -168,7 +168,16 @@ package final class PeripheralPairing: Sendable {
     /// bond (Secure Connections: its LTK; legacy: the LTK we distributed, by EDIV and Rand).
     func longTermKey(handle: UInt16, peer address: BluetoothAddress, rand: UInt64, ediv: UInt16) async -> [UInt8]? {
         guard let security = securities.withLock({ $0[handle] }) else { return nil }
-        if let key = await security.manager.pairingKey(rand: rand, ediv: ediv) { return key }
+        if let key = await security.manager.pairingKey(rand: rand, ediv: ediv) {
+            if let protection = await security.manager.pairingKeyProtection(rand: rand, ediv: ediv) {
+                security.pendingLevel.withLock {
+                    $0 = SecurityLevel.of(
+                        authenticated: protection.authenticated, secureConnections: protection.secureConnections,
+                        keySize: protection.keySize)
+                }
+            }
+            return key
+        }
         guard
             let bond = context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .public))
                 ?? context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .random))

@@ -178,7 +178,16 @@ public final class EmulatedThermometer: VirtualPeripheral {
         guard let (manager, central) = state.withLock({ state in state.manager.map { ($0, state.central) } }) else {
             return nil
         }
-        if let key = await manager.pairingKey(rand: rand, ediv: ediv) { return key }
+        if let key = await manager.pairingKey(rand: rand, ediv: ediv) {
+            // Key distribution runs on the link this key encrypts: it has the pairing's level.
+            if let protection = await manager.pairingKeyProtection(rand: rand, ediv: ediv) {
+                let level = SecurityLevel.of(
+                    authenticated: protection.authenticated, secureConnections: protection.secureConnections,
+                    keySize: protection.keySize)
+                state.withLock { $0.pendingLevel = level }
+            }
+            return key
+        }
         return state.withLock { state -> [UInt8]? in
             guard let central, let bond = state.bonds[central] else { return nil }
             let matches =
@@ -208,9 +217,9 @@ public final class EmulatedThermometer: VirtualPeripheral {
     private func pairingEnded(_ result: Result<PairingResult, PairingFailure>, central: BluetoothAddress) async {
         switch result {
         case .success(let pairing):
-            let level: SecurityLevel =
-                pairing.authenticated ? (pairing.secureConnections && pairing.keySize == 16 ? .secureConnections : .authenticated)
-                : .encrypted
+            let level = SecurityLevel.of(
+                authenticated: pairing.authenticated, secureConnections: pairing.secureConnections,
+                keySize: pairing.keySize)
             let key = pairing.secureConnections ? pairing.peerLTK : pairing.localLTK
             state.withLock { state in
                 state.pendingLevel = level

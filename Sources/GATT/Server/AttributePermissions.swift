@@ -121,6 +121,14 @@ public enum SecurityLevel: Int, Hashable, Sendable, Comparable, CustomStringConv
 
     public static func < (lhs: SecurityLevel, rhs: SecurityLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The level an encrypted link has with a key from a pairing that was `authenticated`
+    /// (not Just Works), `secureConnections`, of `keySize` octets (LE security mode 1).
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part C, §10.2.1
+    public static func of(authenticated: Bool, secureConnections: Bool, keySize: Int) -> SecurityLevel {
+        if authenticated, secureConnections, keySize == 16 { return .secureConnections }
+        return authenticated ? .authenticated : .encrypted
+    }
+
     public var description: String {
         switch self {
         case .none: return "none"

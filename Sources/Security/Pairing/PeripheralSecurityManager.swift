@@ -71,6 +71,16 @@ public actor PeripheralSecurityManager {
         return pendingKey?.key
     }
 
+    /// What the key of the pairing in progress protects, for the level of the link it encrypts
+    /// (the STK or the LTK; key distribution runs on that link, and the central may use it as
+    /// soon as its own side of the pairing ends): nil when ``pairingKey(rand:ediv:)`` has none.
+    public func pairingKeyProtection(rand: UInt64, ediv: UInt16)
+        -> (authenticated: Bool, secureConnections: Bool, keySize: Int)?
+    {
+        guard rand == 0, ediv == 0, pendingKey != nil, let responder else { return nil }
+        return (responder.method.isAuthenticated, responder.secureConnections, responder.keySize)
+    }
+
     /// Asks the central to secure the link (Security Request, §3.6.7).
     public func requestSecurity(_ requirements: AuthenticationRequirements) {
         guard !timedOut, responder?.isActive != true else { return }
