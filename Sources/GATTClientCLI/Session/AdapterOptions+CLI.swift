@@ -74,13 +74,17 @@ struct CommandConnection {
         do {
             let peripheral = try await adapter.connect(to: peer, timeout: adapterOptions.timeout)
             let connection = CommandConnection(adapter: adapter, peripheral: peripheral)
-            // --security on the user-space host: the bond's key, else pairing, before the first
-            // request (the kernel path sets BT_SECURITY on its socket instead).
-            if let level = options.securityLevel, peripheral.session.link.securityManager != nil {
+            // The terminal answers a pairing's passkey or comparison, whether --security or a
+            // refused request started it.
+            if peripheral.session.link.securityManager != nil {
                 await adapter.setPairingDelegate(
                     CLIPairingDelegate(
                         passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
                         diagnostics: SessionDiagnostics.current))
+            }
+            // --security on the user-space host: the bond's key, else pairing, before the first
+            // request (the kernel path sets BT_SECURITY on its socket instead).
+            if let level = options.securityLevel, peripheral.session.link.securityManager != nil {
                 do {
                     try await peripheral.ensureSecurity(level)
                 } catch {
