@@ -23,11 +23,7 @@ extension PairingInitiator {
 
     /// c1 over our two commands and the two addresses.
     func legacyConfirm(_ r: [UInt8]) throws(SecurityCryptoError) -> [UInt8] {
-        guard let response else { throw .length("Pairing Response", expected: 7, actual: 0) }
-        return try SecurityFunctions.c1(
-            tk, r, preq: request.encode().reversed(), pres: response.encode().reversed(),
-            iat: addresses.initiatorType == .random ? 1 : 0, rat: addresses.responderType == .random ? 1 : 0,
-            ia: addresses.initiator.bigEndianBytes, ra: addresses.responder.bigEndianBytes)
+        try PairingSteps.legacyConfirm(tk: tk, r: r, request: request, response: response, addresses: addresses)
     }
 
     mutating func legacySendConfirm(into actions: inout [Action]) {
@@ -218,30 +214,9 @@ extension PairingInitiator {
     }
 
     mutating func receivedKey(_ pdu: SecurityManagerPDU, into actions: inout [Action]) {
-        guard pendingPeerKeys.first == pdu.code else {
-            fail(.unspecifiedReason, "unexpected \(pdu.code) during key distribution", into: &actions)
+        if let failure = PairingSteps.keep(pdu, pending: &pendingPeerKeys, keySize: keySize, into: &result) {
+            fail(failure.reason, failure.why, into: &actions)
             return
-        }
-        pendingPeerKeys.removeFirst()
-        switch pdu {
-        case .encryptionInformation(let information):
-            result.peerLTK = LongTermKey(key: Self.wireShortened(information.value, to: keySize))
-        case .centralIdentification(let identification):
-            result.peerLTK?.ediv = identification.ediv
-            result.peerLTK?.rand = identification.rand
-        case .identityInformation(let information):
-            result.peerIRK = information.value
-        case .identityAddressInformation(let identity):
-            // An identity address is public or static random (top two bits 0b11, §3.6.5).
-            guard identity.addressType == .public || identity.address.rawValue >> 46 == 0b11 else {
-                fail(.invalidParameters, "the identity address \(identity.address) is random but not static", into: &actions)
-                return
-            }
-            result.peerIdentity = identity
-        case .signingInformation(let information):
-            result.peerCSRK = information.value
-        default:
-            break
         }
         if pendingPeerKeys.isEmpty { distributeOurKeys(into: &actions) }
     }
@@ -252,26 +227,9 @@ extension PairingInitiator {
     }
 
     mutating func distributeOurKeys(into actions: inout [Action]) {
-        if initiatorKeys.contains(.encryptionKey) {
-            let key = LongTermKey(
-                key: Self.wireShortened(random(16), to: keySize),
-                ediv: UInt16(random(2).reduce(0) { UInt16($0) << 8 | UInt16($1) }),
-                rand: random(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-            result.localLTK = key
-            send(.encryptionInformation(try! EncryptionInformation(value: key.key)), &actions)
-            send(.centralIdentification(CentralIdentification(ediv: key.ediv, rand: key.rand)), &actions)
-        }
-        if initiatorKeys.contains(.identityKey) {
-            let irk = localIRK ?? random(16)
-            result.localIRK = irk
-            send(.identityInformation(try! IdentityInformation(value: irk)), &actions)
-            send(.identityAddressInformation(identity), &actions)
-        }
-        if initiatorKeys.contains(.signingKey) {
-            let csrk = random(16)
-            result.localCSRK = csrk
-            send(.signingInformation(try! SigningInformation(value: csrk)), &actions)
-        }
+        let pdus = PairingSteps.ourKeys(
+            initiatorKeys, keySize: keySize, localIRK: localIRK, identity: identity, random: random, into: &result)
+        for pdu in pdus { send(pdu, &actions) }
         phase = .done
         actions.append(.completed(result))
     }

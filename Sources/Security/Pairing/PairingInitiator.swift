@@ -362,13 +362,7 @@ public struct PairingInitiator: Sendable {
     }
 
     /// A passkey from the random source: uniform below 10^6.
-    mutating func newPasskey() -> UInt32 {
-        while true {
-            let octets = random(4)
-            let value = octets.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x000F_FFFF
-            if value <= 999_999 { return value }
-        }
-    }
+    func newPasskey() -> UInt32 { PairingSteps.newPasskey(random) }
 
     // MARK: - Pairing Response (§2.3.5.1)
 

@@ -1,0 +1,86 @@
+import Bluetooth
+
+/// What both roles of a pairing compute the same way: the passkey, the legacy confirm value,
+/// and phase 3, key distribution (ours generated and sent, the peer's checked and kept).
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3.5.3, §2.3.5.5, §3.6
+enum PairingSteps {
+    /// A passkey from the random source: uniform below 10^6 (20 random bits, redrawn above
+    /// 999999).
+    static func newPasskey(_ random: (Int) -> [UInt8]) -> UInt32 {
+        while true {
+            let value = random(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x000F_FFFF
+            if value <= 999_999 { return value }
+        }
+    }
+
+    /// c1 (legacy Mconfirm/Sconfirm) over the two pairing commands and the two addresses.
+    static func legacyConfirm(
+        tk: [UInt8], r: [UInt8], request: PairingRequest?, response: PairingResponse?,
+        addresses: PairingInitiator.Addresses
+    ) throws(SecurityCryptoError) -> [UInt8] {
+        guard let request, let response else { throw .length("pairing features", expected: 7, actual: 0) }
+        return try SecurityFunctions.c1(
+            tk, r, preq: request.encode().reversed(), pres: response.encode().reversed(),
+            iat: addresses.initiatorType == .random ? 1 : 0, rat: addresses.responderType == .random ? 1 : 0,
+            ia: addresses.initiator.bigEndianBytes, ra: addresses.responder.bigEndianBytes)
+    }
+
+    /// Generates the keys of `keys` (a new LTK with EDIV and Rand, our IRK and identity, a new
+    /// CSRK), records them in `result` and returns the commands that carry them, in order.
+    static func ourKeys(
+        _ keys: KeyDistribution, keySize: Int, localIRK: [UInt8]?, identity: IdentityAddressInformation,
+        random: (Int) -> [UInt8], into result: inout PairingResult
+    ) -> [SecurityManagerPDU] {
+        var pdus: [SecurityManagerPDU] = []
+        if keys.contains(.encryptionKey) {
+            let key = LongTermKey(
+                key: PairingInitiator.wireShortened(random(16), to: keySize),
+                ediv: random(2).reduce(UInt16(0)) { $0 << 8 | UInt16($1) },
+                rand: random(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            result.localLTK = key
+            pdus.append(.encryptionInformation(try! EncryptionInformation(value: key.key)))
+            pdus.append(.centralIdentification(CentralIdentification(ediv: key.ediv, rand: key.rand)))
+        }
+        if keys.contains(.identityKey) {
+            let irk = localIRK ?? random(16)
+            result.localIRK = irk
+            pdus.append(.identityInformation(try! IdentityInformation(value: irk)))
+            pdus.append(.identityAddressInformation(identity))
+        }
+        if keys.contains(.signingKey) {
+            let csrk = random(16)
+            result.localCSRK = csrk
+            pdus.append(.signingInformation(try! SigningInformation(value: csrk)))
+        }
+        return pdus
+    }
+
+    /// Keeps one key the peer distributed in `result`, if it is the one `pending` expects next
+    /// (which it then drops); otherwise the reason and the words to fail the pairing with.
+    static func keep(
+        _ pdu: SecurityManagerPDU, pending: inout [SecurityManagerCode], keySize: Int, into result: inout PairingResult
+    ) -> (reason: PairingFailedReason, why: String)? {
+        guard pending.first == pdu.code else { return (.unspecifiedReason, "unexpected \(pdu.code) during key distribution") }
+        pending.removeFirst()
+        switch pdu {
+        case .encryptionInformation(let information):
+            result.peerLTK = LongTermKey(key: PairingInitiator.wireShortened(information.value, to: keySize))
+        case .centralIdentification(let identification):
+            result.peerLTK?.ediv = identification.ediv
+            result.peerLTK?.rand = identification.rand
+        case .identityInformation(let information):
+            result.peerIRK = information.value
+        case .identityAddressInformation(let identity):
+            // An identity address is public or static random (top two bits 0b11, §3.6.5).
+            guard identity.addressType == .public || identity.address.rawValue >> 46 == 0b11 else {
+                return (.invalidParameters, "the identity address \(identity.address) is random but not static")
+            }
+            result.peerIdentity = identity
+        case .signingInformation(let information):
+            result.peerCSRK = information.value
+        default:
+            break
+        }
+        return nil
+    }
+}
