@@ -57,11 +57,6 @@ package final class PeripheralPairing: Sendable {
     private let keyProviderSet = Locked<Bool>(false)
     /// Whether a request refused for the link's security makes us send a Security Request.
     let sendsSecurityRequests = Locked<Bool>(false)
-
-    /// Sets whether a request refused for the link's security makes us send a Security Request.
-    package func setSecurityRequests(_ enabled: Bool) {
-        sendsSecurityRequests.withLock { $0 = enabled }
-    }
     /// Applied to each new bond before it is used and stored (the CLI keeps a numeric
     /// comparison nobody looked at as unauthenticated).
     let adjustBond: @Sendable (Bond) -> Bond
@@ -86,6 +81,11 @@ package final class PeripheralPairing: Sendable {
             store: BondStore(directory: bondsDirectory, warning: warning), allowRepair: false, warning: warning)
         context.delegate = delegate
         self.init(context: context, localAddress: localAddress, options: options, adjustBond: adjustBond)
+    }
+
+    /// Sets whether a request refused for the link's security makes us send a Security Request.
+    package func setSecurityRequests(_ enabled: Bool) {
+        sendsSecurityRequests.withLock { $0 = enabled }
     }
 
     /// Starts security on a central's link; nil where the host does not run SMP (kernel).
