@@ -74,7 +74,8 @@ package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async t
         // named): centrals of the same process (tests) reach it through `simulation.link`.
         let simulation: Simulation
         do {
-            simulation = try await Simulation.start(devices: names.isEmpty ? [] : try Simulation.devices(named: names))
+            simulation = try await Simulation.start(
+                devices: names.isEmpty ? [] : try Simulation.devices(named: names), display: options.warning)
         } catch {
             throw BLEError("\(parsed): \(error)", kind: "usage", exitCode: .usage)
         }
