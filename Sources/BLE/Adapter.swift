@@ -164,6 +164,9 @@ public actor Adapter {
     private func runControllerScan(active: Bool, generation: Int) async {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
+        // A bonded peer advertising with a resolvable private address is shown with its identity.
+        let resolver = addressResolver()
+        var identities: [BluetoothAddress: PeerAddress?] = [:]
         do {
             let events = try await scanner.scan(LEScanParameters(active: active))
             for try await event in events {
@@ -171,7 +174,15 @@ public actor Adapter {
                 switch event {
                 case .discovered(let device), .updated(let device):
                     lastSeenTypes[device.address] = device.addressType
-                    scans.deliver(Advertisement(device))
+                    var advertisement = Advertisement(device)
+                    if let known = identities[device.address] {
+                        advertisement.identity = known
+                    } else {
+                        let identity = resolver.identity(of: advertisement.peer)
+                        identities[device.address] = identity
+                        advertisement.identity = identity
+                    }
+                    scans.deliver(advertisement)
                 case .report:
                     continue
                 }
@@ -287,6 +298,11 @@ public actor Adapter {
     }
 
     /// Stores `bond` (replacing the one with its identity): the CLI's own corrections.
+    /// Resolves private addresses with the IRKs of this adapter's bonds (as they are now).
+    package func addressResolver() -> AddressResolver {
+        AddressResolver(bonds: securityContext.store.bonds(local: address.address))
+    }
+
     package func saveBond(_ bond: Bond) throws(BLEError) {
         do {
             try securityContext.store.save(bond)

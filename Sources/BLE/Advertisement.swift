@@ -74,6 +74,9 @@ public struct Advertisement: Hashable, Sendable {
     public var txPower: Int?
     /// The advertising data followed by the scan response data, as received.
     public var data: [UInt8]
+    /// The bonded identity behind ``peer`` when it is a resolvable private address an IRK of
+    /// ours resolves (the device's address changes; its identity does not); nil otherwise.
+    public var identity: PeerAddress?
 
     /// An advertisement with every field given.
     public init(

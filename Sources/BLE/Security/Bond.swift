@@ -48,7 +48,7 @@ public struct Bond: Hashable, Sendable {
     public var peerIdentity: PeerAddress { PeerAddress(address: identity, type: identityType) }
 
     /// A bond from a completed pairing.
-    init(result: PairingResult, local: PeerAddress, peer: PeerAddress, pairedAs: String, created: String = Bond.now()) {
+    package init(result: PairingResult, local: PeerAddress, peer: PeerAddress, pairedAs: String, created: String = Bond.now()) {
         self.local = local.address
         self.localType = local.type
         self.peer = peer.address

@@ -28,6 +28,9 @@ struct ScanCommand {
             await adapter.close()
             throw error
         }
+        // A bonded peer's resolvable private address is shown with the identity behind it.
+        let resolver = await adapter.addressResolver()
+        var identities: [BluetoothAddress: PeerAddress?] = [:]
         let events = CommandEvents<ScanEvent>(duration: options.duration)
         events.forward(stream)
         let live = !global.json && isatty(output.fileDescriptor) == 1
@@ -47,15 +50,22 @@ struct ScanCommand {
                 }
             case .value(.discovered(let device)), .value(.updated(let device)):
                 guard !options.allReports, passes(device) else { continue }
+                let identity: PeerAddress?
+                if let known = identities[device.address] {
+                    identity = known
+                } else {
+                    identity = resolver.identity(of: PeerAddress(address: device.address, type: device.addressType))
+                    identities[device.address] = identity
+                }
                 if global.json {
-                    output.writeLine(bytes: Self.json(device))
+                    output.writeLine(bytes: Self.json(device, identity: identity))
                 } else if live {
                     let left = options.duration.map { max(0, $0 - seconds(clock.now - started)) }
                     table.update(
-                        device, line: Self.line(device, style: style),
+                        device, line: Self.line(device, identity: identity, style: style),
                         status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
                 } else {
-                    output.writeLine(Self.line(device))
+                    output.writeLine(Self.line(device, identity: identity))
                 }
             case .ended(let error):
                 failure = error
@@ -86,11 +96,16 @@ struct ScanCommand {
 
     // MARK: output
 
-    static func json(_ device: DiscoveredDevice) -> [UInt8] {
+    static func json(_ device: DiscoveredDevice, identity: PeerAddress? = nil) -> [UInt8] {
         var json = JSONWriter()
         json.beginObject()
         json.field("address", device.address.description)
         json.field("addressType", device.addressType.description)
+        if let identity {
+            // The bonded identity a resolvable private address resolved to (Vol 6 Part B §1.3.2.3).
+            json.field("identity", identity.address.description)
+            json.field("identityType", identity.type == .random ? "random" : "public")
+        }
         if let kind = device.reports.last?.kind { json.field("eventType", kind.rawValue) }
         if let rssi = device.rssi { json.field("rssi", Int(rssi)) }
         if let tx = device.txPower { json.field("txPower", Int(tx)) }
@@ -145,8 +160,9 @@ struct ScanCommand {
 
     /// One device: address, type, RSSI, name, services, manufacturer data (coloured on a
     /// terminal: address bold, RSSI by strength, name cyan).
-    static func line(_ device: DiscoveredDevice, style: TextStyle = .plain) -> String {
+    static func line(_ device: DiscoveredDevice, identity: PeerAddress? = nil, style: TextStyle = .plain) -> String {
         var parts = [style.bold(device.address.description), device.addressType == .random ? "random" : "public"]
+        if let identity { parts.append("identity \(identity)") }
         parts.append(device.rssi.map { style.rssi($0) } ?? "    ")
         parts.append(device.name.map { style.cyan("\"\(visible($0))\"") } ?? style.dim("(no name)"))
         if !device.serviceUUIDs.isEmpty { parts.append("services " + device.serviceUUIDs.map { GATTNames.name(for: $0) ?? jsonUUID($0) }.joined(separator: ", ")) }
