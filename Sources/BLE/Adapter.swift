@@ -164,8 +164,10 @@ public actor Adapter {
     private func runControllerScan(active: Bool, generation: Int) async {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
-        // A bonded peer advertising with a resolvable private address is shown with its identity.
-        let resolver = addressResolver()
+        // A bonded peer advertising with a resolvable private address is shown with its identity
+        // (the resolver is rebuilt when a bond is made or removed during the scan).
+        var resolver = addressResolver()
+        var resolverChanges = securityContext.store.changes
         var identities: [BluetoothAddress: PeerAddress?] = [:]
         do {
             let events = try await scanner.scan(LEScanParameters(active: active))
@@ -175,6 +177,11 @@ public actor Adapter {
                 case .discovered(let device), .updated(let device):
                     lastSeenTypes[device.address] = device.addressType
                     var advertisement = Advertisement(device)
+                    if securityContext.store.changes != resolverChanges {
+                        resolverChanges = securityContext.store.changes
+                        resolver = addressResolver()
+                        identities = [:]
+                    }
                     if let known = identities[device.address] {
                         advertisement.identity = known
                     } else {

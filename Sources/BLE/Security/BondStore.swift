@@ -11,6 +11,11 @@ package final class BondStore: Sendable {
     /// Damaged files seen, reported once each by name (and then ignored).
     private let reported = Mutex<Set<String>>([])
     private let warning: @Sendable (String) -> Void
+    private let changeCount = Mutex<Int>(0)
+
+    /// How many times this store saved or removed a bond: what was read from it before may be
+    /// stale when this has changed (a scan's address resolver).
+    package var changes: Int { changeCount.withLock { $0 } }
 
     package init(directory: String? = nil, warning: @escaping @Sendable (String) -> Void = { _ in }) {
         self.directory = directory ?? Self.defaultDirectory()
@@ -54,6 +59,7 @@ package final class BondStore: Sendable {
         var bytes = bond.json.encoded(.pretty)
         bytes.append(0x0A)
         try FileSystem.writeFileAtomically(bytes, toPath: path(bond.local, bond.identity))
+        changeCount.withLock { $0 += 1 }
     }
 
     /// Removes the bond of `local` with `peer`; false when there was none.
@@ -61,6 +67,7 @@ package final class BondStore: Sendable {
     package func remove(local: BluetoothAddress, peer: PeerAddress) throws(FileSystemError) -> Bool {
         guard let bond = bond(local: local, peer: peer) else { return false }
         try FileSystem.removeFile(atPath: path(local, bond.identity))
+        changeCount.withLock { $0 += 1 }
         return true
     }
 
