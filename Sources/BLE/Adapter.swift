@@ -304,12 +304,12 @@ public actor Adapter {
         securityContext.store.bonds(local: address.address)
     }
 
-    /// Stores `bond` (replacing the one with its identity): the CLI's own corrections.
     /// Resolves private addresses with the IRKs of this adapter's bonds (as they are now).
     package func addressResolver() -> AddressResolver {
         AddressResolver(bonds: securityContext.store.bonds(local: address.address))
     }
 
+    /// Stores `bond` (replacing the one with its identity): the CLI's own corrections.
     package func saveBond(_ bond: Bond) throws(BLEError) {
         do {
             try securityContext.store.save(bond)
