@@ -35,6 +35,9 @@ public actor Adapter {
 
     private var closed = false
     private var scans = ScanHub()
+    /// The resolver of bonded private addresses, the store's change count it was built at, and
+    /// what it resolved (per address).
+    private var resolution: (resolver: AddressResolver, changes: Int, identities: [BluetoothAddress: PeerAddress?])?
     private var connected: [ObjectIdentifier: Peripheral] = [:]
     private var advertising: LocalPeripheral?
     private var advertisingStarting = false
@@ -113,6 +116,8 @@ public actor Adapter {
             continuation.finish(throwing: BLEError("this transport cannot scan", kind: "transport", exitCode: .unavailable))
             return stream
         }
+        // What earlier scans saw is replayed to this one: with the identities the bonds give now.
+        scans.reidentify { resolvedIdentity(of: $0) }
         let id = scans.add(options, continuation)
         let timer: Task<Void, Never>? = options.duration.map { duration in
             Task {
@@ -164,11 +169,6 @@ public actor Adapter {
     private func runControllerScan(active: Bool, generation: Int) async {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
-        // A bonded peer advertising with a resolvable private address is shown with its identity
-        // (the resolver is rebuilt when a bond is made or removed during the scan).
-        var resolver = addressResolver()
-        var resolverChanges = securityContext.store.changes
-        var identities: [BluetoothAddress: PeerAddress?] = [:]
         do {
             let events = try await scanner.scan(LEScanParameters(active: active))
             for try await event in events {
@@ -177,18 +177,8 @@ public actor Adapter {
                 case .discovered(let device), .updated(let device):
                     lastSeenTypes[device.address] = device.addressType
                     var advertisement = Advertisement(device)
-                    if securityContext.store.changes != resolverChanges {
-                        resolverChanges = securityContext.store.changes
-                        resolver = addressResolver()
-                        identities = [:]
-                    }
-                    if let known = identities[device.address] {
-                        advertisement.identity = known
-                    } else {
-                        let identity = resolver.identity(of: advertisement.peer)
-                        identities[device.address] = identity
-                        advertisement.identity = identity
-                    }
+                    // A bonded peer advertising with a resolvable private address: its identity.
+                    advertisement.identity = resolvedIdentity(of: advertisement.peer)
                     scans.deliver(advertisement)
                 case .report:
                     continue
@@ -302,6 +292,18 @@ public actor Adapter {
     /// The bonds of this adapter's controller address.
     public func bonds() async -> [Bond] {
         securityContext.store.bonds(local: address.address)
+    }
+
+    /// The bonded identity behind `peer` when it is a resolvable private address; the resolver
+    /// is rebuilt when a bond was made or removed since it was built.
+    private func resolvedIdentity(of peer: PeerAddress) -> PeerAddress? {
+        guard AddressResolver.isResolvable(peer) else { return nil }
+        let changes = securityContext.store.changes
+        if resolution?.changes != changes { resolution = (addressResolver(), changes, [:]) }
+        if let known = resolution?.identities[peer.address] { return known }
+        let identity = resolution?.resolver.identity(of: peer)
+        resolution?.identities[peer.address] = identity
+        return identity
     }
 
     /// Resolves private addresses with the IRKs of this adapter's bonds (as they are now).
@@ -424,6 +426,11 @@ struct ScanHub {
 
     mutating func remove(_ id: Int) {
         consumers.removeValue(forKey: id)
+    }
+
+    /// Gives the devices seen so far the identity `identify` finds now (bonds change).
+    mutating func reidentify(_ identify: (PeerAddress) -> PeerAddress?) {
+        for peer in known.keys { known[peer]?.identity = identify(peer) }
     }
 
     /// What the controller scan must become, or nil when it is right as it is.
