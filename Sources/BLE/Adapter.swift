@@ -302,7 +302,8 @@ public actor Adapter {
         if resolution?.changes != changes { resolution = (addressResolver(), changes, [:]) }
         if let known = resolution?.identities[peer.address] { return known }
         let identity = resolution?.resolver.identity(of: peer)
-        resolution?.identities[peer.address] = identity
+        // `.some`: an address no IRK resolves is remembered too (assigning nil would remove it).
+        resolution?.identities[peer.address] = .some(identity)
         return identity
     }
 

@@ -55,7 +55,7 @@ struct ScanCommand {
                     identity = known
                 } else {
                     identity = resolver.identity(of: PeerAddress(address: device.address, type: device.addressType))
-                    identities[device.address] = identity
+                    identities[device.address] = .some(identity)  // nil kept too: resolved once
                 }
                 if global.json {
                     output.writeLine(bytes: Self.json(device, identity: identity))
