@@ -296,7 +296,7 @@ public actor Adapter {
 
     /// The bonded identity behind `peer` when it is a resolvable private address; the resolver
     /// is rebuilt when a bond was made or removed since it was built.
-    private func resolvedIdentity(of peer: PeerAddress) -> PeerAddress? {
+    package func resolvedIdentity(of peer: PeerAddress) -> PeerAddress? {
         guard AddressResolver.isResolvable(peer) else { return nil }
         let changes = securityContext.store.changes
         if resolution?.changes != changes { resolution = (addressResolver(), changes, [:]) }
@@ -308,7 +308,7 @@ public actor Adapter {
     }
 
     /// Resolves private addresses with the IRKs of this adapter's bonds (as they are now).
-    package func addressResolver() -> AddressResolver {
+    private func addressResolver() -> AddressResolver {
         AddressResolver(bonds: securityContext.store.bonds(local: address.address))
     }
 

@@ -28,9 +28,6 @@ struct ScanCommand {
             await adapter.close()
             throw error
         }
-        // A bonded peer's resolvable private address is shown with the identity behind it.
-        let resolver = await adapter.addressResolver()
-        var identities: [BluetoothAddress: PeerAddress?] = [:]
         let events = CommandEvents<ScanEvent>(duration: options.duration)
         events.forward(stream)
         let live = !global.json && isatty(output.fileDescriptor) == 1
@@ -50,13 +47,8 @@ struct ScanCommand {
                 }
             case .value(.discovered(let device)), .value(.updated(let device)):
                 guard !options.allReports, passes(device) else { continue }
-                let identity: PeerAddress?
-                if let known = identities[device.address] {
-                    identity = known
-                } else {
-                    identity = resolver.identity(of: PeerAddress(address: device.address, type: device.addressType))
-                    identities[device.address] = .some(identity)  // nil kept too: resolved once
-                }
+                // A bonded peer's resolvable private address: the identity behind it.
+                let identity = await adapter.resolvedIdentity(of: PeerAddress(address: device.address, type: device.addressType))
                 if global.json {
                     output.writeLine(bytes: Self.json(device, identity: identity))
                 } else if live {
