@@ -4,6 +4,7 @@ import Emulator
 import GATT
 import HCI
 import Host
+import Kernel
 import Synchronization
 
 /// One Bluetooth controller, on any transport: the library's front door.
@@ -43,6 +44,7 @@ public actor Adapter {
     private var advertisingStarting = false
     /// The address type each address had when a scan of this adapter last saw it.
     private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
+    private var kernelAgentFailureTold = false
 
     package init(central: any Central, options: AdapterOptions = AdapterOptions(), hooks: SessionHooks = SessionHooks()) {
         self.central = central
@@ -51,7 +53,8 @@ public actor Adapter {
         address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
         securityContext = SecurityContext(
             store: BondStore(directory: options.bondsDirectory, warning: options.warning),
-            allowRepair: options.allowRepair, warning: options.warning)
+            allowRepair: options.allowRepair, kernel: (central as? KernelCentral).map { KernelSecurity(index: $0.index) },
+            warning: options.warning)
     }
 
     /// Opens the controller `transport` names: `hciN` or `hci:N` (the kernel's own host),
@@ -204,6 +207,9 @@ public actor Adapter {
         guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
         var options = options
         options.timeout = timeout
+        // The kernel path: the agent answers the pairing a link may need, and the kernel has the
+        // stored keys, before the link exists.
+        await startKernelAgent()
         let session: GATTSession
         do {
             session = try await GATTSession.connect(
@@ -222,6 +228,24 @@ public actor Adapter {
             throw BLEError("the adapter closed while connecting", kind: "closed")
         }
         return peripheral
+    }
+
+    /// Starts the kernel path's pairing agent (once), which loads the bonds into the kernel. It
+    /// needs CAP_NET_ADMIN: without, connections still work; pairing on them fails saying so, and
+    /// stored bonds are not loaded (said once, here).
+    @discardableResult
+    func startKernelAgent() async -> Result<KernelPairingAgent, KernelBluetoothError>? {
+        guard let kernel = securityContext.kernel else { return nil }
+        let result = await kernel.agent(local: address, context: securityContext)
+        if case .failure(let error)? = result, !kernelAgentFailureTold {
+            kernelAgentFailureTold = true
+            let bonds = securityContext.store.bonds(local: address.address).count
+            if bonds > 0 || options.security.map({ $0 != "low" }) == true {
+                options.warning(
+                    "warning: no pairing agent on hci\(kernel.index)\(bonds > 0 ? " and \(bonds) bond(s) not loaded into the kernel" : ""): \(error)")
+            }
+        }
+        return result
     }
 
     /// Connects to the device `advertisement` came from.
@@ -263,8 +287,8 @@ public actor Adapter {
 
     /// Connects to `peer` and raises the link to `security` before returning: encrypts with the
     /// bond when it gives that level (no SMP PDU), else pairs (Vol 3, Part C, §10.3). `.none`
-    /// connects only. Pairing needs the user-space host; on the kernel path connect with
-    /// `--security` instead (the kernel pairs).
+    /// connects only. On the kernel path the kernel encrypts or pairs, the adapter's agent
+    /// answering it.
     public func connect(
         to peer: PeerAddress, security: SecurityLevel, timeout: Duration = .seconds(30)
     ) async throws(BLEError) -> Peripheral {
@@ -321,10 +345,27 @@ public actor Adapter {
         }
     }
 
-    /// Forgets the bond with `peer` (its file is removed); throws when there is none.
+    /// Forgets the bond with `peer` (its file is removed; on `hciN` without bluetoothd the kernel
+    /// forgets its keys too, and a link to it ends); throws when there is none.
     public func removeBond(_ peer: PeerAddress) async throws(BLEError) {
+        var kernelHad = false
+        if let kernel = securityContext.kernel, !kernel.bluetoothd {
+            let stored = securityContext.store.bond(local: address.address, peer: peer)
+            guard case .success(let agent)? = await startKernelAgent() else {
+                throw BLEError(
+                    "removing the bond with \(peer.address): the kernel's keys cannot be removed without the pairing agent "
+                        + "(CAP_NET_ADMIN)", kind: "bonds", exitCode: .permission)
+            }
+            do {
+                for target in Set([peer, stored?.peerIdentity].compactMap { $0 }) {
+                    if try await agent.unpair(target, disconnect: true) { kernelHad = true }
+                }
+            } catch {
+                throw BLEError.kernel(error, doing: "removing the kernel's keys for \(peer.address)", kind: "bonds")
+            }
+        }
         do {
-            guard try securityContext.store.remove(local: address.address, peer: peer) else {
+            guard try securityContext.store.remove(local: address.address, peer: peer) || kernelHad else {
                 throw BLEError("no bond with \(peer.address) on \(address.address)", kind: "notFound")
             }
         } catch let error as BLEError {
@@ -392,6 +433,7 @@ public actor Adapter {
         for peripheral in connected.values { await peripheral.disconnect() }
         connected = [:]
         if let advertising { await advertising.stop() }
+        await securityContext.kernel?.close()
         await central.close()
     }
 }

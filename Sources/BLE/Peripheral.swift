@@ -63,8 +63,8 @@ public actor Peripheral {
     public var state: PeripheralState { stateBroadcast.current }
 
     /// The link's security as this host established it (Vol 3, Part C, §10.2): `.none` until
-    /// it encrypts with a bond or pairs (on the kernel path the kernel's own encryption is not
-    /// seen here).
+    /// it encrypts with a bond or pairs (on the kernel path: the level the kernel reports after
+    /// we raised it; encryption the kernel starts by itself is not seen here).
     public var securityLevel: SecurityLevel { currentSecurity }
 
     func raiseSecurityLevel(to level: SecurityLevel) async {

@@ -3,15 +3,17 @@ public let commandHelpText: [String: String] = [
     "pair": """
         gattclient pair ADDR [--io-capability keyboard-display|display-yesno|display-only|keyboard-only|none]
                              [--passkey N] [--confirm] [--legacy] [--no-bond] [--force] [--random]
-          LE pairing as central on the user-space host (tcp:, unix:, serial:, hci-user:, sim): LE Secure
+          LE pairing as central, on the user-space host (tcp:, unix:, serial:, hci-user:, sim) and on hciN
+          without bluetoothd (the kernel runs SMP, gattclient answers it as bluetoothd's agent would): LE Secure
           Connections when both sides support it (--legacy: LE legacy pairing), the method chosen from both
           IO capabilities (default keyboard-display on a terminal, none otherwise). A passkey we show goes to
           stderr (`passkey 123456`, and an event line under --json); one the device shows comes from
           --passkey, else a prompt on a terminal; a numeric comparison is accepted with --confirm, else
           asked on a terminal, else refused. The bond (keys) is kept under --bonds DIR (default
           $XDG_STATE_HOME/gattclient/bonds), mode 0600; --no-bond keeps nothing. Already bonded: encrypts
-          with the stored key (no pairing); --force pairs again. On the kernel path the kernel pairs: use
-          --security with any command instead.
+          with the stored key (no pairing); --force pairs again. On hciN the kernel chooses the pairing
+          (--legacy is refused) and the tool loads the bonds into the kernel at start; where bluetoothd
+          runs, its agent pairs (bluetoothctl pair) and keeps the keys.
           examples:
             gattclient --transport tcp:127.0.0.1:9000 pair F1:5E:C0:0E:00:01/random
             gattclient --transport hci-user:0 pair 00:11:22:33:44:55 --passkey 123456

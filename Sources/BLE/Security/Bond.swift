@@ -47,6 +47,32 @@ public struct Bond: Hashable, Sendable {
     /// The peer's identity as an address with its type.
     public var peerIdentity: PeerAddress { PeerAddress(address: identity, type: identityType) }
 
+    /// A bond from its parts (the kernel path's keys).
+    package init(
+        local: BluetoothAddress, localType: AddressType, peer: BluetoothAddress, peerType: AddressType,
+        identity: BluetoothAddress, identityType: AddressType, peerLTK: LongTermKey?, localLTK: LongTermKey?, keySize: Int,
+        authenticated: Bool, secureConnections: Bool, peerIRK: [UInt8]?, peerCSRK: [UInt8]?, localIRK: [UInt8]?,
+        localCSRK: [UInt8]?, pairedAs: String, created: String
+    ) {
+        self.local = local
+        self.localType = localType
+        self.peer = peer
+        self.peerType = peerType
+        self.identity = identity
+        self.identityType = identityType
+        self.peerLTK = peerLTK
+        self.localLTK = localLTK
+        self.keySize = keySize
+        self.authenticated = authenticated
+        self.secureConnections = secureConnections
+        self.peerIRK = peerIRK
+        self.peerCSRK = peerCSRK
+        self.localIRK = localIRK
+        self.localCSRK = localCSRK
+        self.pairedAs = pairedAs
+        self.created = created
+    }
+
     /// A bond from a completed pairing.
     package init(result: PairingResult, local: PeerAddress, peer: PeerAddress, pairedAs: String, created: String = Bond.now()) {
         self.local = local.address

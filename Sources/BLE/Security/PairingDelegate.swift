@@ -50,8 +50,12 @@ final class SecurityContext: Sendable {
         }
     }
 
-    init(store: BondStore, allowRepair: Bool, warning: @escaping @Sendable (String) -> Void) {
+    /// The kernel path (`hciN`): its agent on the management channel; nil on other transports.
+    let kernel: KernelSecurity?
+
+    init(store: BondStore, allowRepair: Bool, kernel: KernelSecurity? = nil, warning: @escaping @Sendable (String) -> Void) {
         self.store = store
+        self.kernel = kernel
         self.repair = Locked(allowRepair)
         self.warning = warning
     }

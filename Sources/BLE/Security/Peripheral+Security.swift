@@ -1,14 +1,17 @@
 import ATT
 import GATT
+import Kernel
 import Security
+import Synchronization
 
 extension Peripheral {
     /// Pairs with the peer as initiator (LE Secure Connections when both support it, else LE
     /// legacy), encrypts the link with the new key and, when both asked to bond, stores the bond.
-    /// Needs the user-space host (`tcp:`, `unix:`, `serial:`, `hci-user:`, `sim`); on the kernel
-    /// path the kernel pairs (`--security`).
+    /// On the kernel path (`hciN`) the kernel pairs (Pair Device), the adapter's agent answering
+    /// it on the management channel; where bluetoothd runs, its agent does and this refuses.
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3, §2.4
     public func pair(_ options: PairingOptions = PairingOptions()) async throws(BLEError) -> Bond {
+        if session.link.kernelSecurity != nil { return try await pairThroughKernel(options) }
         let manager = try securityManager()
         // Repeated attempts (§2.3.6): after a failure, a growing wait before the next try.
         if let wait = securityContext.waitBeforePairing(with: peer) {
@@ -63,6 +66,10 @@ extension Peripheral {
 
     private func raiseSecurity(to level: SecurityLevel, options given: PairingOptions?) async throws(BLEError) {
         guard level > securityLevel else { return }
+        if let kernel = session.link.kernelSecurity {
+            try await raiseThroughKernel(to: level, kernel)
+            return
+        }
         let manager = try securityManager()
         var lostBond: Bond?
         if let bond = securityContext.store.bond(local: localAddress.address, peer: peer), bond.securityLevel >= level,
@@ -108,6 +115,105 @@ extension Peripheral {
         }
     }
 
+    // MARK: - The kernel path
+
+    /// The kernel's pairing agent of this adapter; nil where bluetoothd runs (its agent answers).
+    private func kernelAgent(doing what: String) async throws(BLEError) -> KernelPairingAgent? {
+        guard let kernel = securityContext.kernel else { return nil }
+        switch await kernel.agent(local: localAddress, context: securityContext) {
+        case nil: return nil
+        case .success(let agent)?: return agent
+        case .failure(let error)?:
+            throw BLEError.kernel(error, doing: "\(what): the pairing agent on the management channel", kind: "security")
+        }
+    }
+
+    /// `pair` on `hciN`: the kernel pairs (Pair Device) and our agent answers it and keeps the keys.
+    private func pairThroughKernel(_ options: PairingOptions) async throws(BLEError) -> Bond {
+        if let kernel = securityContext.kernel, kernel.bluetoothd {
+            throw BLEError("pairing with \(peer): \(kernel.bluetoothdHandles)", kind: "usage", exitCode: .unavailable)
+        }
+        // The kernel chooses Secure Connections whenever both support it.
+        if options.legacyOnly || options.secureConnectionsOnly {
+            throw BLEError(
+                "on hci\(securityContext.kernel?.index ?? 0) the kernel chooses between Secure Connections and legacy pairing: "
+                    + "drop \(options.legacyOnly ? "--legacy" : "Secure Connections only"), or pair on the user-space host (hci-user:N)",
+                kind: "usage", exitCode: .usage)
+        }
+        if options.requireMITM, options.ioCapability == .noInputNoOutput {
+            throw BLEError(
+                "MITM protection needs an IO capability other than none on the kernel path", kind: "usage", exitCode: .usage)
+        }
+        guard let agent = try await kernelAgent(doing: "pairing with \(peer)") else {
+            throw BLEError("pairing with \(peer): no pairing agent", kind: "security")
+        }
+        if let wait = securityContext.waitBeforePairing(with: peer) {
+            throw BLEError(
+                "pairing with \(peer) failed recently: wait \(wait.components.seconds + 1) s before trying again "
+                    + "(repeated attempts, Vol 3 Part H §2.3.6)", kind: "pairing")
+        }
+        let bond: Bond
+        do {
+            bond = try await agent.pair(peer, capability: options.ioCapability, bonding: options.bonding, timeout: .seconds(90))
+        } catch {
+            securityContext.pairingEnded(with: peer, succeeded: false)
+            if case .managementFailed(_, _, .alreadyPaired) = error {
+                throw BLEError(
+                    "pairing with \(peer): the link is encrypted already and the kernel paired no new keys; "
+                        + "`gattclient unpair \(peer.address)` first", kind: "pairing")
+            }
+            throw BLEError.kernel(error, doing: "pairing with \(peer) failed", kind: "pairing")
+        }
+        securityContext.pairingEnded(with: peer, succeeded: true)
+        await raiseSecurityLevel(to: bond.securityLevel)
+        if bond.keySize < options.minimumKeySize || (options.requireMITM && !bond.authenticated) {
+            throw BLEError(
+                "pairing with \(peer) gave a \(bond.keySize)-octet \(bond.authenticated ? "authenticated" : "unauthenticated") key, "
+                    + "less than asked", kind: "pairing")
+        }
+        return bond
+    }
+
+    /// Raises a kernel link to `level` through `BT_SECURITY`: the kernel encrypts with its key for
+    /// the peer (loaded from the bond store) or pairs, our agent answering.
+    private func raiseThroughKernel(to level: SecurityLevel, _ kernel: KernelLinkSecurity) async throws(BLEError) {
+        let wanted: L2CAPSecurityLevel
+        switch level {
+        case .none: return
+        case .encrypted: wanted = .medium
+        case .authenticated: wanted = .high
+        case .secureConnections: wanted = .fips
+        }
+        let agent = try await kernelAgent(doing: "raising the security of \(peer)")
+        let failure = Mutex<ManagementStatus?>(nil)
+        await agent?.watchFailures(of: kernel.peer.address) { status in
+            failure.withLock { $0 = status }
+            kernel.abandon(.closed(operation: .setSecurity(level: wanted.rawValue)))
+        }
+        let reached: L2CAPSecurityLevel
+        do {
+            reached = try await kernel.raise(wanted, .seconds(90))
+            await agent?.stopWatchingFailures(of: kernel.peer.address)
+        } catch {
+            await agent?.stopWatchingFailures(of: kernel.peer.address)
+            if let status = failure.withLock({ $0 }) {
+                throw BLEError("pairing with \(peer) failed: \(status) (the kernel's SMP)", kind: "pairing")
+            }
+            throw BLEError.kernel(error, doing: "raising the security of \(peer) to \(level)", kind: "security")
+        }
+        let got: SecurityLevel
+        switch reached {
+        case .fips: got = .secureConnections
+        case .high: got = .authenticated
+        case .medium: got = .encrypted
+        default: got = .none
+        }
+        await raiseSecurityLevel(to: got)
+        guard got >= level else {
+            throw BLEError("the kernel raised the link to \(peer) to \(got), not \(level)", kind: "security")
+        }
+    }
+
     /// The link's Security Manager, or why there is none.
     func securityManager() throws(BLEError) -> SecurityManager {
         guard let manager = session.link.securityManager else {
@@ -120,7 +226,9 @@ extension Peripheral {
 
     /// An ATT error that more security cures (Vol 3, Part G, §8.1), and the level to ask for.
     func levelCuring(_ error: BLEError) -> SecurityLevel? {
-        guard session.link.securityManager != nil, let code = error.attError else { return nil }
+        guard session.link.securityManager != nil || session.link.kernelSecurity != nil, let code = error.attError else {
+            return nil
+        }
         switch code {
         case .insufficientEncryption: return max(.encrypted, securityLevel)
         case .insufficientAuthentication: return securityLevel >= .encrypted ? .authenticated : .encrypted

@@ -63,6 +63,8 @@ package struct CentralLink: Sendable {
     package var securityManager: SecurityManager?
     /// The link's encryption key size while it is encrypted, where the transport knows it.
     package var encryptionKeySize: (@Sendable () -> Int?)?
+    /// The kernel path, where the kernel pairs: raising the socket's `BT_SECURITY`.
+    package var kernelSecurity: KernelLinkSecurity?
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,
@@ -72,6 +74,17 @@ package struct CentralLink: Sendable {
         self.ended = ended
         self.disconnect = disconnect
     }
+}
+
+/// Security on a kernel link: the kernel encrypts with its key for the peer, else pairs (asking
+/// the management channel's agent), when the ATT socket's `BT_SECURITY` is raised.
+package struct KernelLinkSecurity: Sendable {
+    /// The peer as the socket was connected to it.
+    package var peer: PeerAddress
+    /// Raises `BT_SECURITY` and waits, bounded, until the kernel settled it; the link's level then.
+    package var raise: @Sendable (L2CAPSecurityLevel, Duration) async throws(KernelBluetoothError) -> L2CAPSecurityLevel
+    /// Ends a waiting `raise` (the agent saw the pairing fail).
+    package var abandon: @Sendable (KernelBluetoothError) -> Void
 }
 
 /// `--security medium|high|fips` where nothing could honour it: a replayed capture cannot pair
@@ -171,6 +184,19 @@ package struct KernelCentral: Central {
     }
 
     package func close() async {}
+
+    /// The link with its ``KernelLinkSecurity``.
+    package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        let channel = try await connect(to: peer, timeout: timeout)
+        var link = CentralLink(channel: channel, ended: nil, disconnect: { await channel.close() })
+        if let socket = channel as? KernelATTChannel {
+            link.kernelSecurity = KernelLinkSecurity(
+                peer: peer,
+                raise: { level, timeout throws(KernelBluetoothError) in try await socket.raiseSecurity(to: level, timeout: timeout) },
+                abandon: { socket.abandonSecurityWait($0) })
+        }
+        return link
+    }
 
     package var localAddress: BluetoothAddress? { adapter.address }
 

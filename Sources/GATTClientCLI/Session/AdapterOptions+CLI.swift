@@ -72,16 +72,14 @@ struct CommandConnection {
         let adapter = try await CommandConnection.adapter(
             options: options, adapterOptions: adapterOptions, central: central ?? injectedCentral)
         do {
+            // The terminal answers a pairing's passkey or comparison, whether --security or a
+            // refused request started it (on hciN the kernel may pair while connecting).
+            await adapter.setPairingDelegate(
+                CLIPairingDelegate(
+                    passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
+                    diagnostics: SessionDiagnostics.current))
             let peripheral = try await adapter.connect(to: peer, timeout: adapterOptions.timeout)
             let connection = CommandConnection(adapter: adapter, peripheral: peripheral)
-            // The terminal answers a pairing's passkey or comparison, whether --security or a
-            // refused request started it.
-            if peripheral.session.link.securityManager != nil {
-                await adapter.setPairingDelegate(
-                    CLIPairingDelegate(
-                        passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
-                        diagnostics: SessionDiagnostics.current))
-            }
             // --security on the user-space host: the bond's key, else pairing, before the first
             // request (the kernel path sets BT_SECURITY on its socket instead).
             if let level = options.securityLevel, peripheral.session.link.securityManager != nil {

@@ -77,6 +77,45 @@ public final class KernelATTChannel: ATTChannel, Sendable {
         }
     }
 
+    /// Raises the link's security to `level` and waits, at most `timeout`, until the kernel has
+    /// settled it: encrypted with a stored key, or paired (its agent answering the user's part).
+    /// The kernel holds the socket in BT_CONFIG meanwhile, so sends queued in the meantime wait
+    /// too. Returns the level the link has then (the kernel answers a level the link already
+    /// has with EINVAL: that is success).
+    /// - Throws: `.system(…, .timedOut)` after `timeout` (the kernel tells a failed pairing only
+    ///   on the management channel: ``abandonSecurityWait(_:)`` ends the wait sooner),
+    ///   `.system(…, .notConnected)` when the link ends meanwhile.
+    public func raiseSecurity(to level: L2CAPSecurityLevel, timeout: Duration) async throws(KernelBluetoothError) -> L2CAPSecurityLevel {
+        let core = self.core
+        let operation = KernelOperation.setSecurity(level: level.rawValue)
+        let started = try await core.withDescriptor(operation) { fd throws(KernelBluetoothError) -> Bool in
+            do throws(KernelBluetoothError) {
+                try KernelL2CAP.setSecurity(fd, level)
+                return true
+            } catch {
+                if case .system(_, let errno) = error, errno.rawValue == EINVAL { return false }
+                throw error
+            }
+        }
+        if started {
+            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<KernelBluetoothError?, Never>) in
+                core.queue.async { core.awaitSecurity(continuation) }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    core.queue.async { core.endSecurityWait(with: .system(operation: operation, errno: .timedOut)) }
+                }
+            }
+            if let outcome { throw outcome }
+        }
+        return try await securityLevel()
+    }
+
+    /// Ends a running ``raiseSecurity(to:timeout:)`` with `error` (the pairing failed).
+    public func abandonSecurityWait(_ error: KernelBluetoothError) {
+        let core = self.core
+        core.queue.async { core.endSecurityWait(with: error) }
+    }
+
     /// The link's current security level.
     public func securityLevel() async throws(KernelBluetoothError) -> L2CAPSecurityLevel {
         try await core.withDescriptor(.readSecurity) { fd throws(KernelBluetoothError) in try KernelL2CAP.securityLevel(fd) }
@@ -117,6 +156,8 @@ extension KernelATTChannel {
         private var batchExhausted = false
         private var isDescriptorClosed = false
         private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Waiting for the kernel to settle a security change (the socket writable again).
+        private var securityWaiters: [CheckedContinuation<KernelBluetoothError?, Never>] = []
 
         init(
             descriptor: SocketDescriptor, peer: BluetoothAddress?,
@@ -199,8 +240,47 @@ extension KernelATTChannel {
             if pending.count - pendingHead == 1 { flush() }
         }
 
+        func awaitSecurity(_ waiter: CheckedContinuation<KernelBluetoothError?, Never>) {
+            guard !isClosed else {
+                waiter.resume(returning: .closed(operation: .readSecurity))
+                return
+            }
+            securityWaiters.append(waiter)
+            writeSource?.arm()
+            _ = securitySettled()
+        }
+
+        func endSecurityWait(with error: KernelBluetoothError?) {
+            let waiters = securityWaiters
+            securityWaiters.removeAll()
+            for waiter in waiters { waiter.resume(returning: error) }
+            if error != nil { flush() }
+        }
+
+        /// Whether no security change is pending: the socket is writable again (the kernel moved
+        /// it from BT_CONFIG back to connected), or the link failed (waiters told).
+        private func securitySettled() -> Bool {
+            guard !securityWaiters.isEmpty else { return true }
+            var entry = pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
+            guard poll(&entry, 1, 0) > 0 else { return false }
+            if entry.revents & Int16(POLLOUT) != 0 {
+                endSecurityWait(with: nil)
+                return true
+            }
+            if entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                endSecurityWait(with: .system(operation: .readSecurity, errno: .notConnected))
+                return true
+            }
+            return false
+        }
+
         private func flush() {
             guard !isClosed else { return }
+            // Sends wait while the kernel changes the link's security (it refuses them meanwhile).
+            guard securitySettled() else {
+                writeSource?.arm()
+                return
+            }
             while pendingHead < pending.count {
                 let item = pending[pendingHead]
                 let sent: Int
@@ -237,6 +317,9 @@ extension KernelATTChannel {
                 isClosed = true
                 let failure = KernelBluetoothError.closed(operation: .send(peer: peer))
                 for item in pending[pendingHead...] { item.continuation.resume(throwing: failure) }
+                let waiters = securityWaiters
+                securityWaiters.removeAll()
+                for waiter in waiters { waiter.resume(returning: .closed(operation: .readSecurity)) }
                 pending.removeAll()
                 pendingHead = 0
                 if isReading {

@@ -34,7 +34,7 @@ public struct ManagementOpcode: RawRepresentable, Hashable, Sendable, CustomStri
     ]
 
     public var description: String {
-        ManagementOpcode.names[rawValue] ?? "management opcode 0x" + String(rawValue, radix: 16).leftPadded(4)
+        ManagementOpcode.names[rawValue] ?? ManagementOpcode.securityNames[rawValue] ?? "management opcode 0x" + String(rawValue, radix: 16).leftPadded(4)
     }
 }
 
@@ -59,7 +59,9 @@ public struct ManagementEventCode: RawRepresentable, Hashable, Sendable, CustomS
         case 0x0004: return "Index Added"
         case 0x0005: return "Index Removed"
         case 0x0006: return "New Settings"
-        default: return "management event 0x" + String(rawValue, radix: 16).leftPadded(4)
+        default:
+            if let name = ManagementEventCode.securityNames[rawValue] { return name }
+            return "management event 0x" + String(rawValue, radix: 16).leftPadded(4)
         }
     }
 }
