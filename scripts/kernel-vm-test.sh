@@ -14,13 +14,18 @@
 #   4  `gattclient monitor` shows the ATT traffic of check 2
 #   5  `gattclient peripheral sensortag` on hci2, read by BlueZ's gatttool on hci0
 #   6  without privilege and capabilities: exit 77 and the capability named
-#   7  --security medium: BT_SECURITY on the ATT socket, the kernel pairs and encrypts the link
+#   7  --security medium: BT_SECURITY on the ATT socket, the kernel pairs and encrypts the link,
+#      gattclient's own agent on the management channel answers and keeps the bond
 #   8  an adapter powered off, and a dual-mode one with LE switched off: without CAP_NET_ADMIN
 #      exit 69 saying what to run; as root gattclient switches LE on itself
 #   9  another ATT client (BlueZ's gatttool, as bluetoothd would) holds the device: exit 69
 #      naming it and the bluetoothctl line, and the holder keeps its link
 #   10 Examples/central-peripheral on the library's front door: advertise on hci2, scan,
 #      connect, read, write and be notified from hci0
+#   11 pairing on hci0 without bluetoothd: unpair; automatic security (the kernel pairs for a value
+#      that needs encryption, the keys land in --bonds and equal Bumble's); bonds; pair with the
+#      bond (no SMP); the kernel's keys cleared, the read works again with the keys gattclient
+#      loaded at start (no SMP); pair --force through Pair Device
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #

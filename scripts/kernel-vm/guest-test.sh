@@ -189,18 +189,14 @@ fi
 
 # --- check 7: --security medium sets BT_SECURITY on the ATT socket ------------------------------
 # Wait for the kernel to drop the idle link so that the next connect starts a fresh link at the
-# requested level: the kernel then starts SMP pairing as soon as the link is up. For Just Works
-# it asks user space to confirm (bluetoothd's agent would); mgmt_confirm.py is that agent here.
+# requested level: the kernel then starts SMP pairing as soon as the link is up. What asks user
+# space (bluetoothd's agent, elsewhere) is answered by gattclient's own agent on the management
+# channel, which also keeps the keys in --bonds.
 wait_for 10 no_links hci0
-"$KVM_PYTHON" "$KVM_SCRIPTS/mgmt_confirm.py" --lifetime 40 >"$OUT/mgmt-confirm.out" 2>&1 &
-AGENT_PID=$!
-PIDS+=($AGENT_PID)
-wait_for 5 grep -q listening "$OUT/mgmt-confirm.out"
 mark=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
-gc read-secure-hci0 --transport hci0 --security medium --json read "$PEER" 2A00
+gc read-secure-hci0 --transport hci0 --bonds "$OUT/bonds7" --security medium --json read "$PEER" 2A00
 secure_rc=$rc
 sleep 1
-kill $AGENT_PID 2>/dev/null
 tail -n +"$mark" "$OUT/btmon.txt" >"$OUT/btmon-security.txt"
 smp_before=$(head -n $(( mark - 1 )) "$OUT/btmon.txt" | grep -c 'SMP: ')
 smp_request=$(grep -A1 '\[hci0\]' "$OUT/btmon-security.txt" | grep -c 'SMP: Pairing Request')
@@ -234,11 +230,93 @@ if [ -n "$g_att" ] && [ -n "$g_enc" ]; then
     [ "$g_enc" -lt "$g_att" ] && g_order="$g_order; its first ATT PDU after the Encryption Change" \
         || g_order="$g_order; its first ATT PDU before the Encryption Change too"
 fi
-detail="exit $secure_rc; hci0 sent $smp_request SMP Pairing Request(s) right after link-up ($smp pairing PDUs in all; $smp_before SMP PDUs in the whole trace before, without --security); $encrypted 'Encryption: Enabled' events; $order; agent: $(grep -c confirmed "$OUT/mgmt-confirm.out") Just Works confirmation(s); for comparison, $g_order"
-if [ $secure_rc = 0 ] && [ "$smp_request" -gt 0 ] && [ "$smp_before" = 0 ] && [ "$encrypted" -gt 0 ]; then
+bond7=$(ls "$OUT"/bonds7/*/"$PEER".json 2>/dev/null | head -1)
+detail="exit $secure_rc; hci0 sent $smp_request SMP Pairing Request(s) right after link-up ($smp pairing PDUs in all; $smp_before SMP PDUs in the whole trace before, without --security); $encrypted 'Encryption: Enabled' events; $order; our agent kept the bond: ${bond7:-none}; for comparison, $g_order"
+if [ $secure_rc = 0 ] && [ "$smp_request" -gt 0 ] && [ "$smp_before" = 0 ] && [ "$encrypted" -gt 0 ] && [ -n "$bond7" ]; then
     result PASS 7-security "$detail"
 else
     result FAIL 7-security "$detail; stderr: $(head -c 300 "$OUT/read-secure-hci0.err")"
+fi
+
+# --- check 11: pairing on hci0 without bluetoothd, keys in the bond store and back -------------
+# gattclient is the kernel's pairing agent and key store here (issue 18). Steps, each on a fresh
+# link: (a) unpair check 7's bond: the file and the kernel's keys go; (b) read a value that needs
+# encryption with no --security: Insufficient Encryption → BT_SECURITY → the kernel pairs, our
+# agent answers, the keys land in --bonds and equal Bumble's; (c) `bonds --json` lists them;
+# (d) `pair` finds the bond and encrypts with it (no SMP); (e) the kernel forgets every key (as
+# after a reboot), and the read works again without pairing: gattclient loaded the store into
+# the kernel when it started; (f) `pair --force` pairs anew through Pair Device.
+SECURE_UUID=0000FEE1-0000-1000-8000-00805F9B34FB
+c11=(); f11=0
+smp_pairing_in() { grep -cE 'SMP: Pairing (Request|Response)' "$1"; }
+btmon_since() { tail -n +"$1" "$OUT/btmon.txt" >"$2"; }
+fail11() { c11+=("FAIL $*"); f11=1; }
+wait_for 10 no_links hci0
+if gc unpair-hci0 --transport hci0 --bonds "$OUT/bonds7" unpair "$PEER" && ! ls "$OUT"/bonds7/*/"$PEER".json >/dev/null 2>&1; then
+    c11+=("a: $(cat "$OUT/unpair-hci0.out")")
+else
+    fail11 "a: unpair rc=$rc $(head -c 200 "$OUT/unpair-hci0.err")"
+fi
+wait_for 10 no_links hci0
+m=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+gc read-auto-hci0 --transport hci0 --bonds "$OUT/bonds" --json read "$PEER" "$SECURE_UUID"; auto_rc=$rc
+sleep 1
+btmon_since $m "$OUT/btmon-11b.txt"
+bond11=$(ls "$OUT"/bonds/*/"$PEER".json 2>/dev/null | head -1)
+ours=$([ -n "$bond11" ] && "$KVM_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peerLTK"]["ltk"].lower())' "$bond11" 2>/dev/null)
+theirs=$(grep '^PAIRING done' "$OUT/peer.out" | tail -1 | sed -n 's/.*ltk=\([0-9a-f]*\).*/\1/p')
+if [ $auto_rc = 0 ] && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-auto-hci0.out" "$(printf 'heart rate 72' | od -An -tx1 | tr -d ' \n')" >/dev/null \
+    && [ "$(smp_pairing_in "$OUT/btmon-11b.txt")" -gt 0 ] && [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
+    c11+=("b: read after the kernel paired ($(smp_pairing_in "$OUT/btmon-11b.txt") SMP Pairing Request/Response), bond $(basename "$bond11"), LTK equals Bumble's")
+else
+    fail11 "b: rc=$auto_rc value=$(head -c 200 "$OUT/read-auto-hci0.out") smp=$(smp_pairing_in "$OUT/btmon-11b.txt") bond=${bond11:-none} ours=$ours theirs=$theirs; $(head -c 300 "$OUT/read-auto-hci0.err")"
+fi
+if gc bonds-hci0 --transport hci0 --bonds "$OUT/bonds" --json bonds && grep -q "\"identity\":\"$PEER\"" "$OUT/bonds-hci0.out"; then
+    c11+=("c: bonds --json lists $PEER")
+else
+    fail11 "c: bonds rc=$rc $(head -c 200 "$OUT/bonds-hci0.out")"
+fi
+wait_for 10 no_links hci0
+m=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+gc pair-bonded-hci0 --transport hci0 --bonds "$OUT/bonds" pair "$PEER"; prc=$rc
+sleep 1
+btmon_since $m "$OUT/btmon-11d.txt"
+if [ $prc = 0 ] && grep -q 'already bonded' "$OUT/pair-bonded-hci0.out" && [ "$(smp_pairing_in "$OUT/btmon-11d.txt")" = 0 ] \
+    && grep -A3 'Encryption Change' "$OUT/btmon-11d.txt" | grep -q 'Encryption: Enabled'; then
+    c11+=("d: $(cat "$OUT/pair-bonded-hci0.out" | cut -c1-80)…")
+else
+    fail11 "d: rc=$prc $(head -c 200 "$OUT/pair-bonded-hci0.out") smp=$(smp_pairing_in "$OUT/btmon-11d.txt"); $(head -c 200 "$OUT/pair-bonded-hci0.err")"
+fi
+wait_for 10 no_links hci0
+"$KVM_PYTHON" "$KVM_SCRIPTS/mgmt_clear_keys.py" 0 >"$OUT/clear-keys.out" 2>&1; clear_rc=$?
+m=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+gc read-reloaded-hci0 --transport hci0 --bonds "$OUT/bonds" --json read "$PEER" "$SECURE_UUID"; rrc=$rc
+sleep 1
+btmon_since $m "$OUT/btmon-11e.txt"
+if [ $clear_rc = 0 ] && [ $rrc = 0 ] && [ "$(smp_pairing_in "$OUT/btmon-11e.txt")" = 0 ] \
+    && grep -A3 'Encryption Change' "$OUT/btmon-11e.txt" | grep -q 'Encryption: Enabled' \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-reloaded-hci0.out" "$(printf 'heart rate 72' | od -An -tx1 | tr -d ' \n')" >/dev/null; then
+    c11+=("e: kernel keys cleared ($(tr '\n' ' ' <"$OUT/clear-keys.out" | cut -c1-60)…), read encrypted with the reloaded key, no SMP")
+else
+    fail11 "e: clear=$clear_rc rc=$rrc smp=$(smp_pairing_in "$OUT/btmon-11e.txt") $(head -c 200 "$OUT/read-reloaded-hci0.out"); $(head -c 200 "$OUT/read-reloaded-hci0.err")"
+fi
+wait_for 10 no_links hci0
+m=$(( $(wc -l <"$OUT/btmon.txt") + 1 ))
+gc pair-force-hci0 --transport hci0 --bonds "$OUT/bonds" pair "$PEER" --force; frc=$rc
+sleep 1
+btmon_since $m "$OUT/btmon-11f.txt"
+ours=$([ -n "$bond11" ] && "$KVM_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peerLTK"]["ltk"].lower())' "$bond11" 2>/dev/null)
+theirs=$(grep '^PAIRING done' "$OUT/peer.out" | tail -1 | sed -n 's/.*ltk=\([0-9a-f]*\).*/\1/p')
+if [ $frc = 0 ] && grep -q '^paired with' "$OUT/pair-force-hci0.out" && [ "$(smp_pairing_in "$OUT/btmon-11f.txt")" -gt 0 ] \
+    && [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
+    c11+=("f: $(cat "$OUT/pair-force-hci0.out"), new LTK equals Bumble's")
+else
+    fail11 "f: rc=$frc $(head -c 200 "$OUT/pair-force-hci0.out") smp=$(smp_pairing_in "$OUT/btmon-11f.txt") ours=$ours theirs=$theirs; $(head -c 300 "$OUT/pair-force-hci0.err")"
+fi
+if [ $f11 = 0 ]; then
+    result PASS 11-kernel-pairing "$(printf '%s; ' "${c11[@]}")"
+else
+    result FAIL 11-kernel-pairing "$(printf '%s; ' "${c11[@]}")"
 fi
 
 # --- check 4: the monitor channel showed the ATT traffic of check 2 -----------------------------

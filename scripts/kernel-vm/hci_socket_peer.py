@@ -39,7 +39,10 @@ import bumble_peer  # noqa: E402  (the SensorTag database, shared with the TCP h
 from bumble import hci  # noqa: E402
 from bumble.device import Device, DeviceConfiguration  # noqa: E402
 from bumble.gatt import Characteristic, CharacteristicDeclaration, Descriptor, Service  # noqa: E402
+from bumble.core import UUID  # noqa: E402
 from bumble.host import Host  # noqa: E402
+from bumble.keys import MemoryKeyStore  # noqa: E402
+from bumble.pairing import PairingConfig, PairingDelegate  # noqa: E402
 from bumble.transport import open_transport  # noqa: E402
 
 log = logging.getLogger('hci_socket_peer')
@@ -82,6 +85,26 @@ async def open_user_channel(index: int, deadline: float):
             await asyncio.sleep(0.3)
 
 
+def add_secure_value(device: Device) -> None:
+    """A value readable only on an encrypted link (check 11: the kernel pairs for it, our agent
+    answers, the keys land in the bond store), and pairing as a NoInputNoOutput device that
+    bonds (Just Works). `PAIRING done ltk=…` on stdout gives the keys Bumble stored."""
+    secure = Characteristic(UUID(bumble_peer.SECURE_READ_ENCRYPTED), Characteristic.Properties.READ,
+                            Characteristic.READ_REQUIRES_ENCRYPTION, b'heart rate 72')
+    device.add_service(Service(UUID(bumble_peer.SECURE_SERVICE), [secure]))
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=True, mitm=False, bonding=True, delegate=PairingDelegate())
+    device.keystore = MemoryKeyStore()
+
+    def on_connection(connection):
+        connection.on('pairing', lambda keys: print(f'PAIRING done {bumble_peer.keys_line(keys)}', flush=True))
+        connection.on('pairing_failure', lambda reason: print(f'PAIRING failed {int(reason)}', flush=True))
+        connection.on('encryption_change', lambda *args: print(
+            f'PAIRING encrypted {int(connection.encryption)}', flush=True))
+
+    device.on('connection', on_connection)
+
+
 async def run(arguments) -> None:
     loop = asyncio.get_running_loop()
     transport = await open_user_channel(arguments.index, loop.time() + 15)
@@ -93,6 +116,7 @@ async def run(arguments) -> None:
         host = Host(controller_source=transport.source, controller_sink=transport.sink)
         device = Device(name=config.name, address=hci.Address('C0:00:00:00:00:01'), config=config, host=host)
         characteristics = bumble_peer.add_sensortag(device)
+        add_secure_value(device)
         await asyncio.wait_for(device.power_on(), 20)
         await device.start_advertising(own_address_type=hci.OwnAddressType.PUBLIC, auto_restart=True)
 
