@@ -209,7 +209,13 @@ public actor Adapter {
         options.timeout = timeout
         // The kernel path: the agent answers the pairing a link may need, and the kernel has the
         // stored keys, before the link exists.
-        await startKernelAgent()
+        if case .success(let agent)? = await startKernelAgent(),
+            let wanted = options.security.flatMap(L2CAPSecurityLevel.init), wanted.rawValue > L2CAPSecurityLevel.low.rawValue,
+            securityContext.store.bond(local: address.address, peer: peer) == nil
+        {
+            // --security on hciN: the kernel pairs while the link comes up; its keys are to be kept.
+            await agent.expectKeys(from: peer.address)
+        }
         let session: GATTSession
         do {
             session = try await GATTSession.connect(

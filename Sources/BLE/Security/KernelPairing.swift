@@ -158,6 +158,10 @@ actor KernelPairingAgent {
     private var failureWatchers: [BluetoothAddress: [@Sendable (ManagementStatus) -> Void]] = [:]
     /// The bonds not stored because the kernel said not to keep their keys (no bonding).
     private var unkept: Set<BluetoothAddress> = []
+    /// Peers a pairing is under way with (the kernel pairs as the link's security is raised):
+    /// their keys are still to come, and ``close()`` waits for them (bounded).
+    private var expected: Set<BluetoothAddress> = []
+    private var expectedWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(index: UInt16, local: PeerAddress, channel: ManagementChannel, context: SecurityContext) {
         self.index = index
@@ -186,8 +190,16 @@ actor KernelPairingAgent {
         return agent
     }
 
+    /// What bluetoothd's defaults do: bondable, LE Secure Connections on where the controller
+    /// allows it (without, the kernel pairs with LE legacy pairing only), our IO capability.
     private func configure(capability: IOCapability) async throws(KernelBluetoothError) {
-        _ = try await channel.request(SetBondableCommand(bondable: true), index: index)
+        let information = try await channel.request(ReadControllerInformationCommand(), index: index)
+        if !information.currentSettings.contains(.bondable) {
+            _ = try await channel.request(SetBondableCommand(bondable: true), index: index)
+        }
+        if information.supportedSettings.contains(.secureConnections), !information.currentSettings.contains(.secureConnections) {
+            _ = try await channel.request(SetSecureConnectionsCommand(mode: 1), index: index)
+        }
         _ = try await channel.request(SetIOCapabilityCommand(capability: capability.rawValue), index: index)
         try await loadKeys()
     }
@@ -219,6 +231,7 @@ actor KernelPairingAgent {
         switch event {
         case .newLongTermKey, .newIdentityResolvingKey, .newSignatureResolvingKey:
             guard let (bond, persistent) = collector.receive(event) else { return }
+            keysArrived(for: [bond.identity, bond.peer])
             guard persistent else {
                 unkept.insert(bond.identity)
                 return
@@ -256,8 +269,43 @@ actor KernelPairingAgent {
             // Entered counts keypresses on the peer: show the passkey once, at the start.
             if entered == 0 { await context.delegate?.displayPasskey(passkey, for: Self.peerAddress(peer)) }
         case .authenticationFailed(let peer, let status):
+            keysArrived(for: [peer.address])
             for watcher in failureWatchers[peer.address] ?? [] { watcher(status) }
         }
+    }
+
+    /// A pairing with `peer` is under way: its keys are to come. The kernel resumes the ATT
+    /// socket at the Encryption Change, before key distribution ends, so a short command may end
+    /// before the keys are reported: ``close()`` waits for them.
+    func expectKeys(from peer: BluetoothAddress) {
+        expected.insert(peer)
+    }
+
+    private func keysArrived(for peers: [BluetoothAddress]) {
+        for peer in peers { expected.remove(peer) }
+        guard expected.isEmpty else { return }
+        let waiters = expectedWaiters
+        expectedWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits, at most `timeout`, until the keys of every pairing under way were reported.
+    private func awaitExpectedKeys(timeout: Duration) async {
+        guard !expected.isEmpty else { return }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.giveUpOnExpectedKeys()
+        }
+        await withCheckedContinuation { expectedWaiters.append($0) }
+        timer.cancel()
+    }
+
+    private func giveUpOnExpectedKeys() {
+        if !expected.isEmpty {
+            context.warning("warning: the kernel reported no keys for \(expected.map(\.description).sorted().joined(separator: ", ")) in time: not bonded")
+        }
+        expected.removeAll()
+        keysArrived(for: [])
     }
 
     static func peerAddress(_ address: ManagementAddress) -> PeerAddress {
@@ -316,6 +364,7 @@ actor KernelPairingAgent {
     }
 
     func close() async {
+        await awaitExpectedKeys(timeout: .seconds(5))
         listener?.cancel()
         await channel.close()
     }

@@ -185,6 +185,10 @@ extension Peripheral {
         case .secureConnections: wanted = .fips
         }
         let agent = try await kernelAgent(doing: "raising the security of \(peer)")
+        // Without a bond that gives the level, the kernel pairs: its keys are to be kept.
+        if (securityContext.store.bond(local: localAddress.address, peer: peer)?.securityLevel ?? .none) < level {
+            await agent?.expectKeys(from: kernel.peer.address)
+        }
         let failure = Mutex<ManagementStatus?>(nil)
         await agent?.watchFailures(of: kernel.peer.address) { status in
             failure.withLock { $0 = status }

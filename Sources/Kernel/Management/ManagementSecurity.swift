@@ -15,6 +15,7 @@ extension ManagementOpcode {
     public static let userConfirmationNegativeReply = ManagementOpcode(rawValue: 0x001D)
     public static let userPasskeyReply = ManagementOpcode(rawValue: 0x001E)
     public static let userPasskeyNegativeReply = ManagementOpcode(rawValue: 0x001F)
+    public static let setSecureConnections = ManagementOpcode(rawValue: 0x002D)
     public static let loadIdentityResolvingKeys = ManagementOpcode(rawValue: 0x0030)
 
     static let securityNames: [UInt16: String] = [
@@ -27,6 +28,7 @@ extension ManagementOpcode {
         0x001D: "User Confirmation Negative Reply",
         0x001E: "User Passkey Reply",
         0x001F: "User Passkey Negative Reply",
+        0x002D: "Set Secure Connections",
         0x0030: "Load Identity Resolving Keys",
     ]
 }
@@ -225,6 +227,22 @@ public struct SetBondableCommand: ManagementCommand {
     public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(bondable ? 1 : 0) }
     public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
         bondable = try Self.parseMode(&reader, allowed: 0...1, field: "Bondable") == 1
+    }
+    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
+        try parseCurrentSettings(&reader)
+    }
+}
+
+/// Set Secure Connections Command: 0x00 off, 0x01 on, 0x02 only. Returns Current_Settings. The
+/// kernel's SMP offers LE Secure Connections only with it on (bluetoothd switches it on by default).
+public struct SetSecureConnectionsCommand: ManagementCommand {
+    public static let opcode = ManagementOpcode.setSecureConnections
+    public var mode: UInt8
+    public init(mode: UInt8) { self.mode = mode }
+    public var parameterLength: Int { 1 }
+    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(mode) }
+    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
+        mode = try Self.parseMode(&reader, allowed: 0...2, field: "Secure_Connections")
     }
     public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
         try parseCurrentSettings(&reader)
