@@ -248,6 +248,12 @@ fi
 # the kernel when it started; (f) `pair --force` pairs anew through Pair Device.
 SECURE_UUID=0000FEE1-0000-1000-8000-00805F9B34FB
 c11=(); f11=0
+# The LTK Bumble stored last: Secure Connections' `ltk=`, else the legacy key the central uses.
+bumble_ltk() {
+    local line; line=$(grep '^PAIRING done' "$OUT/peer.out" | tail -1)
+    echo "$line" | grep -q ' ltk=' && echo "$line" | sed -n 's/.* ltk=\([0-9a-f]*\).*/\1/p' \
+        || echo "$line" | sed -n 's/.*ltk_central=\([0-9a-f]*\).*/\1/p'
+}
 smp_pairing_in() { grep -cE 'SMP: Pairing (Request|Response)' "$1"; }
 btmon_since() { tail -n +"$1" "$OUT/btmon.txt" >"$2"; }
 fail11() { c11+=("FAIL $*"); f11=1; }
@@ -264,7 +270,7 @@ sleep 1
 btmon_since $m "$OUT/btmon-11b.txt"
 bond11=$(ls "$OUT"/bonds/*/"$PEER".json 2>/dev/null | head -1)
 ours=$([ -n "$bond11" ] && "$KVM_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peerLTK"]["ltk"].lower())' "$bond11" 2>/dev/null)
-theirs=$(grep '^PAIRING done' "$OUT/peer.out" | tail -1 | sed -n 's/.*ltk=\([0-9a-f]*\).*/\1/p')
+theirs=$(bumble_ltk)
 if [ $auto_rc = 0 ] && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" value "$OUT/read-auto-hci0.out" "$(printf 'heart rate 72' | od -An -tx1 | tr -d ' \n')" >/dev/null \
     && [ "$(smp_pairing_in "$OUT/btmon-11b.txt")" -gt 0 ] && [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
     c11+=("b: read after the kernel paired ($(smp_pairing_in "$OUT/btmon-11b.txt") SMP Pairing Request/Response), bond $(basename "$bond11"), LTK equals Bumble's")
@@ -306,7 +312,7 @@ gc pair-force-hci0 --transport hci0 --bonds "$OUT/bonds" pair "$PEER" --force; f
 sleep 1
 btmon_since $m "$OUT/btmon-11f.txt"
 ours=$([ -n "$bond11" ] && "$KVM_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peerLTK"]["ltk"].lower())' "$bond11" 2>/dev/null)
-theirs=$(grep '^PAIRING done' "$OUT/peer.out" | tail -1 | sed -n 's/.*ltk=\([0-9a-f]*\).*/\1/p')
+theirs=$(bumble_ltk)
 if [ $frc = 0 ] && grep -q '^paired with' "$OUT/pair-force-hci0.out" && [ "$(smp_pairing_in "$OUT/btmon-11f.txt")" -gt 0 ] \
     && [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
     c11+=("f: $(cat "$OUT/pair-force-hci0.out"), new LTK equals Bumble's")

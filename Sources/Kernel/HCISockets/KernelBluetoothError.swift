@@ -132,8 +132,9 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
 
     public var kind: Kind {
         switch self {
-        case .system(_, let errno):
+        case .system(let operation, let errno):
             switch errno.rawValue {
+            case EACCES where Self.isLinkSecurityFailure(errno, operation): return .failure
             case EPERM, EACCES: return .permissionDenied
             case EAFNOSUPPORT, EPROTONOSUPPORT, ENODEV, EBUSY, EALREADY, EUSERS, ERFKILL, EADDRINUSE, ENETDOWN,
                 EOPNOTSUPP, EHOSTUNREACH:
@@ -160,6 +161,7 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String {
         switch self {
         case .system(let operation, let errno): return "\(operation): " + Self.explain(errno, operation)
+
         case .managementFailed(let opcode, let index, let status):
             let adapter = index == 0xFFFF ? "" : " on hci\(index)"
             return "\(opcode)\(adapter) failed: \(status)" + Self.advice(for: status, opcode: opcode, index: index)
@@ -177,6 +179,16 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
         }
     }
 
+    /// EACCES on a connected ATT socket: the kernel ends the channel so when the link's
+    /// encryption or pairing failed (not a capability: those are checked at open/bind/connect).
+    static func isLinkSecurityFailure(_ errno: Errno, _ operation: KernelOperation) -> Bool {
+        guard errno.rawValue == EACCES else { return false }
+        switch operation {
+        case .send, .receive: return true
+        default: return false
+        }
+    }
+
     static let noBluetoothInKernel =
         "this kernel has no Bluetooth support (AF_BLUETOOTH); use --transport sim or tcp:HOST:PORT"
 
@@ -189,6 +201,9 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
             return "this kernel's Bluetooth lacks the "
                 + (operation.isL2CAP ? "L2CAP" : "HCI socket") + " protocol (module not loaded?); "
                 + "use --transport sim or tcp:HOST:PORT"
+        case EACCES where isLinkSecurityFailure(errno, operation):
+            return "the link's security failed (the kernel refused the ATT channel after encryption or pairing failed: "
+                + "the peer may have lost the bond; `gattclient unpair ADDRESS` and pair again)"
         case EPERM, EACCES:
             return "permission denied: needs \(operation.requiredCapability); grant it with "
                 + "`\(setcapFix)` (or run as root)"
