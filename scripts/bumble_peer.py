@@ -95,7 +95,10 @@ SECURE_SERVICE = '0000FEE0-0000-1000-8000-00805F9B34FB'
 SECURE_READ_ENCRYPTED = '0000FEE1-0000-1000-8000-00805F9B34FB'
 SECURE_WRITE_AUTHENTICATED = '0000FEE2-0000-1000-8000-00805F9B34FB'
 # Pairing as --pairing-* say (set in main()).
-PAIRING = {'sc': True, 'mitm': False, 'bonding': True, 'io': 'none', 'passkey': 123456, 'keystore': None}
+PAIRING = {'sc': True, 'mitm': False, 'bonding': True, 'io': 'none', 'passkey': 123456, 'keystore': None,
+           'privacy': False}
+# --privacy: the secure device's IRK (it advertises with resolvable private addresses from it).
+PRIVACY_IRK = bytes(range(0x10, 0x20))
 
 TI_BASE = 'F000{:04X}-0451-4000-B000-000000000000'
 NUS_SERVICE = '6E400001-B5A3-F393-E0A9-E50E24DCCA9E'
@@ -726,7 +729,14 @@ def add_secure(device: Device) -> None:
         Service(UUID(SECURE_SERVICE), [encrypted, authenticated]),
     ])
     device.pairing_config_factory = lambda connection: PairingConfig(
-        sc=PAIRING['sc'], mitm=PAIRING['mitm'], bonding=PAIRING['bonding'], delegate=FixedPairingDelegate())
+        sc=PAIRING['sc'], mitm=PAIRING['mitm'], bonding=PAIRING['bonding'], delegate=FixedPairingDelegate(),
+        identity_address_type=hci.Address.RANDOM_DEVICE_ADDRESS if PAIRING['privacy'] else None)
+    if PAIRING['privacy']:
+        # LE privacy: advertise with an RPA from PRIVACY_IRK (set at power-on, changed only by the
+        # `new-rpa` command); pairing distributes the IRK and the static identity address.
+        device.le_privacy_enabled = True
+        device.irk = PRIVACY_IRK
+        device.le_rpa_timeout = 0
     device.keystore = (JsonKeyStore(namespace=None, filename=PAIRING['keystore']) if PAIRING['keystore']
                        else MemoryKeyStore())
 
@@ -788,11 +798,15 @@ async def run_command(line: str, devices: dict) -> str:
     indicate KIND HANDLE COUNT              COUNT indications, each awaiting its confirmation
     forget KIND                             the peripheral deletes its bonds (it lost the bond)
     request-security KIND                   the peripheral sends an SMP Security Request
+    new-rpa KIND                            (--privacy, no connection) a fresh resolvable private
+                                            address from the IRK, advertised from now on
     """
     words = line.split()
     if len(words) < 2 or words[1] not in devices:
         return f'RESULT error unknown command or device: {line}'
     verb, device = words[0], devices[words[1]]
+    if verb == 'new-rpa':
+        return await new_rpa(device)
     connection = peer_connection(device)
     if connection is None:
         return f'RESULT error {words[1]} has no connection'
@@ -832,6 +846,20 @@ async def run_command(line: str, devices: dict) -> str:
     except Exception as error:  # Bumble raises protocol-specific exception types.
         return f'RESULT error {verb}: {type(error).__name__} {error}'
     return f'RESULT error bad arguments: {line}'
+
+
+async def new_rpa(device: Device) -> str:
+    """Advertises from a fresh RPA (Bumble's own update_rpa writes the old address to the
+    controller): stop advertising, set the new random address, advertise again."""
+    try:
+        await device.stop_advertising()
+        address = hci.Address.generate_private_address(device.irk)
+        await device.send_command(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
+        device.random_address = address
+        await device.start_advertising(own_address_type=hci.OwnAddressType.RANDOM, auto_restart=True)
+        return f'RESULT ok new-rpa {address.to_string(with_type_qualifier=False)}'
+    except Exception as error:  # Bumble raises protocol-specific exception types.
+        return f'RESULT error new-rpa: {type(error).__name__} {error}'
 
 
 async def stdin_closed(devices: dict) -> None:
@@ -921,7 +949,13 @@ async def run(arguments) -> None:
     print(f'READY tcp:127.0.0.1:{port}', flush=True)
     for kind, address_type, device in devices:
         address = device.public_address if address_type == 'public' else device.random_address
+        # Under --privacy: the identity (what pairing distributes); PRIVATE, after every DEVICE
+        # line, gives the resolvable private address it advertises with.
+        address = device.static_address if device.le_privacy_enabled else address
         print(f'DEVICE {kind} {address.to_string(with_type_qualifier=False)}/{address_type}', flush=True)
+    for kind, address_type, device in devices:
+        if device.le_privacy_enabled:
+            print(f'PRIVATE {kind} {device.random_address.to_string(with_type_qualifier=False)}/random', flush=True)
     if central_server is not None:
         print(f'CENTRAL tcp:127.0.0.1:{central_server.sockets[0].getsockname()[1]}', flush=True)
 
@@ -961,10 +995,12 @@ def main() -> None:
                         help='the secure device\'s IO capability (default none)')
     parser.add_argument('--passkey', type=int, default=123456, help='the passkey it displays or types')
     parser.add_argument('--keystore', default=None, help='a JSON key store file for the secure device')
+    parser.add_argument('--privacy', action='store_true',
+                        help='the secure device advertises with resolvable private addresses (LE privacy)')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
     PAIRING.update(sc=arguments.pairing == 'sc', mitm=arguments.pairing_mitm, io=arguments.pairing_io,
-                   passkey=arguments.passkey, keystore=arguments.keystore)
+                   passkey=arguments.passkey, keystore=arguments.keystore, privacy=arguments.privacy)
     if not 23 <= arguments.mtu <= 517:
         parser.error('--mtu must be within 23...517')
     if arguments.acl_buffers < 1:

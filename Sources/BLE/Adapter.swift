@@ -203,10 +203,19 @@ public actor Adapter {
         try await connect(peer, link: nil, timeout: timeout)
     }
 
-    private func connect(_ peer: PeerAddress, link: CentralLink?, timeout: Duration) async throws(BLEError) -> Peripheral {
+    private func connect(_ given: PeerAddress, link: CentralLink?, timeout: Duration) async throws(BLEError) -> Peripheral {
         guard !closed else { throw BLEError("the adapter is closed", kind: "closed") }
         var options = options
         options.timeout = timeout
+        // A bonded device known by its identity may advertise with a private address now.
+        let started = ContinuousClock.now
+        var peer = given
+        var identity: PeerAddress?
+        if link == nil, let current = try await currentPrivateAddress(ofBonded: given, within: timeout) {
+            peer = current
+            identity = given
+            options.timeout = max(timeout - (ContinuousClock.now - started), .seconds(1))
+        }
         // The kernel path: the agent answers the pairing a link may need, and the kernel has the
         // stored keys, before the link exists.
         if case .success(let agent)? = await startKernelAgent(),
@@ -228,12 +237,37 @@ public actor Adapter {
         ) { [weak self] ended in
             await self?.forget(ended)
         }
+        await peripheral.setIdentity(identity)
         connected[ObjectIdentifier(peripheral)] = peripheral
         if closed {
             await peripheral.disconnect()
             throw BLEError("the adapter closed while connecting", kind: "closed")
         }
         return peripheral
+    }
+
+    /// The resolvable private address a bonded device with an IRK, known by its identity
+    /// `peer`, advertises with now: this adapter scans (at most `timeout`) until an advertisement
+    /// resolves to it with the bond's IRK (Vol 3 Part C §10.8.2.3; the host resolves, not the
+    /// controller's resolving list). Nil where there is nothing to resolve: no such bond, the
+    /// kernel path (the kernel resolves with the IRKs the agent loaded), or the device seen
+    /// advertising with its identity address.
+    private func currentPrivateAddress(ofBonded peer: PeerAddress, within timeout: Duration) async throws(BLEError) -> PeerAddress? {
+        guard securityContext.kernel == nil, central is any Scanner,
+            let bond = securityContext.store.bond(local: address.address, peer: peer),
+            bond.identity == peer.address, bond.peerIRK != nil
+        else { return nil }
+        do {
+            for try await advertisement in scan(ScanOptions(duration: timeout)) where advertisement.isConnectable {
+                if advertisement.peer.address == peer.address { return nil }
+                if advertisement.identity?.address == peer.address { return advertisement.peer }
+            }
+        } catch {
+            throw BLEError.from(error, doing: "looking for \(peer.address) (bonded; it advertises with private addresses)")
+        }
+        throw BLEError(
+            "\(peer.address) (bonded; it may advertise with private addresses) was not seen advertising within \(timeout)",
+            kind: "timeout")
     }
 
     /// Starts the kernel path's pairing agent (once), which loads the bonds into the kernel. It

@@ -49,6 +49,15 @@ public actor Peripheral {
     /// Our controller's address (the bond's `local`).
     let localAddress: PeerAddress
     private var currentSecurity: SecurityLevel = .none
+    /// The bonded identity behind the resolvable private address this link was made to (the
+    /// adapter resolved it with the bond's IRK); nil: `peer` is the address bonds and caches know.
+    package private(set) var identity: PeerAddress?
+    /// The address the bond store and the service cache know this device by.
+    var bondPeer: PeerAddress { identity ?? peer }
+
+    func setIdentity(_ identity: PeerAddress?) {
+        self.identity = identity
+    }
     /// The securing in progress (``ensureSecurity(_:options:)``), which later callers wait for.
     var securing: Task<Void, any Error>?
     private var negotiatedMTU: Int
@@ -145,8 +154,8 @@ public actor Peripheral {
             let hash = try await client.readDatabaseHash()
             // §2.5.2: a bonded server with Service Changed keeps its handles across connections
             // (it indicates a change when we reconnect).
-            let bonded = securityContext.store.bond(local: localAddress.address, peer: peer) != nil
-            if let cached = cache.lookup(peer, hash: hash, bonded: bonded) {
+            let bonded = securityContext.store.bond(local: localAddress.address, peer: bondPeer) != nil
+            if let cached = cache.lookup(bondPeer, hash: hash, bonded: bonded) {
                 try await client.adopt(cached, hash: hash)
                 discovered = cached.services
                 return cached.services
@@ -154,7 +163,7 @@ public actor Peripheral {
             let database = try await client.discoverDatabase()
             // Kept current by Service Changed (§7.1), as a reused database is.
             try await client.adopt(database, hash: hash)
-            cache.store(database, hash: hash, for: peer)
+            cache.store(database, hash: hash, for: bondPeer)
             discovered = database.services
             return database.services
         } catch {

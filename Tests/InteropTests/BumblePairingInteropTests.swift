@@ -252,6 +252,57 @@ struct BumblePairingInteropTests {
     }
 }
 
+extension BumblePairingInteropTests {
+    /// The address at the end of a `PRIVATE secure ADDR/random` or `ok new-rpa ADDR` line.
+    static func lastAddress(_ line: String) throws -> BluetoothAddress {
+        let word = try #require(line.split(separator: " ").last)
+        return try #require(BluetoothAddress(String(word.prefix(17))))
+    }
+
+    @Test("LE privacy (Bumble with le_privacy_enabled): bonded, the peer moves to a new RPA; its identity finds it")
+    func privacyAfterBonding() async throws {
+        let (peer, identity) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none", "--privacy"])
+        defer { peer.stop() }
+        let bonds = Self.bondsDirectory()
+        try await withTimeout(90, "privacy after bonding") {
+            let rpa = PeerAddress(address: try Self.lastAddress(try await peer.event(startingWith: "PRIVATE secure")), type: .random)
+            #expect(rpa.address.randomAddressKind == .resolvablePrivate && rpa.address != identity.address)
+            let adapter = try await Self.adapter(peer, bonds: bonds)
+            // Before bonding nothing resolves it; pair on the private address.
+            let device = try await adapter.connect(to: rpa)
+            #expect(await device.identity == nil)
+            #expect(try await device.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            let bond = try #require(await adapter.bonds().first)
+            #expect(bond.identity == identity.address && bond.identityType == .random)
+            #expect(bond.peer == rpa.address)
+            #expect(bond.peerIRK == Array(UInt8(0x10)..<0x20), "the IRK Bumble distributed")
+            _ = try await peer.event(startingWith: "PAIRING done", timeout: 10)
+            await device.disconnect()
+
+            // The peer advertises from a fresh RPA; a scan shows the identity behind it.
+            let moved = try await peer.command("new-rpa secure")
+            let next = try Self.lastAddress(moved)
+            #expect(next != rpa.address && next != identity.address, "\(moved)")
+            // Connecting by the identity: found by resolving, encrypted with the bond (no pairing).
+            let again = try await adapter.connect(to: identity, security: .encrypted)
+            #expect(await again.peer.address == next)
+            #expect(await again.identity == identity)
+            #expect(await again.securityLevel == .encrypted)
+            #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
+            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "the bond, no second pairing")
+            await again.disconnect()
+            await adapter.close()
+
+            // gattclient by the identity address, the same way.
+            let read = await BumblePairingCLITests.run(
+                ["--transport", peer.uri.description, "--bonds", bonds, "read", identity.address.description + "/random", "FEE1"])
+            #expect(read.code == 0, "\(read.stderr)")
+            #expect(read.stdout.contains("heart rate 72"), "\(read.stdout)")
+            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty)
+        }
+    }
+}
+
 @Suite("Interop: gattclient pair, bonds, --security, unpair against Bumble", .enabled(if: BumblePeer.isAvailable))
 struct BumblePairingCLITests {
     static func run(_ arguments: [String]) async -> CapturedRun {

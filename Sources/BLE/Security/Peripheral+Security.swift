@@ -72,7 +72,7 @@ extension Peripheral {
         }
         let manager = try securityManager()
         var lostBond: Bond?
-        if let bond = securityContext.store.bond(local: localAddress.address, peer: peer), bond.securityLevel >= level,
+        if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), bond.securityLevel >= level,
             let key = bond.peerLTK
         {
             let outcome: (status: UInt8, enabled: Bool)
@@ -186,7 +186,7 @@ extension Peripheral {
         }
         let agent = try await kernelAgent(doing: "raising the security of \(peer)")
         // Without a bond that gives the level, the kernel pairs: its keys are to be kept.
-        if (securityContext.store.bond(local: localAddress.address, peer: peer)?.securityLevel ?? .none) < level {
+        if (securityContext.store.bond(local: localAddress.address, peer: bondPeer)?.securityLevel ?? .none) < level {
             await agent?.expectKeys(from: kernel.peer.address)
         }
         let failure = Mutex<ManagementStatus?>(nil)
