@@ -27,9 +27,12 @@ struct KernelPairingTests {
     @Test("Secure Connections: the IRK, then one LTK, make a bond with the identity and the link's RPA")
     func secureConnectionsBond() throws {
         var collector = KernelKeyCollector(local: Self.local)
-        #expect(collector.receive(.newIdentityResolvingKey(storeHint: true, randomAddress: Self.rpa, key: .init(peer: Self.identity, value: Self.irk))) == nil)
-        #expect(collector.receive(.newSignatureResolvingKey(storeHint: true, peer: Self.identity, type: 0x03, value: Array(repeating: 7, count: 16))) == nil)
-        let got = try #require(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.authenticatedP256, central: false)), created: "T"))
+        let irkEvent = collector.receive(.newIdentityResolvingKey(storeHint: true, randomAddress: Self.rpa, key: .init(peer: Self.identity, value: Self.irk)))
+        #expect(irkEvent == nil)
+        let csrkEvent = collector.receive(.newSignatureResolvingKey(storeHint: true, peer: Self.identity, type: 0x03, value: Array(repeating: 7, count: 16)))
+        #expect(csrkEvent == nil)
+        let gotReceived = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.authenticatedP256, central: false)), created: "T")
+        let got = try #require(gotReceived)
         #expect(got.persistent)
         let bond = got.bond
         #expect(bond.local == Self.local.address)
@@ -49,34 +52,42 @@ struct KernelPairingTests {
     func legacyAndNewPairing() throws {
         var collector = KernelKeyCollector(local: Self.local)
         let ours = Array(UInt8(16)..<32)
-        let first = try #require(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticated, central: false, value: ours, size: 7))))
+        let firstReceived = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticated, central: false, value: ours, size: 7)))
+        let first = try #require(firstReceived)
         #expect(first.bond.localLTK?.key == ours && first.bond.peerLTK == nil)
-        let both = try #require(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticated, central: true, size: 7))))
+        let bothReceived = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticated, central: true, size: 7)))
+        let both = try #require(bothReceived)
         #expect(both.bond.peerLTK == LongTermKey(key: Self.ltk, ediv: 0x1234, rand: 0x0102_0304_0506_0708))
         #expect(both.bond.localLTK?.key == ours)
         #expect(!both.bond.secureConnections && !both.bond.authenticated && both.bond.keySize == 7)
         #expect(both.bond.peer == Self.identity.address && both.bond.peerType == .public)
         // The next pairing's key of the same kind replaces the whole set.
-        let next = try #require(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticatedP256, central: false, value: ours))))
+        let nextReceived = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticatedP256, central: false, value: ours)))
+        let next = try #require(nextReceived)
         #expect(next.bond.localLTK == nil && next.bond.peerLTK?.key == ours && next.bond.secureConnections)
     }
 
     @Test("keys the kernel says not to keep, debug keys and BR/EDR addresses")
     func notKept() {
         var collector = KernelKeyCollector(local: Self.local)
-        #expect(collector.receive(.newLongTermKey(storeHint: false, key: Self.key(.unauthenticatedP256, central: false)))?.persistent == false)
-        #expect(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.debugP256, central: false))) == nil)
+        let unkept = collector.receive(.newLongTermKey(storeHint: false, key: Self.key(.unauthenticatedP256, central: false)))
+        #expect(unkept?.persistent == false)
+        let debug = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.debugP256, central: false)))
+        #expect(debug == nil)
         var brEDR = Self.key(.unauthenticatedP256, central: false)
         brEDR.peer.type = 0x00
-        #expect(collector.receive(.newLongTermKey(storeHint: true, key: brEDR)) == nil)
-        #expect(collector.receive(.userPasskeyRequest(peer: Self.identity)) == nil)
+        let classic = collector.receive(.newLongTermKey(storeHint: true, key: brEDR))
+        #expect(classic == nil)
+        let request = collector.receive(.userPasskeyRequest(peer: Self.identity))
+        #expect(request == nil)
     }
 
     @Test("a stored bond loads as the kernel's keys; a private identity is left out")
     func bondsToKernelKeys() throws {
         var collector = KernelKeyCollector(local: Self.local)
         _ = collector.receive(.newIdentityResolvingKey(storeHint: true, randomAddress: Self.rpa, key: .init(peer: Self.identity, value: Self.irk)))
-        let sc = try #require(collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticatedP256, central: false)))).bond
+        let scReceived = collector.receive(.newLongTermKey(storeHint: true, key: Self.key(.unauthenticatedP256, central: false)))
+        let sc = try #require(scReceived).bond
         var legacy = BondStoreTests.bond(secureConnections: false)
         var privateIdentity = BondStoreTests.bond()
         privateIdentity.identity = Self.rpa

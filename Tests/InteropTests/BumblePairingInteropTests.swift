@@ -285,7 +285,7 @@ extension BumblePairingInteropTests {
             #expect(next != rpa.address && next != identity.address, "\(moved)")
             // Connecting by the identity: found by resolving, encrypted with the bond (no pairing).
             let again = try await adapter.connect(to: identity, security: .encrypted)
-            #expect(await again.peer.address == next)
+            #expect(again.peer.address == next)
             #expect(await again.identity == identity)
             #expect(await again.securityLevel == .encrypted)
             #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
