@@ -72,7 +72,7 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
             value = Array(text.utf8)
         } else {
             guard arguments.count == 2 else { throw UsageError("write needs HANDLE|UUID and a hex VALUE (or --text STR)") }
-            guard let bytes = Hex.decode(arguments[1]) else { throw UsageError("'\(arguments[1])' is not hex (like 0100 or 01:00)") }
+            let bytes = try parseHexValue(arguments[1])
             value = bytes
         }
         return .write(peer, try target(arguments[0]), value: value, mode: modes.first ?? .request)

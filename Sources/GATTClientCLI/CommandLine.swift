@@ -197,6 +197,54 @@ public let usageText: String = {
     return text
 }()
 
+/// The global options (before or after the command).
+let globalOptionNames = [
+    "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
+    "--bonds", "--repair", "-v", "--verbose", "-vv", "-h", "--help", "--version",
+]
+
+/// Each command's own options (what its parser takes), for "unknown option" and "did you mean".
+let commandOptionNames: [String: [String]] = [
+    "demo": [],
+    "dump": ["--summary", "--conn", "--handle", "--att-only", "--adv-only", "--services"],
+    "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
+    "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports"],
+    "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
+    "uart": ["--random", "--send", "--controller", "--with-response", "--duration"],
+    "services": ["--random"],
+    "read": ["--random", "--long", "--no-long", "--multiple"],
+    "write": ["--random", "--text", "--no-response", "--long", "--reliable"],
+    "subscribe": ["--random", "--indicate", "--count", "--duration"],
+    "peripheral": ["--database", "--mtu", "--duration", "--io-capability", "--passkey", "--confirm", "--security-request"],
+    "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force"],
+    "bonds": [],
+    "unpair": ["--random"],
+    "help": [],
+]
+
+/// The edit distance between two short words (insertions, deletions, substitutions).
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}
+
+/// "; did you mean X?" for the candidate nearest to `word` (at most 2 edits, or a prefix), or "".
+func didYouMean(_ word: String, among candidates: [String]) -> String {
+    let scored = candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= (word.count <= 3 ? 1 : 2) }
+    if let best = scored.min(by: { $0.1 < $1.1 }) { return "; did you mean \(best.0)?" }
+    if word.count >= 4, let prefixed = candidates.first(where: { $0.hasPrefix(word) }) { return "; did you mean \(prefixed)?" }
+    return ""
+}
+
 /// Parses `gattclient`'s arguments (without the program name). Pure: no I/O.
 public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     var options = GlobalOptions()
@@ -282,6 +330,15 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             continue
         default:
             if argument.hasPrefix("-") && argument.count > 1 {
+                // An option no command knows is reported as itself, before its value could be
+                // taken for an argument (`scan --durration 1`).
+                let known = commandOptionNames.values.contains { $0.contains(argument) }
+                if !known, Double(argument) == nil {
+                    let command = positional.first.flatMap { commandOptionNames[$0] }
+                    throw UsageError(
+                        "unknown option \(argument)" + (positional.first.map { commandOptionNames[$0] != nil ? " for \($0)" : "" } ?? "")
+                            + didYouMean(argument, among: (command ?? commandOptionNames.values.flatMap { $0 }) + globalOptionNames))
+                }
                 if valued.contains(argument) {
                     commandOptions.append((argument, try take()))
                 } else {
@@ -295,7 +352,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         index += 1
     }
 
-    guard let name = positional.first else { return Invocation(options: options, command: .help) }
+    guard let name = positional.first else {
+        throw UsageError("no command given: try `gattclient demo` (no hardware needed), or `gattclient --help`")
+    }
     let rest = Array(positional.dropFirst())
     switch name {
     case "help":
@@ -425,8 +484,24 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     case "pair", "bonds", "unpair":
         return Invocation(options: options, command: try parsePairingCommand(name, rest, commandOptions))
     default:
-        throw UsageError("unknown command '\(name)'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", "))
+        let names = commandSummaries.map { String($0.0.prefix { $0 != " " }) }
+        let suggestion = didYouMean(name, among: names)
+        throw UsageError(
+            "unknown command '\(name)'" + (suggestion.isEmpty ? "; commands: " + names.joined(separator: ", ") : suggestion))
     }
+}
+
+/// A value written in hex (`0100`, `01:00`, `01 00`, `0x0100`): says whether the digits are odd
+/// in number or not hex at all.
+func parseHexValue(_ text: String) throws(UsageError) -> [UInt8] {
+    if let bytes = Hex.decode(text) { return bytes }
+    var body = Substring(text)
+    if body.hasPrefix("0x") || body.hasPrefix("0X") { body = body.dropFirst(2) }
+    let digits = body.filter { $0 != " " && $0 != ":" && $0 != "-" }
+    if digits.allSatisfy(\.isHexDigit) {
+        throw UsageError("'\(text)': odd number of hex digits (\(digits.count)); a value is whole octets, like 0\(digits) or \(digits)0")
+    }
+    throw UsageError("'\(text)' is not hex (like 0100 or 01:00)")
 }
 
 /// Parses a handle written `0x0021` or `33`.

@@ -1,6 +1,7 @@
 import Emulator
 import Foundation
 import Testing
+import TestSupport
 @testable import GATTClientCLI
 
 #if canImport(Glibc)
@@ -106,6 +107,36 @@ final class TerminalBuffer: @unchecked Sendable {
         let result = await runInProcess(arguments)
         #expect(result.code == 64, "\(arguments): \(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// Issue 19 item 10: a transport that fails says its URI once and what to check; a missing
+    /// replay file is an unavailable transport (69); monitor, which has no transport, does not
+    /// advise one.
+    @Test func transportFailuresSayWhatToCheck() async {
+        let refused = await runInProcess(["--transport", "tcp:127.0.0.1:9", "scan", "--duration", "1"])
+        #expect(refused.code == 69, "\(refused.stderr)")
+        #expect(refused.stderr.contains("gattclient: tcp:127.0.0.1:9: "), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("tcp:127.0.0.1:9: tcp:127.0.0.1:9"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is a controller listening on 127.0.0.1:9?"), "\(refused.stderr)")
+        let missing = await runInProcess(["--transport", "replay:/nonexistent/session.btsnoop", "read", "54:6C:0E:9A:3B:01", "0x0003"])
+        #expect(missing.code == 69, "\(missing.stderr)")
+        #expect(missing.stderr.contains("replay:/nonexistent/session.btsnoop: no such capture file"), "\(missing.stderr)")
+        let monitor = await runInProcess(["monitor", "--duration", "0.2"])
+        if monitor.code == 69 {
+            #expect(!monitor.stderr.contains("--transport"), "\(monitor.stderr)")
+        }
+    }
+
+    /// Item 11: a library warning (a refused connection parameter request) is a warning line,
+    /// never the failure's prefix; other library messages (the simulation's log) are plain lines.
+    @Test func libraryWarningsAreWarnings() async {
+        let run = await captureRun { _, errors in
+            SessionDiagnostics.libraryMessage("warning: peripheral: connection parameter request refused: busy", to: errors)
+            SessionDiagnostics.libraryMessage("sim: Secure Thermometer shows passkey 123456", to: errors)
+            return 0
+        }
+        #expect(run.stderr == "gattclient: warning: peripheral: connection parameter request refused: busy\n"
+            + "gattclient: sim: Secure Thermometer shows passkey 123456\n")
     }
 
     @Test func noBluetoothInTheKernelPointsToSim() async {

@@ -7,6 +7,7 @@ import L2CAP
 import Emulator
 import Security
 import Synchronization
+import SystemSupport
 
 /// What the GATT commands need from a transport: an ATT channel to a peripheral.
 package protocol Central: Sendable {
@@ -123,6 +124,10 @@ package func openCentral(_ uri: String?, options: AdapterOptions) async throws -
         central.scanRecording = options.record
         return central
     case .replay(let path):
+        // A capture that is not there is an unavailable transport (exit 69), like a socket nobody serves.
+        guard FileSystem.fileExists(atPath: path) else {
+            throw BLEError("replay:\(path): no such capture file", kind: "transport", exitCode: .unavailable)
+        }
         return ReplayCentral(path: path, matchAny: options.replayMatchAny, connection: options.replayConnection)
     case .userChannel, .tcp, .unix, .serial:
         return try await UserSpaceCentral.open(parsed, timeout: options.timeout, record: options.record)

@@ -182,7 +182,7 @@ package struct HostPeripheralLink: GATTPeripheralLink {
             do {
                 _ = try await host.updateParameters(connection, parameters)
             } catch {
-                warning("peripheral: connection parameter request refused: \(error)")
+                warning("warning: peripheral: connection parameter request refused: \(error)")
             }
         }
     }
@@ -228,7 +228,7 @@ package final class KernelPeripheralHost: PeripheralHost {
                     do {
                         channel = try await listening.accept()
                     } catch {
-                        self.warning("peripheral: accepting on hci\(self.index): \(error)")
+                        self.warning("warning: peripheral: accepting on hci\(self.index): \(error)")
                         break
                     }
                     // Its end (the peer gone, or closed) awaited beside the bearer reading it.

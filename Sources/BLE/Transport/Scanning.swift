@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Kernel
 import Host
 import Capture
@@ -32,9 +35,24 @@ package final class UserSpaceCentral: Central, Scanner {
         do {
             transport = try await uri.openRawTransport(connectTimeout: timeout)
         } catch {
-            throw BLEError("\(uri): \(error)", kind: "transport", exitCode: error.transportExitCode)
+            throw BLEError(transportFailure(uri, error), kind: "transport", exitCode: error.transportExitCode)
         }
         return try await start(transport, name: uri.description, record: record)
+    }
+
+    /// `URI: what failed`, the URI once, and what to check where the transport is a socket
+    /// nobody answers.
+    static func transportFailure(_ uri: TransportURI, _ error: any Error) -> String {
+        let text = "\(error)"
+        var message = text.hasPrefix(uri.description) ? text : "\(uri): \(text)"
+        if case .system(_, let errno)? = error as? HCIError, errno == .connectionRefused || errno.rawValue == ENOENT {
+            switch uri {
+            case .tcp(let host, let port): message += "; is a controller listening on \(host):\(port)?"
+            case .unix(let path): message += "; is a controller listening on \(path)?"
+            default: break
+            }
+        }
+        return message
     }
 
     /// Wraps `transport` in a recorder when `--record` asks for one (every HCI packet, both ways).

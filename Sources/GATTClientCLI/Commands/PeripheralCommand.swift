@@ -117,7 +117,7 @@ enum PeripheralControl: Equatable, Sendable {
         }
         guard words.count == 3 else { throw UsageError("\(verb) needs HANDLE and a hex VALUE") }
         let handle = try parseHandle(words[1], what: verb)
-        guard let value = Hex.decode(words[2]) else { throw UsageError("'\(words[2])' is not hex (like 0100 or 01:00)") }
+        let value = try parseHexValue(words[2])
         switch verb {
         case "notify": return .notify(handle: handle, value: value)
         case "indicate": return .indicate(handle: handle, value: value)
@@ -373,7 +373,7 @@ struct PeripheralCommand {
             bondsDirectory: global.bonds, delegate: delegate,
             localAddress: PeerAddress(address: host.address, type: .public),
             options: PairingOptions(ioCapability: options.ioCapability ?? .noInputNoOutput),
-            warning: { printError("gattclient: \($0)", to: errors) },
+            warning: { SessionDiagnostics.libraryMessage($0, to: errors) },
             adjustBond: { bond in
                 // Nobody compared the numbers: no MITM protection, whatever the method.
                 guard delegate.takeConfirmedUnseen(for: bond.peer), bond.authenticated else { return bond }

@@ -14,7 +14,7 @@ extension GlobalOptions {
         options.timeout = .milliseconds(Int64(timeout * 1000))
         options.replayMatchAny = replayMatchAny
         options.replayConnection = replayConnection
-        options.warning = { printError("gattclient: \($0)") }
+        options.warning = { SessionDiagnostics.libraryMessage($0) }
         options.bondsDirectory = bonds
         options.allowRepair = repair
         return options

@@ -101,6 +101,17 @@ final class SessionDiagnostics: Sendable {
         printError("gattclient: " + text, to: current?.errors ?? STDERR_FILENO)
     }
 
+    /// A message of the library (``AdapterOptions/warning``): `warning: …` becomes one warning line
+    /// (yellow prefix on a terminal), anything else (the simulation's log, a passkey shown) a
+    /// plain `gattclient: …` line. Never the red prefix of a failure.
+    static func libraryMessage(_ text: String, to descriptor: Int32? = nil) {
+        if text.hasPrefix("warning: ") {
+            warn(String(text.dropFirst("warning: ".count)), to: descriptor)
+        } else {
+            printError("gattclient: " + text, to: descriptor ?? current?.errors ?? STDERR_FILENO)
+        }
+    }
+
     /// One `gattclient: warning: …` line on standard error (the invocation's when bound).
     static func warn(_ text: String, to descriptor: Int32? = nil) {
         let errors = descriptor ?? current?.errors ?? STDERR_FILENO

@@ -196,6 +196,11 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
         let adapter = operation.adapterIndex.map { "hci\($0)" } ?? "the adapter"
         switch errno.rawValue {
         case EAFNOSUPPORT:
+            // monitor has no --transport: it reads the kernel's own HCI traffic.
+            if case .openHCISocket(.monitor, _) = operation {
+                return "this kernel has no Bluetooth support (AF_BLUETOOTH), and monitor shows the kernel's own HCI "
+                    + "traffic; to watch a session without it, record one (--record FILE) and decode it with `gattclient dump FILE`"
+            }
             return noBluetoothInKernel
         case EPROTONOSUPPORT:
             return "this kernel's Bluetooth lacks the "
