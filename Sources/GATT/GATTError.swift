@@ -167,10 +167,10 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Four upper-case hex digits.
+/// Four lower-case hex digits (handles print as `0x001a` everywhere).
 @usableFromInline
 func hex4(_ value: UInt16) -> String {
-    let raw = String(value, radix: 16, uppercase: true)
+    let raw = String(value, radix: 16)
     return String(repeating: "0", count: 4 - raw.count) + raw
 }
 

@@ -11,6 +11,7 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
     var modes: [WriteMode] = []
     var count: Int?
     var duration: Double?
+    var writes: [(target: String, value: [UInt8])] = []
     for (flag, value) in flags {
         switch (name, flag) {
         case (_, "--random"): random = true
@@ -26,6 +27,12 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         case ("write", "--long"): modes.append(.long)
         case ("write", "--reliable"): modes.append(.reliable)
         case ("subscribe", "--indicate"): indicate = true
+        case ("subscribe", "--write"):
+            let text = value ?? ""
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw UsageError("--write needs HANDLE=HEX or UUID=HEX (like 0x0024=01 or F000AA02-0451-4000-B000-000000000000=01), not '\(text)'")
+            }
+            writes.append((String(text[..<equals]), try parseHexValue(String(text[text.index(after: equals)...]))))
         case ("subscribe", "--count"):
             guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
             count = n
@@ -78,6 +85,8 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         return .write(peer, try target(arguments[0]), value: value, mode: modes.first ?? .request)
     default:
         guard arguments.count == 1 else { throw UsageError("subscribe needs one HANDLE or UUID after the address") }
-        return .subscribe(peer, try target(arguments[0]), indicate: indicate, count: count, duration: duration)
+        var before: [SubscribeWrite] = []
+        for write in writes { before.append(SubscribeWrite(target: try target(write.target), value: write.value)) }
+        return .subscribe(peer, try target(arguments[0]), indicate: indicate, count: count, duration: duration, writes: before)
     }
 }

@@ -80,6 +80,18 @@ public enum Target: Equatable, Sendable {
 
 public enum WriteMode: Equatable, Sendable { case request, noResponse, long, reliable }
 
+/// `subscribe … --write HANDLE|UUID=HEX`: a value written (with response) before subscribing, in
+/// the same connection (a sensor switched on).
+public struct SubscribeWrite: Equatable, Sendable {
+    public var target: Target
+    public var value: [UInt8]
+
+    public init(target: Target, value: [UInt8]) {
+        self.target = target
+        self.value = value
+    }
+}
+
 public enum Command: Equatable, Sendable {
     case help
     /// `gattclient COMMAND --help`.
@@ -92,7 +104,7 @@ public enum Command: Equatable, Sendable {
     /// single response, not completed with Read Blob).
     case read(PeerAddress, Target?, long: Bool, multiple: [UInt16], noLong: Bool = false)
     case write(PeerAddress, Target, value: [UInt8], mode: WriteMode)
-    case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?)
+    case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?, writes: [SubscribeWrite] = [])
     case scan(ScanCommandOptions)
     case sensortag(PeerAddress, SensorTagOptions)
     case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
@@ -214,7 +226,7 @@ let commandOptionNames: [String: [String]] = [
     "services": ["--random"],
     "read": ["--random", "--long", "--no-long", "--multiple"],
     "write": ["--random", "--text", "--no-response", "--long", "--reliable"],
-    "subscribe": ["--random", "--indicate", "--count", "--duration"],
+    "subscribe": ["--random", "--indicate", "--count", "--duration", "--write"],
     "peripheral": ["--database", "--mtu", "--duration", "--io-capability", "--passkey", "--confirm", "--security-request"],
     "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force"],
     "bonds": [],
@@ -262,7 +274,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
-        "--io-capability", "--passkey",
+        "--io-capability", "--passkey", "--write",
     ]
 
     while index < arguments.count {

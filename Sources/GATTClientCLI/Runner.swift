@@ -210,9 +210,10 @@ private func runGATTCommand(
         case .write(let peer, let target, let value, let mode):
             try await WriteCommand(peer: peer, target: AttributeSelector(target), value: value, mode: mode)
                 .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-        case .subscribe(let peer, let target, let indicate, let count, let duration):
-            try await SubscribeCommand(peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration)
-                .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .subscribe(let peer, let target, let indicate, let count, let duration, let writes):
+            try await SubscribeCommand(
+                peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration, writes: writes
+            ).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
         case .uart(let peer, let send, let withResponse, let duration):
             try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
                 .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)

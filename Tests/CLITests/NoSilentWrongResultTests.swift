@@ -197,6 +197,8 @@ import TestSupport
         return ScriptedPeerCentral { sdu in
             switch sdu.first {
             case 0x02: return [[0x03, 23, 0]]
+            // The declaration before the value (subscribe by handle reads it): indicate, FFF1.
+            case 0x08: return [[0x09, 0x07, 0x24, 0x00, 0x20, 0x25, 0x00, 0xF1, 0xFF]]
             case 0x04:
                 let start = UInt16(sdu[1]) | UInt16(sdu[2]) << 8
                 if start == 0x0026 { return [[0x05, 0x01, 0x26, 0x00, 0x02, 0x29]] }

@@ -34,6 +34,7 @@ import TestSupport
         let lines = text.split(separator: "\n").map { line in
             guard var object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return String(line) }
             object["time"] = nil
+            object["seconds"] = nil
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             return String(decoding: data, as: UTF8.self)
         }

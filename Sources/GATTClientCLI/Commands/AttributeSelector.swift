@@ -43,3 +43,36 @@ enum AttributeSelector: Equatable, Sendable {
         }
     }
 }
+
+/// The one wording of "no such characteristic" (read, write, subscribe) for a UUID, with what the
+/// argument may have meant: a service UUID is said to be one; four decimal digits without `0x`
+/// were read as a UUID and may have meant a handle.
+func noCharacteristic(_ uuid: BluetoothUUID, on peer: PeerAddress) -> CommandFailure {
+    let text = jsonUUID(uuid)
+    if let entry = GATTNames.entry(for: uuid), entry.kind == .service {
+        return CommandFailure(
+            "\(text) is a service (\(entry.name)), not a characteristic; `gattclient services \(peer.address)` lists "
+                + "its characteristics", kind: "notFound")
+    }
+    var message = "no characteristic \(displayName(uuid)) on \(peer.address)"
+    if text.count == 4, text.allSatisfy(\.isNumber) {
+        message += " (\(text) was read as a UUID; for a handle write 0x\(text.lowercased()))"
+    }
+    return CommandFailure(message, kind: "notFound")
+}
+
+/// Whether `error` says the UUID names nothing: not found in the database, or Attribute Not
+/// Found to a read or search by that type.
+func isNoSuchCharacteristic(_ error: any Error) -> Bool {
+    switch error {
+    case GATTError.notFound: return true
+    case GATTError.peerError(_, _, .attributeNotFound): return true
+    case let failure as BLEError: return failure.kind == "notFound" || failure.attError == .attributeNotFound
+    default: return false
+    }
+}
+
+/// `0x0029 (Device Name, 2A00)`: a handle, and what it holds where that is known.
+func handleText(_ handle: UInt16, _ uuid: BluetoothUUID?) -> String {
+    "0x\(hex(handle, 4))" + (uuid.map { " (\(displayName($0)))" } ?? "")
+}

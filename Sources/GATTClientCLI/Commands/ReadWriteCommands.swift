@@ -56,6 +56,9 @@ struct ReadCommand {
             }.map { ($0.handle, $0.value) }
         } catch {
             await session.close()
+            if multiple.isEmpty, case .uuid(let wanted)? = target, isNoSuchCharacteristic(error) {
+                throw noCharacteristic(wanted, on: peer)
+            }
             throw CommandFailure.from(error, doing: "reading from \(peer)")
         }
         await session.close()
@@ -145,6 +148,7 @@ struct WriteCommand {
             }
         } catch {
             await session.close()
+            if case .uuid(let wanted) = target, case GATTError.notFound = error { throw noCharacteristic(wanted, on: peer) }
             throw CommandFailure.from(error, doing: "writing to \(peer)")
         }
         await session.close()

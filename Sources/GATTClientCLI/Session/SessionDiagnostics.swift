@@ -95,6 +95,11 @@ final class SessionDiagnostics: Sendable {
             kind: "protocol")
     }
 
+    /// A line for the person waiting, on standard error (`gattclient: …`), at every verbosity.
+    static func say(_ text: String) {
+        printError("gattclient: " + text, to: current?.errors ?? STDERR_FILENO)
+    }
+
     /// A `-v` note on standard error.
     static func note(_ text: String, verbosity: Int) {
         guard verbosity > 0 else { return }

@@ -1,0 +1,78 @@
+import BLE
+import Testing
+
+@testable import GATTClientCLI
+
+/// Issue 19 (gattclient, second pass), on the simulated SensorTag: waits say what they wait for,
+/// and lookups that find nothing say what the argument was taken for.
+@Suite("gattclient second pass: feedback and messages on sim", .timeLimit(.minutes(2)))
+struct SecondPassMessageTests {
+    static let tag = "54:6C:0E:9A:3B:01"
+
+    /// Item 1: `subscribe` says what it subscribed to and waits for, and how many came in how
+    /// long; `--write` switches the sensor on first, in the same connection; `--json` has both as
+    /// `event` lines.
+    @Test func subscribeSaysWhatItWaitsFor() async throws {
+        let run = await runInProcess([
+            "--transport", "sim", "subscribe", Self.tag, "0x0025", "--write", "0x0029=01", "--count", "2", "--duration", "20",
+        ])
+        #expect(run.code == 0, "\(run.stderr)")
+        #expect(run.stderr.contains(
+            "gattclient: subscribed to 0x0025 (SensorTag IR Temperature Data (F000AA01-0451-4000-B000-000000000000)), "
+                + "CCCD 0x0026; waiting for notifications… (Ctrl-C to stop)"), "\(run.stderr)")
+        #expect(run.stderr.contains("gattclient: 2 notifications in "), "\(run.stderr)")
+        #expect(run.stdout.split(separator: "\n").count == 2, "two readings, because --write switched the sensor on: \(run.stdout)")
+
+        let json = await runInProcess([
+            "--json", "--transport", "sim", "subscribe", Self.tag, "F000AA01-0451-4000-B000-000000000000",
+            "--write", "F000AA02-0451-4000-B000-000000000000=01", "--count", "1", "--duration", "20",
+        ])
+        #expect(json.code == 0, "\(json.stderr)")
+        let lines = json.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == #"{"kind":"event","event":"subscribed","handle":37,"uuid":"F000AA01-0451-4000-B000-000000000000","cccd":38}"#, "\(lines)")
+        #expect(lines.last?.hasPrefix(#"{"kind":"event","event":"ended","notifications":1,"seconds":"#) == true, "\(lines)")
+        #expect(lines.count == 3)
+    }
+
+    @Test func subscribeWriteNeedsAValue() throws {
+        #expect(throws: UsageError("--write needs HANDLE=HEX or UUID=HEX (like 0x0024=01 or F000AA02-0451-4000-B000-000000000000=01), not '0x0029'")) {
+            try parse(["subscribe", Self.tag, "0x0025", "--write", "0x0029"])
+        }
+        #expect(
+            try parse(["subscribe", Self.tag, "0x0025", "--write", "0x0029=01", "--write", "2A19=0102"]).command
+                == .subscribe(
+                    PeerAddress(Self.tag)!, .handle(0x25), indicate: false, count: nil, duration: nil,
+                    writes: [SubscribeWrite(target: .handle(0x29), value: [1]), SubscribeWrite(target: .uuid(.bit16(0x2A19)), value: [1, 2])]))
+    }
+
+    /// Item 7: four digits without `0x` are a UUID; when none matches, the message says so and
+    /// how to write the handle; a service UUID is said to be a service; read, write and
+    /// subscribe say "no characteristic" alike.
+    @Test(arguments: [
+        (["read", tag, "0021"], "gattclient: no characteristic 0021 on 54:6C:0E:9A:3B:01 (0021 was read as a UUID; for a handle write 0x0021)"),
+        (["read", tag, "1234"], "gattclient: no characteristic 1234 on 54:6C:0E:9A:3B:01 (1234 was read as a UUID; for a handle write 0x1234)"),
+        (["read", tag, "180F"], "gattclient: 180F is a service (Battery), not a characteristic; `gattclient services 54:6C:0E:9A:3B:01` lists its characteristics"),
+        (["write", tag, "180F", "01"], "gattclient: 180F is a service (Battery), not a characteristic"),
+        (["subscribe", tag, "0021"], "gattclient: no characteristic 0021 on 54:6C:0E:9A:3B:01 (0021 was read as a UUID"),
+        (["write", tag, "2A37", "01"], "gattclient: no characteristic Heart Rate Measurement (2A37) on 54:6C:0E:9A:3B:01"),
+    ])
+    func lookupsThatFindNothing(arguments: [String], message: String) async {
+        let run = await runInProcess(["--transport", "sim"] + arguments)
+        #expect(run.code == 1, "\(run.stderr)")
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+
+    /// Item 8: a handle that holds no notifiable value says what it holds; handles print
+    /// lower-case.
+    @Test(arguments: [
+        (["subscribe", tag, "0x0029"], "gattclient: 0x0029 (SensorTag IR Temperature Config (F000AA02-0451-4000-B000-000000000000)) cannot notify: its properties are read, write"),
+        (["subscribe", tag, "0x000a"], "gattclient: 0x000a (Service Changed (2A05)) cannot notify: its properties are indicate; subscribe with --indicate"),
+        (["subscribe", tag, "0x0026"], "gattclient: no characteristic value at handle 0x0026 (no characteristic declaration at 0x0025)"),
+        (["subscribe", tag, "2A00"], "gattclient: 0x0003 (Device Name (2A00)) cannot notify: its properties are read"),
+    ])
+    func subscribeToWhatCannotNotify(arguments: [String], message: String) async {
+        let run = await runInProcess(["--transport", "sim"] + arguments)
+        #expect(run.code == 1, "\(run.stderr)")
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}
