@@ -107,7 +107,8 @@ public enum Command: Equatable, Sendable {
     case subscribe(PeerAddress, Target, indicate: Bool, count: Int?, duration: Double?, writes: [SubscribeWrite] = [])
     case scan(ScanCommandOptions)
     case sensortag(PeerAddress, SensorTagOptions)
-    case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?)
+    /// `linger`: after the end of standard input, how long a quiet link ends the session (`--linger`).
+    case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?, linger: Double? = nil)
     case demo
     case peripheral(PeripheralOptions)
     /// `pair ADDR`: LE pairing as central in user space, and a bond.
@@ -166,7 +167,7 @@ public let commandSummaries: [(String, String)] = [
      "read a value, whole (by UUID: Read Using Characteristic UUID)"),
     ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
     ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S]", "print notifications or indications"),
-    ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S]",
+    ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S] [--linger S]",
      "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
     ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
@@ -222,7 +223,7 @@ let commandOptionNames: [String: [String]] = [
     "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
     "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
-    "uart": ["--random", "--send", "--controller", "--with-response", "--duration"],
+    "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
     "services": ["--random"],
     "read": ["--random", "--long", "--no-long", "--multiple"],
     "write": ["--random", "--text", "--no-response", "--long", "--reliable"],
@@ -274,7 +275,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
-        "--io-capability", "--passkey", "--write",
+        "--io-capability", "--passkey", "--write", "--linger",
     ]
 
     while index < arguments.count {
@@ -471,11 +472,13 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         var random = false, withResponse = false
         var send: [UInt8]?
         var duration: Double?
+        var linger: Double?
         for (flag, value) in commandOptions {
             switch flag {
             case "--random": random = true
             case "--with-response": withResponse = true
             case "--duration": duration = try positiveSeconds(value, flag)
+            case "--linger": linger = try positiveSeconds(value, flag)
             case "--send":
                 guard send == nil else { throw UsageError("--send and --controller exclude each other") }
                 send = Array((value ?? "").utf8)
@@ -488,7 +491,10 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let peer = PeerAddress(rest[0], random: random) else {
             throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
         }
-        return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration))
+        if linger != nil, send != nil {
+            throw UsageError("--linger is for standard input's end; with --send or --controller, --duration says how long to listen")
+        }
+        return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration, linger: linger))
     case "services", "read", "write", "subscribe":
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":

@@ -214,8 +214,8 @@ private func runGATTCommand(
             try await SubscribeCommand(
                 peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration, writes: writes
             ).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-        case .uart(let peer, let send, let withResponse, let duration):
-            try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration)
+        case .uart(let peer, let send, let withResponse, let duration, let linger):
+            try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration, linger: linger ?? 1)
                 .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
         case .demo:
             try await DemoCommand().run(options: options, output: &out)

@@ -83,6 +83,28 @@ import Testing
         #expect(try jsonObjects(packet).first?["value"] as? String == Hex.encode(NordicUART.color(red: 255, green: 0, blue: 64)))
     }
 
+    /// Issue 19 item 4: the end of standard input does not end the session before the echo:
+    /// it waits for a quiet link (`--linger`, 1 s); text ends with a newline; a controller
+    /// packet (not text) prints as hex.
+    @Test func uartWaitsForTheEchoAfterTheInputEnds() async throws {
+        let echoed = try await run {
+            try await UARTCommand(peer: Self.board, linger: 0.5, input: ["hello"])
+                .run(options: Self.options(json: false), replayMatchAny: false, output: &$0)
+        }
+        #expect(echoed == ["hello"])
+        let packet = try await run {
+            try await UARTCommand(peer: Self.board, send: NordicUART.color(red: 255, green: 0, blue: 64))
+                .run(options: Self.options(json: false), replayMatchAny: false, output: &$0)
+        }
+        #expect(packet == ["hex: " + Hex.encode(NordicUART.color(red: 255, green: 0, blue: 64))])
+        #expect(NordicUART.text(Array("ok\r\n".utf8)) == "ok\r\n")
+        #expect(NordicUART.text([0x21, 0x42, 0x31, 0x31, 0x01]) == nil)
+        #expect(
+            try parse(["uart", "E8:7F:3A:21:9C:05/random", "--linger", "2.5"]).command
+                == .uart(PeerAddress("E8:7F:3A:21:9C:05/random")!, send: nil, withResponse: false, duration: nil, linger: 2.5))
+        #expect(throws: UsageError.self) { try parse(["uart", "E8:7F:3A:21:9C:05/random", "--linger", "1", "--send", "x"]) }
+    }
+
     @Test func scanOverReplayMergesTheCaptureReports() async throws {
         var options = GlobalOptions()
         options.transport = "replay:" + Paths.fixture("synthetic-att-adv.btsnoop")

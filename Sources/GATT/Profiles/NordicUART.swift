@@ -53,3 +53,16 @@ public enum NordicUART {
         return controllerPacket(type: packet[1], payload: Array(packet[2..<(packet.count - 1)])) == packet
     }
 }
+
+extension NordicUART {
+    /// `value` as text when it is text: valid UTF-8 of printable characters, tabs and line ends;
+    /// nil for anything else (a Bluefruit controller packet such as `!B11:` carries a binary
+    /// checksum).
+    public static func text(_ value: [UInt8]) -> String? {
+        guard let text = String(validating: value, as: UTF8.self) else { return nil }
+        let printable = text.unicodeScalars.allSatisfy { scalar in
+            scalar == "\n" || scalar == "\r" || scalar == "\t" || (scalar.value >= 0x20 && scalar.value != 0x7F)
+        }
+        return printable ? text : nil
+    }
+}

@@ -3,16 +3,21 @@ import ATT
 import Bluetooth
 import GATT
 
-/// `uart ADDR [--send TEXT] [--controller button:N|color:R,G,B] [--with-response] [--duration S]`:
-/// an interactive terminal for the Nordic UART Service (Adafruit Bluefruit LE): standard input
-/// lines go to RX (split to ATT_MTU − 3, write without response by default), TX notifications go
-/// to standard output. `--send`/`--controller` send once, print what comes back for `--duration`
-/// (default 1 s), and exit.
+/// `uart ADDR [--send TEXT] [--controller button:N|color:R,G,B] [--with-response] [--duration S]
+/// [--linger S]`: an interactive terminal for the Nordic UART Service (Adafruit Bluefruit LE):
+/// standard input lines go to RX (split to ATT_MTU − 3, write without response by default), TX
+/// notifications go to standard output — text as it comes (ended with a newline at the end),
+/// anything else (a Bluefruit controller packet) as a `hex:` line. At the end of standard input
+/// the session goes on until the link has been quiet for `--linger` seconds (default 1), so the
+/// board's answer to the last line is printed. `--send`/`--controller` send once, print what
+/// comes back for `--duration` (default 1 s), and exit.
 struct UARTCommand {
     enum Message: Sendable {
         case line(String)
         case received(GATTNotification)
         case inputEnded
+        /// The quiet period that started with notification number `Int` ran out.
+        case quiet(Int)
     }
 
     var peer: PeerAddress
@@ -21,7 +26,9 @@ struct UARTCommand {
     var send: [UInt8]?
     var withResponse = false
     var duration: Double?
-    /// Lines to send instead of reading standard input (tests).
+    /// After the end of standard input: the quiet period that ends the session (`--linger`).
+    var linger: Double = 1
+    /// Lines to send instead of reading standard input (tests); their end is the input's end.
     var input: [String]?
     /// Printed before each received chunk in text mode (the demo marks the echo with it).
     var echoPrefix: String?
@@ -56,6 +63,7 @@ struct UARTCommand {
         var failure: (any Error)?
         if let input {
             for line in input { events.yield(.line(line)) }
+            if !oneShot { events.yield(.inputEnded) }
         } else if !oneShot {
             do {
                 try events.readStandardInput(line: { .line($0) }, end: .inputEnded)
@@ -64,6 +72,17 @@ struct UARTCommand {
             }
         }
         var atLineStart = true
+        // Notifications received so far, and whether the input ended (then each one restarts
+        // the quiet period).
+        var received = 0
+        var lingering = false
+        func startQuietPeriod() {
+            let (generation, seconds) = (received, linger)
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                events.yield(.quiet(generation))
+            }
+        }
         do {
             if failure == nil, let send { try await write(send, rx: rx, client: client) }
         } catch {
@@ -80,6 +99,8 @@ struct UARTCommand {
                         break loop
                     }
                 case .value(.received(let notification)):
+                    received += 1
+                    if lingering { startQuietPeriod() }
                     if options.json {
                         var json = JSONWriter()
                         json.beginObject()
@@ -88,15 +109,25 @@ struct UARTCommand {
                         if let text = String(validating: notification.value, as: UTF8.self) { json.field("text", text) }
                         json.endObject()
                         output.writeLine(bytes: json.bytes)
-                    } else {
-                        let text = String(decoding: notification.value, as: UTF8.self)
+                    } else if let text = NordicUART.text(notification.value) {
                         output.write((atLineStart ? echoPrefix ?? "" : "") + text)
                         atLineStart = text.hasSuffix("\n")
+                    } else {
+                        // Not text (a controller packet): a line of its own, in hex.
+                        if !atLineStart { output.write("\n") }
+                        output.writeLine("hex: " + Hex.encode(notification.value))
+                        atLineStart = true
                     }
                     output.flush()
                 case .value(.inputEnded):
-                    // Let the peer's answer to the last line arrive (bounded), then stop.
-                    if duration == nil { break loop }
+                    // The answer to the last line is still to come: stop once the link has been
+                    // quiet for --linger (a --duration bounds the whole session instead).
+                    if duration == nil {
+                        lingering = true
+                        startQuietPeriod()
+                    }
+                case .value(.quiet(let generation)):
+                    if generation == received { break loop }
                 case .ended(let error):
                     failure = error
                     break loop
@@ -106,6 +137,8 @@ struct UARTCommand {
             }
         }
         events.finish()
+        // Text ends with a newline.
+        if !options.json, !atLineStart { output.write("\n") }
         try? await client.unsubscribe(subscription)
         await session.close()
         if let failure { throw CommandFailure.from(failure, doing: "uart \(peer)") }
