@@ -294,7 +294,15 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--json":
             if inlineValue != nil { throw UsageError("--json takes no value") }
             options.json = true
-        case "--record": options.record = try take()
+        case "--record":
+            let path = try take()
+            let lowered = path.lowercased()
+            if lowered.hasSuffix(".pcap") || lowered.hasSuffix(".pcapng") {
+                let stem = path.prefix(upTo: path.lastIndex(of: ".") ?? path.endIndex)
+                throw UsageError(
+                    "--record writes btsnoop (what btmon, Wireshark and `gattclient dump` read), not pcap: name it \(stem).btsnoop")
+            }
+            options.record = path
         case "--timeout":
             let text = try take()
             guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
@@ -374,6 +382,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         if let topic = rest.first, commandHelpText[topic] != nil { return Invocation(options: options, command: .commandHelp(topic)) }
         return Invocation(options: options, command: .help)
     case "dump":
+        if options.record != nil {
+            throw UsageError("--record keeps a live session's HCI traffic; dump reads a capture and has none to record (copy the file instead)")
+        }
         guard rest.count == 1 else {
             throw UsageError(rest.isEmpty ? "dump needs a capture file: gattclient dump FILE" : "dump takes one file, got \(rest.count)")
         }

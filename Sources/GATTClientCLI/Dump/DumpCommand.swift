@@ -23,7 +23,13 @@ public struct DumpCommand {
         var reader = try CaptureFile.open(path: options.path)
         var decoder = CaptureDecoder()
         var damage: String?
-        if options.summary {
+        if options.summary, FilteredSummaryVisitor.filters(options) {
+            // The filters decide per record: the full decode, counting what they show.
+            var visitor = FilteredSummaryVisitor(options: options)
+            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            damage = reader.damage?.description
+            visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
+        } else if options.summary {
             var visitor = SummaryVisitor()
             decoder.countAll(&reader, visitor: &visitor)
             damage = reader.damage?.description

@@ -34,6 +34,8 @@ struct CaptureSummary {
     var l2capDrops = 0
     var malformedPackets = 0
     var notes = 0
+    /// The dump filters the counts follow (`--conn 0x0040 --att-only`), nil when none.
+    var filter: String?
 
     var packetsByType: [String: Int] {
         var table = otherRecordKinds
@@ -92,6 +94,7 @@ struct CaptureSummary {
             var writer = JSONWriter()
             writer.beginObject()
             writer.field("file", file)
+            if let filter { writer.field("filter", filter) }
             writer.field("records", records)
             object("packets", packetsByType.sorted { $0.key < $1.key }, &writer)
             object("commands", commandsByName.sorted { $0.key < $1.key }, &writer)
@@ -116,7 +119,7 @@ struct CaptureSummary {
         for table in [packetsByType, commandsByName, eventsByName, advertisingReports] { names += table.keys }
         let longest: Int = names.map(\.count).max() ?? 0
         let width = max(longest, 24) + 2
-        output.writeLine("\(file): \(records) records")
+        output.writeLine("\(file): \(records) records" + (filter.map { " shown by \($0)" } ?? ""))
         section("packets", packetsByType.sorted { $0.key < $1.key }, width, &output)
         section("HCI commands", commandsByName.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }, width, &output)
         section("HCI events", eventsByName.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }, width, &output)
@@ -142,6 +145,66 @@ struct CaptureSummary {
         guard !pairs.isEmpty else { return }
         output.writeLine(title + ":")
         for (name, count) in pairs { output.writeLine("  " + name.padding(toLength: width) + "\(count)") }
+    }
+}
+
+/// The summary of what `--conn`, `--handle`, `--att-only` and `--adv-only` show (the same
+/// choices as the text and JSON dumps make), from the full decode.
+struct FilteredSummaryVisitor: CaptureVisitor {
+    var counter = SummaryVisitor()
+    let filter: DumpFilter
+
+    init(options: DumpOptions) {
+        filter = DumpFilter(options: options)
+        var words: [String] = []
+        if let connection = options.connection { words.append("--conn 0x" + hex(connection, 4)) }
+        if let handle = options.attributeHandle { words.append("--handle 0x" + hex(handle, 4)) }
+        if options.attOnly { words.append("--att-only") }
+        if options.advOnly { words.append("--adv-only") }
+        counter.summary.filter = words.joined(separator: " ")
+    }
+
+    /// Whether a filter is set (else the fast count serves).
+    static func filters(_ options: DumpOptions) -> Bool {
+        options.connection != nil || options.attributeHandle != nil || options.attOnly || options.advOnly
+    }
+
+    /// L2CAP frames and drops other than ATT: shown with the whole packets.
+    private func showsL2CAP(_ connectionHandle: UInt16?) -> Bool {
+        let options = filter.options
+        guard !options.attOnly, !options.advOnly, options.attributeHandle == nil else { return false }
+        guard let connection = options.connection else { return true }
+        return connectionHandle == connection
+    }
+
+    var summary: CaptureSummary { counter.summary }
+
+    mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
+        if filter.shows(packet: packet) { counter.visit(record: record, packet: packet, error: error) }
+    }
+
+    mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
+        if filter.showsAdvertising() { counter.visit(advertisingReport: advertisingReport, record: record) }
+    }
+
+    mutating func visit(att: ATTItem, record: CaptureRecord) {
+        if filter.shows(att: att) { counter.visit(att: att, record: record) }
+    }
+
+    mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {
+        if showsL2CAP(connectionHandle) {
+            counter.visit(l2capFrame: l2capFrame, connectionHandle: connectionHandle, direction: direction, record: record)
+        }
+    }
+
+    mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {
+        if showsL2CAP(nil) { counter.visit(l2capDrop: l2capDrop, record: record) }
+    }
+
+    mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
+        if showsL2CAP(connectionHandle) {
+            counter.visit(sduDrop: reason, connectionHandle: connectionHandle, channelID: channelID, record: record)
+        }
     }
 }
 

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+@testable import GATTClientCLI
+
+/// Issue 19 item 13: `dump --summary` counts what the filters show (it ignored them); `--record`
+/// is refused where it would write nothing, and for a pcap name it would not honour.
+@Suite struct DumpSummaryFilterTests {
+    static let capture = Paths.packageRoot.appendingPathComponent("Fixtures/synthetic-att-adv.btsnoop").path
+
+    static func summary(_ filters: [String]) async throws -> [String: Any] {
+        let run = await runInProcess(["--json", "dump", "--summary"] + filters + [capture])
+        #expect(run.code == 0, "\(run.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test func theSummaryFollowsTheFilters() async throws {
+        let all = try await Self.summary([])
+        let att = try await Self.summary(["--att-only"])
+        let adv = try await Self.summary(["--adv-only"])
+        #expect(all["filter"] == nil)
+        #expect(att["filter"] as? String == "--att-only")
+        #expect(att["att"] as? Int == all["att"] as? Int)
+        #expect(att["advReports"] as? Int == 0)
+        #expect(att["records"] as? Int == 0, "no whole packet is shown under --att-only")
+        #expect(adv["advReports"] as? Int == all["advReports"] as? Int)
+        #expect(adv["att"] as? Int == 0)
+        // --handle: the ATT PDUs that name the handle, as many as the filtered JSON dump shows.
+        let handle = try await Self.summary(["--handle", "0x0003"])
+        let lines = await runInProcess(["--json", "dump", "--handle", "0x0003", Self.capture])
+        let shown = lines.stdout.split(separator: "\n").filter { $0.contains("\"btatt") || $0.contains("\"opcode\"") }.count
+        #expect((handle["att"] as? Int ?? 0) > 0)
+        #expect((handle["att"] as? Int ?? 0) < (all["att"] as? Int ?? 0))
+        #expect(handle["att"] as? Int == shown, "summary \(handle["att"] ?? "nil"), dump lines \(shown)")
+        let text = await runInProcess(["dump", "--summary", "--att-only", Self.capture])
+        #expect(text.stdout.hasPrefix("\(Self.capture): 0 records shown by --att-only"), "\(text.stdout)")
+    }
+
+    @Test func recordIsRefusedWhereItWouldWriteNothingOrTheWrongFormat() {
+        #expect(throws: UsageError("--record keeps a live session's HCI traffic; dump reads a capture and has none to record (copy the file instead)")) {
+            try parse(["--record", "/tmp/x.btsnoop", "dump", "a.btsnoop"])
+        }
+        #expect(throws: UsageError("--record writes btsnoop (what btmon, Wireshark and `gattclient dump` read), not pcap: name it /tmp/session.btsnoop")) {
+            try parse(["--record", "/tmp/session.pcapng", "--transport", "sim", "scan"])
+        }
+        #expect(throws: UsageError.self) { try parse(["--record", "trace.PCAP", "scan"]) }
+    }
+}
