@@ -35,6 +35,14 @@ public struct GlobalOptions: Equatable, Sendable {
     public var bonds: String?
     /// `--repair`: pair again with a peer that lost its bond.
     public var repair = false
+    /// The device's address was given without a type (no `/random|/public`, no `--random`): the
+    /// type comes from the address-type cache, else the adapter tries both.
+    public var automaticAddressType = false
+    /// `--no-cache`: the address-type cache is neither read nor written.
+    public var noCache = false
+    /// Where the address-type cache is (set by the runner from the environment; nil: none, as
+    /// for commands run directly in tests).
+    public var addressCacheDirectory: String?
 
     public init() {}
 }
@@ -213,7 +221,7 @@ public let usageText: String = {
 /// The global options (before or after the command).
 let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
-    "--bonds", "--repair", "-v", "--verbose", "-vv", "-h", "--help", "--version",
+    "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version",
 ]
 
 /// Each command's own options (what its parser takes), for "unknown option" and "did you mean".
@@ -333,6 +341,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--repair":
             if inlineValue != nil { throw UsageError("--repair takes no value") }
             options.repair = true
+        case "--no-cache":
+            if inlineValue != nil { throw UsageError("--no-cache takes no value") }
+            options.noCache = true
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
         case "-h", "--help":
@@ -377,6 +388,13 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         throw UsageError("no command given: try `gattclient demo` (no hardware needed), or `gattclient --help`")
     }
     let rest = Array(positional.dropFirst())
+    // A device address without a type: the cache's type, else both (issue 19, item 3).
+    let addressed: Set<String> = ["services", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair"]
+    if addressed.contains(name), let address = rest.first, !address.contains("/"),
+        !commandOptions.contains(where: { $0.name == "--random" })
+    {
+        options.automaticAddressType = true
+    }
     switch name {
     case "help":
         if let topic = rest.first, commandHelpText[topic] != nil { return Invocation(options: options, command: .commandHelp(topic)) }

@@ -167,6 +167,9 @@ private final class BlockingInbox<Element: Sendable>: Sendable {
 /// Runs a command that connects to a peer, bounded by `--timeout` for the connection and the
 /// procedures (a subscription runs until its count, duration or Ctrl-C).
 func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int32) -> Int32 {
+    var resolved = invocation
+    if !resolved.options.noCache { resolved.options.addressCacheDirectory = AddressTypeCache.defaultDirectory() }
+    let invocation = resolved
     let options = invocation.options
     let initial = output
     let diagnostics = SessionDiagnostics(

@@ -16,7 +16,8 @@ public struct CapturedRun: Sendable {
 /// caller while its async work runs, and blocking a concurrency thread could starve the pool —
 /// and returns the code it returned and what it wrote. The files are removed afterwards.
 public func captureRun(_ body: @escaping @Sendable (_ stdout: Int32, _ stderr: Int32) -> Int32) async -> CapturedRun {
-    await withCheckedContinuation { continuation in
+    _ = testCacheDirectory
+    return await withCheckedContinuation { continuation in
         let thread = DispatchQueue(label: "captured-run")
         thread.async {
             let out = temporaryFile(), err = temporaryFile()
@@ -52,3 +53,11 @@ private func readAll(_ file: (descriptor: Int32, path: String)) -> String {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+/// The tests' own gattclient cache (`GATTCLIENT_CACHE`: the address-type cache), one per test
+/// process, set before the first in-process run so no test reads or writes the user's.
+public let testCacheDirectory: String = {
+    let path = "/tmp/gattclient-test-cache-\(getpid())"
+    setenv("GATTCLIENT_CACHE", path, 1)
+    return path
+}()

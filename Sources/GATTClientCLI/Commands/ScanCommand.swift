@@ -36,6 +36,8 @@ struct ScanCommand {
         var failure: (any Error)?
         let clock = ContinuousClock()
         let started = clock.now
+        // The types seen, for the address-type cache (a later bare address connects at once).
+        var seenTypes: [BluetoothAddress: AddressType] = [:]
         loop: for await event in events.stream {
             switch event {
             case .value(.report(let report)):
@@ -46,6 +48,7 @@ struct ScanCommand {
                     output.writeLine(Self.line(report))
                 }
             case .value(.discovered(let device)), .value(.updated(let device)):
+                seenTypes[device.address] = device.addressType
                 guard !options.allReports, passes(device) else { continue }
                 // A bonded peer's resolvable private address: the identity behind it.
                 let identity = await adapter.resolvedIdentity(of: PeerAddress(address: device.address, type: device.addressType))
@@ -70,6 +73,13 @@ struct ScanCommand {
         events.finish()
         if live { table.finish(output: &output) }
         await adapter.close()
+        if let directory = global.addressCacheDirectory {
+            do {
+                try AddressTypeCache(directory: directory).record(seenTypes, seen: Int(time(nil)))
+            } catch {
+                SessionDiagnostics.warn("the address-type cache was not updated: \(error)")
+            }
+        }
         if let failure { throw CommandFailure.from(failure, doing: "scanning") }
     }
 

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ATT
 import GATT
 import BLE
@@ -78,7 +81,7 @@ struct CommandConnection {
                 CLIPairingDelegate(
                     passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
                     diagnostics: SessionDiagnostics.current))
-            let peripheral = try await adapter.connect(to: peer, timeout: adapterOptions.timeout)
+            let peripheral = try await connect(adapter, to: peer, options: options, timeout: adapterOptions.timeout)
             let connection = CommandConnection(adapter: adapter, peripheral: peripheral)
             // --security on the user-space host: the bond's key, else pairing, before the first
             // request (the kernel path sets BT_SECURITY on its socket instead).
@@ -94,6 +97,42 @@ struct CommandConnection {
         } catch {
             await adapter.close()
             throw error
+        }
+    }
+
+    /// Connects to `peer`: with the type given, or — for a bare address — the type the cache has
+    /// from a recent scan, else both types (``Adapter/connect(to:timeout:)-(BluetoothAddress,_)``).
+    /// On a terminal, `connecting to ADDR…` after a second without a link. A connect that times
+    /// out with one type, where a scan or a bond saw the other, says `did you mean ADDR/TYPE?`.
+    static func connect(
+        _ adapter: Adapter, to given: PeerAddress, options: GlobalOptions, timeout: Duration
+    ) async throws(BLEError) -> Peripheral {
+        let cache = options.addressCacheDirectory.map { AddressTypeCache(directory: $0) }
+        var peer = given
+        var bare = options.automaticAddressType
+        if bare, let cached = cache?.type(of: given.address) {
+            peer = PeerAddress(address: given.address, type: cached)
+            bare = false
+        }
+        let errors = SessionDiagnostics.current?.errors ?? STDERR_FILENO
+        let target = bare ? given.address.description : "\(peer)"
+        let progress = Task {
+            try await Task.sleep(for: .seconds(1))
+            if isatty(errors) == 1 { printError("gattclient: connecting to \(target)…", to: errors) }
+        }
+        defer { progress.cancel() }
+        do {
+            if bare { return try await adapter.connect(to: given.address, timeout: timeout) }
+            return try await adapter.connect(to: peer, timeout: timeout)
+        } catch {
+            guard !bare, error.kind == "connect" || error.kind == "timeout" else { throw error }
+            let other: AddressType = peer.type == .public ? .random : .public
+            let bonded = await adapter.bonds().contains { $0.peer == peer.address && $0.peerType == other }
+            guard cache?.type(of: peer.address) == other || bonded else { throw error }
+            throw BLEError(
+                error.message + "; did you mean \(peer.address)/\(other == .random ? "random" : "public")? "
+                    + "(\(bonded ? "the bond" : "a scan") saw it as a \(other == .random ? "random" : "public") address)",
+                kind: error.kind, exitCode: error.exitCode)
         }
     }
 
