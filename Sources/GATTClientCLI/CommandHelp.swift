@@ -40,11 +40,14 @@ public let commandHelpText: [String: String] = [
         """,
     "scan": """
         gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
+                        [--rssi-changes]
           Advertisers, ADV and SCAN_RSP merged per device (active scan by default: a SensorTag sends its name
-          only in its scan response). On a terminal the list updates in place with a countdown, in colour
-          (NO_COLOR turns colour off); otherwise one line per new or changed device (--all-reports: one line
-          per report). --name matches part of the name, ignoring case; --min-rssi keeps devices at least
-          that strong (e.g. -70). --duration defaults to 10 s.
+          only in its scan response). On a terminal the list updates in place with a ticking countdown, in
+          colour (NO_COLOR turns colour off). Otherwise a `NEW` line per device and a `CHG` line when its
+          name, services, data or connectability change (--rssi-changes: its RSSI too), each with the
+          seconds since the scan began, then `N devices`. --all-reports: one line per report, its AD
+          structures decoded below it as dump does. --name matches part of the name, ignoring case;
+          --min-rssi keeps devices at least that strong (e.g. -70). --duration defaults to 10 s.
           examples:
             gattclient scan --name sensortag
             gattclient --json --transport tcp:127.0.0.1:9000 scan --duration 3

@@ -168,7 +168,7 @@ public let commandSummaries: [(String, String)] = [
      "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
-    ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]",
+    ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports] [--rssi-changes]",
      "advertisers, ADV and SCAN_RSP merged per device (live list on a terminal)"),
     ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
     ("read ADDR HANDLE|UUID [--long|--no-long] [--multiple H,H,...]",
@@ -229,7 +229,7 @@ let commandOptionNames: [String: [String]] = [
     "demo": [],
     "dump": ["--summary", "--conn", "--handle", "--att-only", "--adv-only", "--services"],
     "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
-    "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports"],
+    "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
     "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
     "services": ["--random"],
@@ -463,6 +463,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 scan.minimumRSSI = dbm
             case "--passive": scan.passive = true
             case "--all-reports": scan.allReports = true
+            case "--rssi-changes": scan.rssiChanges = true
             default: throw UsageError("scan does not know \(flag)")
             }
         }

@@ -1,4 +1,5 @@
 import BLE
+import Foundation
 import Testing
 
 @testable import GATTClientCLI
@@ -74,5 +75,42 @@ struct SecondPassMessageTests {
         let run = await runInProcess(["--transport", "sim"] + arguments)
         #expect(run.code == 1, "\(run.stderr)")
         #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}
+
+/// Issue 19 item 5: `scan` off a terminal marks lines NEW/CHG with a time and prints a device
+/// again only for a change worth it; it ends with the count; on a terminal the countdown ticks
+/// and the table ends clean; `--all-reports` decodes the AD structures.
+@Suite("gattclient scan: NEW/CHG lines, ticking countdown, decoded reports", .timeLimit(.minutes(2)))
+struct ScanSecondPassTests {
+    @Test func pipedScanMarksNewAndChangedDevicesOnce() async throws {
+        let run = await runInProcess(["--transport", "sim", "scan", "--duration", "2"])
+        #expect(run.code == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        // Each device: NEW (advertising data), CHG (its name from the scan response), and nothing
+        // for the many repeated advertisements of two seconds.
+        #expect(lines.filter { $0.hasPrefix("NEW ") }.count == 2, "\(lines)")
+        #expect(lines.filter { $0.hasPrefix("CHG ") }.count == 2, "\(lines)")
+        #expect(lines.count == 5, "\(lines)")
+        #expect(lines.last == "2 devices")
+        #expect(lines.first.map { $0.range(of: #"^NEW \d+\.\d{3}  "#, options: .regularExpression) != nil } == true, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("CHG ") && $0.contains("\"CC2650 SensorTag\"") })
+        #expect(try parse(["scan", "--rssi-changes"]).command == .scan({ var o = ScanCommandOptions(); o.rssiChanges = true; return o }()))
+    }
+
+    @Test func allReportsDecodeTheirStructures() async {
+        let run = await runInProcess(["--transport", "sim", "scan", "--duration", "1", "--all-reports"])
+        #expect(run.code == 0)
+        #expect(run.stdout.contains("    Complete Local Name: CC2650 SensorTag"), "\(run.stdout)")
+        #expect(run.stdout.contains("    Flags: LE General Discoverable, BR/EDR Not Supported"))
+    }
+
+    @Test func theCountdownTicksOnATerminal() async {
+        let terminal = await TerminalAndFailureTests.runOnTerminal(["--transport", "sim", "scan", "--duration", "3.5"])
+        #expect(terminal.code == 0)
+        for left in ["3 s left", "2 s left", "1 s left"] {
+            #expect(terminal.screen.contains(left), "\(left): \(terminal.screen.suffix(300))")
+        }
+        #expect(terminal.screen.contains("2 devices, done"), "the table ends clean: \(terminal.screen.suffix(200))")
     }
 }

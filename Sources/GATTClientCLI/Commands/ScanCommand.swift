@@ -9,9 +9,27 @@ import L2CAP
 import Glibc
 #endif
 
-/// `scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]`:
-/// a live list of advertisers (ADV and SCAN_RSP merged per device), or JSON Lines.
+/// `scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
+/// [--rssi-changes]`: a live list of advertisers (ADV and SCAN_RSP merged per device) on a
+/// terminal, its countdown ticking; elsewhere one `NEW` line per device and a `CHG` line when its
+/// name, services, data or connectability change (its RSSI too with `--rssi-changes`), each with
+/// the time since the scan started, then `N devices`; or JSON Lines. `--all-reports` prints every
+/// report with its AD structures decoded as `dump` does.
 struct ScanCommand {
+    /// What the scan loop waits for: the controller's scan, and the countdown's tick.
+    enum Item: Sendable {
+        case scan(ScanEvent)
+        case tick
+    }
+
+    /// What a device's line shows, to tell a change worth a `CHG` line from RSSI wobble.
+    struct Shown: Equatable {
+        var data: [UInt8]
+        var scanResponse: [UInt8]?
+        var connectable: Bool
+        var rssi: Int8?
+    }
+
     var options: ScanCommandOptions
     /// The transport to use instead of `--transport` (tests).
     var central: (any Central)? = nil
@@ -28,9 +46,17 @@ struct ScanCommand {
             await adapter.close()
             throw error
         }
-        let events = CommandEvents<ScanEvent>(duration: options.duration)
-        events.forward(stream)
+        let events = CommandEvents<Item>(duration: options.duration)
+        events.forward(stream.map { Item.scan($0) })
         let live = !global.json && isatty(output.fileDescriptor) == 1
+        // On a terminal the countdown ticks every second, whatever the air does.
+        let ticker: Task<Void, Never>? = live && options.duration != nil ? Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                events.yield(.tick)
+            }
+        } : nil
+        var shown: [BluetoothAddress: Shown] = [:]
         var table = LiveTable(enabled: live)
         let style = live ? TextStyle.forDescriptor(output.fileDescriptor) : .plain
         var failure: (any Error)?
@@ -40,14 +66,18 @@ struct ScanCommand {
         var seenTypes: [BluetoothAddress: AddressType] = [:]
         loop: for await event in events.stream {
             switch event {
-            case .value(.report(let report)):
+            case .value(.tick):
+                let left = options.duration.map { max(0, $0 - seconds(clock.now - started)) }
+                table.redraw(status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
+            case .value(.scan(.report(let report))):
                 guard options.allReports, passes(report) else { continue }
                 if global.json {
                     output.writeLine(bytes: Self.json(report))
                 } else {
                     output.writeLine(Self.line(report))
+                    for line in Self.structures(report.data) { output.writeLine(line) }
                 }
-            case .value(.discovered(let device)), .value(.updated(let device)):
+            case .value(.scan(.discovered(let device))), .value(.scan(.updated(let device))):
                 seenTypes[device.address] = device.addressType
                 guard !options.allReports, passes(device) else { continue }
                 // A bonded peer's resolvable private address: the identity behind it.
@@ -60,7 +90,15 @@ struct ScanCommand {
                         device, line: Self.line(device, identity: identity, style: style),
                         status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
                 } else {
-                    output.writeLine(Self.line(device, identity: identity))
+                    // Not on a terminal: NEW once, CHG for a change worth a line.
+                    let now = Shown(
+                        data: device.advertisingData, scanResponse: device.scanResponseData, connectable: device.isConnectable,
+                        rssi: options.rssiChanges ? device.rssi : nil)
+                    let before = shown[device.address]
+                    guard before != now else { continue }
+                    shown[device.address] = now
+                    let time = format3(seconds(clock.now - started))
+                    output.writeLine((before == nil ? "NEW " : "CHG ") + time + "  " + Self.line(device, identity: identity))
                 }
             case .ended(let error):
                 failure = error
@@ -70,8 +108,12 @@ struct ScanCommand {
             }
             output.flush()
         }
+        ticker?.cancel()
         events.finish()
         if live { table.finish(output: &output) }
+        if !live, !global.json, !options.allReports {
+            output.writeLine("\(shown.count) device\(shown.count == 1 ? "" : "s")")
+        }
         await adapter.close()
         if let directory = global.addressCacheDirectory {
             do {
@@ -175,12 +217,26 @@ struct ScanCommand {
         return parts.joined(separator: "  ")
     }
 
+    /// The AD structures of `data`, decoded as `dump` prints them, one indented line each.
+    static func structures(_ data: [UInt8]) -> [String] {
+        guard !data.isEmpty else { return [] }
+        let ad = AdvertisingData(data)
+        return ad.structures.map { "    " + visible("\($0)") } + ad.problems.map { "    malformed AD: \($0)" }
+    }
+
     static func line(_ report: ScanReport) -> String {
         let summary = AdvertisingData(report.data).summary
         return "\(report.kind.rawValue.padding(toLength: 15)) \(report.address) \(report.addressType)"
             + (report.rssi.map { " \($0) dBm" } ?? "") + (summary.name.map { " \"\(visible($0))\"" } ?? "")
             + " " + Hex.encode(report.data)
     }
+}
+
+/// `1.234`.
+func format3(_ seconds: Double) -> String {
+    let millis = Int64((seconds * 1000).rounded())
+    let fraction = String(millis % 1000)
+    return "\(millis / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
 }
 
 private func seconds(_ duration: Duration) -> Double {
@@ -206,7 +262,18 @@ struct LiveTable {
         drawn = order.count + 1
     }
 
+    /// Redraws the status line alone (the countdown's tick).
+    mutating func redraw(status: String?, output: inout BufferedOutput) {
+        guard enabled else { return }
+        if drawn > 0 { output.write("\u{1B}[1A") }
+        output.write("\u{1B}[2K" + "\(order.count) device\(order.count == 1 ? "" : "s")" + (status.map { ", " + $0 } ?? "") + "\n")
+        drawn = max(drawn, 1)
+        output.flush()
+    }
+
+    /// Leaves the table clean: the status line says the scan ended.
     mutating func finish(output: inout BufferedOutput) {
+        redraw(status: "done", output: &output)
         output.flush()
     }
 }
@@ -218,6 +285,8 @@ public struct ScanCommandOptions: Equatable, Sendable {
     public var minimumRSSI: Int?
     public var passive = false
     public var allReports = false
+    /// `--rssi-changes`: an RSSI change alone is worth a `CHG` line.
+    public var rssiChanges = false
 
     public init() {}
 }
