@@ -175,15 +175,97 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
     let diagnostics = SessionDiagnostics(
         errors: errors, json: options.json, strict: options.strict)
     let injected = CommandConnection.injectedCentral
+    let interrupts = Interrupts(for: invocation.command)
     let result = runAsync { () async -> (Int32, BufferedOutput) in
-        await CommandConnection.$injectedCentral.withValue(injected) {
-            await SessionDiagnostics.$current.withValue(diagnostics) {
-                await runGATTCommand(invocation, output: initial, errors: errors, diagnostics: diagnostics)
+        let work = Task {
+            await Interrupts.$current.withValue(interrupts) {
+                await CommandConnection.$injectedCentral.withValue(injected) {
+                    await SessionDiagnostics.$current.withValue(diagnostics) {
+                        await runGATTCommand(invocation, output: initial, errors: errors, diagnostics: diagnostics)
+                    }
+                }
+            }
+        }
+        interrupts.start(cancelling: work)
+        let value = await work.value
+        interrupts.stop()
+        return value
+    }
+    output = result.1
+    // Ctrl-C (or SIGTERM): 130 once the command has cleaned up, except where ending there is
+    // the command's normal end (scan, subscribe, uart).
+    if interrupts.happened, !interrupts.endsNormally {
+        output.flush()
+        printError("gattclient: interrupted", to: errors)
+        return 130
+    }
+    return result.0
+}
+
+/// Ctrl-C and SIGTERM while a command runs. `scan`, `subscribe` and `uart` wait for them by
+/// design and end 0; `sensortag` stops on its own (switching its sensors off), then the run ends
+/// 130; every other command's task is cancelled, cleans up, and the run ends 130.
+final class Interrupts: Sendable {
+    /// The run's interrupt handling: a command's own wait (``CommandEvents``) listens to it
+    /// rather than installing signal handling of its own (two handlers for one signal lose it).
+    @TaskLocal static var current: Interrupts?
+
+    let endsNormally: Bool
+    let stopsByItself: Bool
+    private let state = Mutex<
+        (happened: Bool, sources: [any DispatchSourceSignal], previous: [(Int32, sighandler_t?)], listeners: [Int: @Sendable () -> Void], next: Int)
+    >((false, [], [], [:], 0))
+
+    /// Calls `listener` at every Ctrl-C or SIGTERM until `removeListener` with the returned key.
+    func addListener(_ listener: @escaping @Sendable () -> Void) -> Int {
+        state.withLock { state in
+            state.next += 1
+            state.listeners[state.next] = listener
+            return state.next
+        }
+    }
+
+    func removeListener(_ key: Int) {
+        state.withLock { _ = $0.listeners.removeValue(forKey: key) }
+    }
+
+    init(for command: Command) {
+        switch command {
+        case .scan, .subscribe, .uart: (endsNormally, stopsByItself) = (true, true)
+        case .sensortag: (endsNormally, stopsByItself) = (false, true)
+        default: (endsNormally, stopsByItself) = (false, false)
+        }
+    }
+
+    var happened: Bool { state.withLock { $0.happened } }
+
+    func start(cancelling work: Task<(Int32, BufferedOutput), Never>) {
+        state.withLock { state in
+            for number in [SIGINT, SIGTERM] {
+                state.previous.append((number, signal(number, SIG_IGN)))
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { [self] in
+                    let listeners = self.state.withLock { state in
+                        state.happened = true
+                        return Array(state.listeners.values)
+                    }
+                    for listener in listeners { listener() }
+                    if !self.stopsByItself { work.cancel() }
+                }
+                source.resume()
+                state.sources.append(source)
             }
         }
     }
-    output = result.1
-    return result.0
+
+    func stop() {
+        state.withLock { state in
+            for source in state.sources { source.cancel() }
+            for (number, handler) in state.previous { signal(number, handler ?? SIG_DFL) }
+            state.sources.removeAll()
+            state.previous.removeAll()
+        }
+    }
 }
 
 /// The body of ``runGATT(_:output:errors:)``, inside its diagnostics: the command, then the

@@ -1,6 +1,11 @@
 import BLE
 import Foundation
 import Testing
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @testable import GATTClientCLI
 
@@ -112,5 +117,44 @@ struct ScanSecondPassTests {
             #expect(terminal.screen.contains(left), "\(left): \(terminal.screen.suffix(300))")
         }
         #expect(terminal.screen.contains("2 devices, done"), "the table ends clean: \(terminal.screen.suffix(200))")
+    }
+}
+
+/// Issue 19 item 6: Ctrl-C ends every command after its cleanup with exit 130, except where it is
+/// the normal end (scan, subscribe, uart: exit 0). The built `gattclient`, as a child process.
+@Suite("gattclient and Ctrl-C", .serialized, .timeLimit(.minutes(2)))
+struct InterruptTests {
+    /// The `gattclient` built next to this test bundle.
+    static var binary: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("gattclient").path
+    }
+
+    /// Runs gattclient with `arguments`, sends SIGINT after `after` seconds; the exit code, the
+    /// seconds from the signal to the exit, and standard error.
+    static func interrupt(_ arguments: [String], after: Double) throws -> (code: Int32?, seconds: Double) {
+        let child = try ChildProcess([binary, "--no-cache"] + arguments, standardOutput: .null, standardError: .null)
+        defer { child.kill() }
+        usleep(UInt32(after * 1_000_000))
+        let sent = ContinuousClock.now
+        kill(child.pid, SIGINT)
+        let code = child.wait(timeout: 20)
+        let elapsed = ContinuousClock.now - sent
+        return (code, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    @Test func ctrlCEndsEveryCommand() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "no gattclient at \(Self.binary)")
+        for (arguments, code) in [
+            (["demo"], Int32(130)),
+            (["--transport", "sim", "read", "C0:00:00:00:00:09/random", "2A00"], 130),
+            (["--transport", "sim", "sensortag", "54:6C:0E:9A:3B:01", "--duration", "30"], 130),
+            (["--transport", "sim", "scan", "--duration", "30"], 0),
+            (["--transport", "sim", "subscribe", "54:6C:0E:9A:3B:01", "0x0025"], 0),
+        ] {
+            let result = try Self.interrupt(arguments, after: 2)
+            #expect(result.code == code, "\(arguments): \(String(describing: result.code))")
+            #expect(result.seconds < 10, "\(arguments) took \(result.seconds) s after Ctrl-C")
+        }
     }
 }

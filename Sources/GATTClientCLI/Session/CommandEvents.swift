@@ -25,6 +25,11 @@ final class CommandEvents<Value: Sendable>: Sendable {
     private let tasks = Mutex<[Task<Void, Never>]>([])
     /// Dispatch sources are thread-safe; the array is written once, in `init`.
     private nonisolated(unsafe) let signalSources: [any DispatchSourceSignal]
+    /// SIGINT's and SIGTERM's handling before (restored by `finish`: the runner may be
+    /// ignoring them for its own Ctrl-C handling).
+    private let previousHandlers: [(Int32, sighandler_t?)]
+    /// The runner's interrupt handling this wait listens to (nil: it handles signals itself).
+    private let listening: (Interrupts, Int)?
 
     init(duration: Double?) {
         (stream, continuation) = AsyncStream.makeStream(of: CommandEvent<Value>.self, bufferingPolicy: .unbounded)
@@ -37,8 +42,17 @@ final class CommandEvents<Value: Sendable>: Sendable {
             tasks.withLock { $0.append(timer) }
         }
         var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
+        var previous: [(Int32, sighandler_t?)] = []
+        var listened: (Interrupts, Int)?
+        if let interrupts = Interrupts.current {
+            // The runner owns Ctrl-C: listen to it.
+            let continuation = continuation
+            let key = interrupts.addListener { continuation.yield(.interrupted) }
+            listened = (interrupts, key)
+        }
+        listening = listened
+        for number in [SIGINT, SIGTERM] where listened == nil {
+            previous.append((number, signal(number, SIG_IGN)))
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             let continuation = continuation
             source.setEventHandler { continuation.yield(.interrupted) }
@@ -46,6 +60,7 @@ final class CommandEvents<Value: Sendable>: Sendable {
             sources.append(source)
         }
         signalSources = sources
+        previousHandlers = previous
     }
 
     /// Feeds every element of `sequence` as `.value`, then `.ended`.
@@ -68,8 +83,8 @@ final class CommandEvents<Value: Sendable>: Sendable {
     func finish() {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         for source in signalSources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        for (number, handler) in previousHandlers { signal(number, handler ?? SIG_DFL) }
+        if let (interrupts, key) = listening { interrupts.removeListener(key) }
         continuation.finish()
     }
 }
