@@ -19,6 +19,12 @@ public func runGATTClient(
     do {
         invocation = try parse(arguments)
     } catch {
+        // Under --json (as far as the words say), the usage error is an error line too.
+        if arguments.contains("--json") {
+            var output = BufferedOutput(fileDescriptor: standardOutput)
+            _ = fail(CommandFailure(error.message, kind: "usage", exitCode: .usage), json: true, output: &output, errors: -1)
+            output.flush()
+        }
         printError("gattclient: \(error.message)", to: standardError)
         printError("Run 'gattclient --help' for usage.", to: standardError)
         return ExitCode.usage.rawValue
@@ -75,6 +81,7 @@ func fail(_ failure: CommandFailure, json: Bool, output: inout BufferedOutput, e
     if json {
         var writer = JSONWriter()
         writer.beginObject()
+        writer.field("kind", "error")
         writer.beginObject("error")
         writer.field("message", failure.message)
         writer.field("kind", failure.kind)

@@ -36,6 +36,22 @@ import Testing
         #expect(text.stdout.hasPrefix("\(Self.capture): 0 records shown by --att-only"), "\(text.stdout)")
     }
 
+    /// Item 12: dump's records keep Wireshark's string `time` and add a numeric `t` (seconds
+    /// since the first record); the summary is a `summary` line.
+    @Test func dumpRecordsHaveANumericTime() async throws {
+        let run = await runInProcess(["--json", "dump", Self.capture])
+        let records = try run.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(!records.isEmpty)
+        let timed = records.filter { $0["time"] != nil }
+        #expect(!timed.isEmpty && timed.allSatisfy { $0["time"] is String && $0["t"] is Double })
+        // The same instant as Wireshark's string (seconds since the capture's first record).
+        #expect(timed.allSatisfy { abs(($0["t"] as? Double ?? -1) - (Double($0["time"] as? String ?? "") ?? -2)) < 1e-6 })
+        let summary = try await Self.summary([])
+        #expect(summary["kind"] as? String == "summary")
+    }
+
     @Test func recordIsRefusedWhereItWouldWriteNothingOrTheWrongFormat() {
         #expect(throws: UsageError("--record keeps a live session's HCI traffic; dump reads a capture and has none to record (copy the file instead)")) {
             try parse(["--record", "/tmp/x.btsnoop", "dump", "a.btsnoop"])

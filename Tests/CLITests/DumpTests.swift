@@ -59,7 +59,7 @@ func oracleDifferences(ours: [[String: Any]], oracle: [[String: Any]]) -> [Strin
             differences.append("extra \(key)")
             continue
         }
-        for (field, value) in record where !["ws", "info", "time", "gatt"].contains(field) {
+        for (field, value) in record where !["ws", "info", "time", "t", "gatt"].contains(field) {
             let other = expected[field] ?? NSNull()
             if !sameJSON(value, other) {
                 differences.append("\(key) \(field): ours \(value) oracle \(other)")

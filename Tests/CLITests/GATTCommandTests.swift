@@ -80,7 +80,7 @@ final class InMemoryCentral: Central, @unchecked Sendable {
         let read = try await run {
             try await ReadCommand(peer: Self.peer, central: central, target: .uuid(0x2A19)).run(options: options, replayMatchAny: false, output: &$0)
         }
-        let values = try #require(try jsonObjects(read).first?["values"] as? [[String: Any]])
+        let values = try jsonObjects(read).filter { $0["kind"] as? String == "value" }
         #expect(values.first?["value"] as? String == "5c")
         let write = try await run {
             try await WriteCommand(peer: Self.peer, central: central, target: .uuid(SensorTag.uuid(0xAA02)), value: [0x01])

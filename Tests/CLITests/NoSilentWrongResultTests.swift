@@ -75,7 +75,7 @@ import TestSupport
         // two values only; the third used to disappear with exit 0.
         let short = await runInProcess(["--json", "--transport", "sim", "read", Self.tag, "--multiple", "0x0003,0x0021,0x001a"])
         #expect(short.code == 0, "\(short.stderr)")
-        let values = try #require(Self.objects(short.stdout).first?["values"] as? [[String: Any]])
+        let values = Self.objects(short.stdout).filter { $0["kind"] as? String == "value" }
         #expect(values.compactMap { $0["handle"] as? Int } == [0x0003, 0x0021, 0x001A])
         #expect(values[0]["value"] as? String == Hex.encode(Array("CC2650 SensorTag".utf8)))
         #expect((values[1]["value"] as? String)?.count == 2, "the battery level, one octet")
@@ -86,7 +86,7 @@ import TestSupport
         let five = await runInProcess(
             ["--json", "--transport", "sim", "read", Self.tag, "--multiple", "0x0003,0x0021,0x001a,0x0010,0x0005"])
         #expect(five.code == 0, "\(five.stderr)")
-        let all = try #require(Self.objects(five.stdout).first?["values"] as? [[String: Any]])
+        let all = Self.objects(five.stdout).filter { $0["kind"] as? String == "value" }
         #expect(all.compactMap { $0["handle"] as? Int } == [0x0003, 0x0021, 0x001A, 0x0010, 0x0005])
         #expect(all[3]["value"] as? String == Hex.encode(Array("CC2650 SensorTag".utf8)))
         #expect(all[4]["value"] as? String == "0000")
@@ -111,7 +111,7 @@ import TestSupport
         let tolerated = await Self.run(arguments, through: central)
         #expect(tolerated.code == 0, "\(tolerated.stderr)")
         let objects = Self.objects(tolerated.stdout)
-        let read = try #require(objects.last?["values"] as? [[String: Any]])
+        let read = objects.filter { $0["kind"] as? String == "value" }
         #expect(read.compactMap { $0["value"] as? String } == [Hex.encode(a), Hex.encode(b)])
         #expect(objects.first?["event"] as? String == "protocolViolation")
         #expect((objects.first?["message"] as? String)?.contains("exceeds ATT_MTU 23") == true)
@@ -151,7 +151,7 @@ import TestSupport
         #expect(single.code == 0, "\(single.stderr)")
         #expect(Self.objects(single.stdout).first?["value"] as? String == Hex.encode(Array(Self.longValue.prefix(22))))
         let byUUID = await Self.run(["--json", "read", peer, "FFF1"], through: central)
-        #expect((Self.objects(byUUID.stdout).first?["values"] as? [[String: Any]])?.first?["value"] as? String == Hex.encode(Self.longValue))
+        #expect(Self.objects(byUUID.stdout).first { $0["kind"] as? String == "value" }?["value"] as? String == Hex.encode(Self.longValue))
         #expect(await runInProcess(["read", peer, "0x0022", "--long", "--no-long"]).code == 64)
         #expect(await runInProcess(["read", peer, "--multiple", "3,5", "--no-long"]).code == 64)
     }

@@ -62,7 +62,7 @@ struct CLIInteropTests {
         let handles = "0x0003,0x0010,0x0012,0x0014,0x0016"
         let read = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "read", "\(address)", "--multiple", handles])
         #expect(read.code == 0, "\(read.stderr)")
-        let values = try #require(Self.objects(read.stdout).last?["values"] as? [[String: Any]])
+        let values = Self.objects(read.stdout).filter { $0["kind"] as? String == "value" }
         #expect(values.compactMap { $0["handle"] as? Int } == [0x0003, 0x0010, 0x0012, 0x0014, 0x0016])
         let texts = values.compactMap { ($0["value"] as? String).flatMap(Hex.decode).map { String(decoding: $0, as: UTF8.self) } }
         #expect(texts == ["CC2650 SensorTag", "CC2650 SensorTag", "N.A.", "1.40 (Jun 21 2017)", "PCB 1.2/1.3"])
@@ -80,7 +80,7 @@ struct CLIInteropTests {
         let address = try #require(peer.devices["sensortag"])
         let read = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "read", "\(address)", "2A29"])
         #expect(read.code == 0, "\(read.stderr)")
-        let values = Self.objects(read.stdout).first?["values"] as? [[String: Any]]
+        let values = Optional(Self.objects(read.stdout).filter { $0["kind"] as? String == "value" })
         #expect(values?.first?["value"] as? String == Hex.encode(Array("Texas Instruments".utf8)))
         let write = await Self.gattclient(
             ["--json", "--transport", "\(peer.uri)", "write", "\(address)", "F000AA02-0451-4000-B000-000000000000", "01"])
@@ -95,7 +95,7 @@ struct CLIInteropTests {
         let text = "F then L then R then S, a line longer than one ATT_MTU"
         let result = await Self.gattclient(["--transport", "\(peer.uri)", "uart", "\(address)/random", "--send", text, "--duration", "1.5"])
         #expect(result.code == 0, "\(result.stderr)")
-        #expect(result.stdout == text)
+        #expect(result.stdout == text + "\n", "text ends with a newline")
         let button = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "uart", "\(address)/random", "--controller", "button:1"])
         #expect(Self.objects(button.stdout).first?["text"] as? String == "!B11:")
     }

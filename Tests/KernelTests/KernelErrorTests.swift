@@ -21,13 +21,20 @@ struct KernelErrorMessageTests {
         arguments: [
             (KernelOperation.listAdapters, "listing Bluetooth adapters"),
             (.openHCISocket(channel: .raw, device: 0), "opening the raw HCI channel on hci0"),
-            (.openHCISocket(channel: .monitor, device: nil), "opening the monitor HCI channel"),
             (.openHCISocket(channel: .control, device: nil), "opening the management HCI channel"),
             (.openL2CAP(adapter: .zero), "opening an L2CAP LE socket"),
         ])
     func noBluetooth(_ operation: KernelOperation, _ prefix: String) {
         let error = KernelBluetoothError.system(operation: operation, errno: .addressFamilyNotSupported)
         #expect(error.description == "\(prefix): \(Self.noBluetooth)")
+        #expect(error.kind == .unavailable)
+    }
+
+    /// monitor has no transport to change: its message does not advise one (issue 19, item 10).
+    @Test func noBluetoothForTheMonitor() {
+        let error = KernelBluetoothError.system(operation: .openHCISocket(channel: .monitor, device: nil), errno: .addressFamilyNotSupported)
+        #expect(error.description.hasPrefix("opening the monitor HCI channel: this kernel has no Bluetooth support (AF_BLUETOOTH)"))
+        #expect(!error.description.contains("--transport"))
         #expect(error.kind == .unavailable)
     }
 

@@ -29,9 +29,7 @@ func expectTypedKernelError(_ error: KernelBluetoothError, _ operation: KernelOp
     #expect(failed == operation)
     switch errno.rawValue {
     case EAFNOSUPPORT:
-        #expect(
-            error.description
-                == "\(operation): this kernel has no Bluetooth support (AF_BLUETOOTH); use --transport sim or tcp:HOST:PORT")
+        #expect(error.description.hasPrefix("\(operation): this kernel has no Bluetooth support (AF_BLUETOOTH)"))
     case ENODEV, EPERM, EACCES, EBUSY, EALREADY, EUSERS, ERFKILL, EPROTONOSUPPORT, EHOSTUNREACH, ENETDOWN:
         #expect(error.description.hasPrefix("\(operation): "))
     default:

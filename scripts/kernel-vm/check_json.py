@@ -78,17 +78,17 @@ def services(path, expected_path):
 
 
 def value(path, hex_value):
-    with open(path) as file:
-        document = json.load(file)
-    if 'values' in document:  # read by UUID: every matching handle
-        document = document['values'][0] if len(document['values']) == 1 else {'value': document['values']}
+    # `read --json`: one {"kind":"value",...} line per handle (issue 19's one schema).
+    values = [d for d in json_lines(path) if d.get('kind') == 'value']
+    document = values[0] if len(values) == 1 else {'value': [d.get('value') for d in values]}
     got = str(document.get('value', '')).lower().replace(' ', '')
     return got == hex_value.lower(), f'value {got} (want {hex_value.lower()}), document {document}'
 
 
 def notifications(path, handle, count):
     documents = json_lines(path)
-    mine = [d for d in documents if d.get('handle') == int(handle, 0) and not d.get('indication')]
+    mine = [d for d in documents if d.get('kind') == 'notification' and d.get('handle') == int(handle, 0)
+            and not d.get('indication')]
     return len(mine) >= int(count), f'{len(mine)} notifications of handle {handle}: {[d.get("value") for d in mine]}'
 
 

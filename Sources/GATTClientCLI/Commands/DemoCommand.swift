@@ -65,26 +65,25 @@ struct DemoCommand {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: false, central: central)
         let strings: [BluetoothUUID] = [0x2A29, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28]
         do {
-            var json = JSONWriter()
-            json.beginObject()
-            json.beginArray("deviceInformation")
             for uuid in strings {
                 guard let entry = try await session.client.read(uuid: uuid).first else { continue }
                 let text = String(decoding: entry.value, as: UTF8.self)
                 if options.json {
+                    // The same `value` line `read` prints.
+                    var json = JSONWriter()
                     json.beginObject()
+                    json.field("kind", "value")
+                    json.field("handle", Int(entry.handle))
                     json.field("uuid", jsonUUID(uuid))
                     json.field("name", GATTNames.name(for: uuid) ?? jsonUUID(uuid))
-                    json.field("handle", Int(entry.handle))
                     json.field("value", hex: entry.value)
+                    if let decoded = ValueText.decoded(entry.value, uuid: uuid) { json.field("decoded", decoded) }
                     json.endObject()
+                    output.writeLine(bytes: json.bytes)
                 } else {
                     output.writeLine((GATTNames.name(for: uuid) ?? jsonUUID(uuid)).padding(toLength: 28) + visible(text))
                 }
             }
-            json.endArray()
-            json.endObject()
-            if options.json { output.writeLine(bytes: json.bytes) }
         } catch {
             await session.close()
             throw CommandFailure.from(error, doing: "reading the device information of \(peer)")

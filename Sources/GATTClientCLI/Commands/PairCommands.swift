@@ -199,6 +199,7 @@ struct PairCommand {
         if global.json {
             var json = JSONWriter()
             json.beginObject()
+            json.field("kind", "summary")
             json.field("peer", bond.peer.description)
             json.field("identity", bond.identity.description)
             json.field("paired", fresh)
@@ -229,7 +230,11 @@ struct BondsCommand {
         let bonds = await adapter.bonds()
         await adapter.close()
         if global.json {
-            for bond in bonds { output.writeLine(bytes: bond.json.encoded()) }
+            for bond in bonds {
+                // The bond file's members, after "kind".
+                guard case .object(let members) = bond.json else { continue }
+                output.writeLine(bytes: JSONValue.object([("kind", .string("bond"))] + members).encoded())
+            }
             return
         }
         if bonds.isEmpty {
@@ -263,6 +268,7 @@ struct UnpairCommand {
         if global.json {
             var json = JSONWriter()
             json.beginObject()
+            json.field("kind", "summary")
             json.field("unpaired", peer.address.description)
             json.endObject()
             output.writeLine(bytes: json.bytes)

@@ -304,6 +304,7 @@ struct PeripheralCommand {
                 if global.json {
                     var json = JSONWriter()
                     json.beginObject()
+                    json.field("kind", "answer")
                     json.field("command", line)
                     if case .error(let error) = answer {
                         json.field("result", "error")
@@ -433,6 +434,7 @@ struct PeripheralCommand {
         if json {
             var writer = JSONWriter()
             writer.beginObject()
+            writer.field("kind", "event")
             writer.field("event", event)
             for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
                 switch value {

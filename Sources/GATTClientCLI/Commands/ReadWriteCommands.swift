@@ -23,13 +23,11 @@ struct ReadCommand {
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         var values: [(UInt16, [UInt8])] = []
-        var single = false
         var uuid: BluetoothUUID?
         do {
             // A refusal for the link's security raises it (bond, else pairing) and reads again.
             let client = session.client
             let (multiple, target, long, noLong) = (multiple, target, long, noLong)
-            if case .handle? = target, multiple.isEmpty { single = true }
             if multiple.isEmpty, case .uuid(let wanted)? = target { uuid = wanted }
             values = try await session.peripheral.securing(doing: "reading from \(peer)") {
                 () async throws -> [HandleValue] in
@@ -65,23 +63,21 @@ struct ReadCommand {
         // The violations met on the way, as `event` lines before the result.
         SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
-            var json = JSONWriter()
-            json.beginObject()
-            if single, let (handle, value) = values.first {
+            // One line per handle, however asked (by handle, by UUID, --multiple).
+            for (handle, value) in values {
+                var json = JSONWriter()
+                json.beginObject()
+                json.field("kind", "value")
                 json.field("handle", Int(handle))
-                json.field("value", hex: value)
-            } else {
-                json.beginArray("values")
-                for (handle, value) in values {
-                    json.beginObject()
-                    json.field("handle", Int(handle))
-                    json.field("value", hex: value)
-                    json.endObject()
+                if let uuid {
+                    json.field("uuid", jsonUUID(uuid))
+                    if let name = GATTNames.name(for: uuid) { json.field("name", name) }
                 }
-                json.endArray()
+                json.field("value", hex: value)
+                if let decoded = ValueText.decoded(value, uuid: uuid) { json.field("decoded", decoded) }
+                json.endObject()
+                output.writeLine(bytes: json.bytes)
             }
-            json.endObject()
-            output.writeLine(bytes: json.bytes)
         } else {
             for (handle, value) in values {
                 output.writeLine("0x\(hex(handle, 4)): " + ValueText.describe(value, uuid: uuid))
@@ -157,6 +153,7 @@ struct WriteCommand {
         if options.json {
             var json = JSONWriter()
             json.beginObject()
+            json.field("kind", "write")
             json.field("handle", Int(handle))
             json.field("length", value.count)
             json.endObject()
@@ -172,6 +169,19 @@ struct WriteCommand {
 /// Values for people: hex, the text when it is printable, and the decoded reading of a
 /// characteristic we know.
 enum ValueText {
+    /// The value decoded: a SensorTag reading, else its text when it is printable; nil otherwise.
+    static func decoded(_ value: [UInt8], uuid: BluetoothUUID?) -> String? {
+        if let uuid, let sensor = SensorTag.sensor(data: uuid), let reading = SensorTag.decode(sensor, value) {
+            return "\(reading)"
+        }
+        if !value.isEmpty, let string = String(validating: value, as: UTF8.self),
+            string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+        {
+            return string
+        }
+        return nil
+    }
+
     static func describe(_ value: [UInt8], uuid: BluetoothUUID?) -> String {
         var text = value.isEmpty ? "(empty)" : Hex.encode(value)
         if let uuid, let sensor = SensorTag.sensor(data: uuid), let reading = SensorTag.decode(sensor, value) {

@@ -72,7 +72,7 @@ struct ScanCommand {
             case .value(.scan(.report(let report))):
                 guard options.allReports, passes(report) else { continue }
                 if global.json {
-                    output.writeLine(bytes: Self.json(report))
+                    output.writeLine(bytes: Self.json(report, time: seconds(clock.now - started)))
                 } else {
                     output.writeLine(Self.line(report))
                     for line in Self.structures(report.data) { output.writeLine(line) }
@@ -83,7 +83,7 @@ struct ScanCommand {
                 // A bonded peer's resolvable private address: the identity behind it.
                 let identity = await adapter.resolvedIdentity(of: PeerAddress(address: device.address, type: device.addressType))
                 if global.json {
-                    output.writeLine(bytes: Self.json(device, identity: identity))
+                    output.writeLine(bytes: Self.json(device, identity: identity, time: seconds(clock.now - started)))
                 } else if live {
                     let left = options.duration.map { max(0, $0 - seconds(clock.now - started)) }
                     table.update(
@@ -140,9 +140,11 @@ struct ScanCommand {
 
     // MARK: output
 
-    static func json(_ device: DiscoveredDevice, identity: PeerAddress? = nil) -> [UInt8] {
+    static func json(_ device: DiscoveredDevice, identity: PeerAddress? = nil, time: Double? = nil) -> [UInt8] {
         var json = JSONWriter()
         json.beginObject()
+        json.field("kind", "device")
+        if let time { json.field("time", (time * 1000).rounded() / 1000) }
         json.field("address", device.address.description)
         json.field("addressType", device.addressType.description)
         if let identity {
@@ -159,9 +161,11 @@ struct ScanCommand {
         return json.bytes
     }
 
-    static func json(_ report: ScanReport) -> [UInt8] {
+    static func json(_ report: ScanReport, time: Double? = nil) -> [UInt8] {
         var json = JSONWriter()
         json.beginObject()
+        json.field("kind", "report")
+        if let time { json.field("time", (time * 1000).rounded() / 1000) }
         json.field("address", report.address.description)
         json.field("addressType", report.addressType.addressType?.description ?? "\(report.addressType)")
         json.field("eventType", report.kind.rawValue)

@@ -95,6 +95,7 @@ struct SensorTagCommand {
                     if options.json {
                         var json = JSONWriter()
                         json.beginObject()
+                        json.field("kind", "reading")
                         json.field("sensor", reading.sensor.rawValue)
                         json.field("time", (seconds * 1_000_000).rounded() / 1_000_000)
                         Self.write(decoded, into: &json)

@@ -37,7 +37,9 @@ struct ServicesCommand {
     static func json(_ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int) -> [UInt8] {
         var json = JSONWriter(capacity: 4096)
         json.beginObject()
+        json.field("kind", "services")
         json.field("address", peer.address.description)
+        json.field("addressType", peer.type == .random ? "random" : "public")
         json.field("mtu", mtu)
         json.field("attRequests", requests)
         json.beginArray("services")

@@ -85,6 +85,7 @@ struct SubscribeCommand {
                 if options.json {
                     var json = JSONWriter()
                     json.beginObject()
+                    json.field("kind", "notification")
                     json.field("handle", Int(notification.handle))
                     json.field("value", hex: notification.value)
                     json.field("indication", notification.isIndication)

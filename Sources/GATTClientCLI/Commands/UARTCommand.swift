@@ -104,6 +104,7 @@ struct UARTCommand {
                     if options.json {
                         var json = JSONWriter()
                         json.beginObject()
+                        json.field("kind", "notification")
                         json.field("handle", Int(notification.handle))
                         json.field("value", hex: notification.value)
                         if let text = String(validating: notification.value, as: UTF8.self) { json.field("text", text) }

@@ -77,7 +77,10 @@ struct OracleRecordWriter {
             json.endObject()
             return
         }
-        json.field("time", microseconds: microseconds(of: record))
+        let micros = microseconds(of: record)
+        json.field("time", microseconds: micros)
+        // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
+        json.field("t", Double(micros) / 1_000_000)
         json.field("transport", transport)
         json.field("subevent", Int(item.subevent.rawValue))
         json.field("subevent_name", Self.subeventNames[item.subevent.rawValue] ?? "UNKNOWN")
@@ -148,7 +151,10 @@ struct OracleRecordWriter {
             json.endObject()
             return
         }
-        json.field("time", microseconds: microseconds(of: record))
+        let micros = microseconds(of: record)
+        json.field("time", microseconds: micros)
+        // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
+        json.field("t", Double(micros) / 1_000_000)
         json.field("transport", transport)
         switch item.direction {
         case .sent: json.field("dir", "host_to_controller")

@@ -93,6 +93,7 @@ struct CaptureSummary {
         if json {
             var writer = JSONWriter()
             writer.beginObject()
+            writer.field("kind", "summary")
             writer.field("file", file)
             if let filter { writer.field("filter", filter) }
             writer.field("records", records)

@@ -101,7 +101,9 @@ struct CommandConnection {
     }
 
     /// Connects to `peer`: with the type given, or — for a bare address — the type the cache has
-    /// from a recent scan, else both types (``Adapter/connect(to:timeout:)-(BluetoothAddress,_)``).
+    /// from a recent scan, else the type a short scan (a third of the timeout, at most 5 s) sees,
+    /// else both types (``Adapter/connect(to:timeout:)-(BluetoothAddress,_)``; some controllers,
+    /// Bumble's among them, ignore the Filter Accept List when connecting, hence the scan first).
     /// On a terminal, `connecting to ADDR…` after a second without a link. A connect that times
     /// out with one type, where a scan or a bond saw the other, says `did you mean ADDR/TYPE?`.
     static func connect(
@@ -122,7 +124,17 @@ struct CommandConnection {
         }
         defer { progress.cancel() }
         do {
-            if bare { return try await adapter.connect(to: given.address, timeout: timeout) }
+            if bare {
+                // Not in the cache: a short scan finds the type (and fills the cache); a device
+                // not seen is tried with both types.
+                let started = ContinuousClock.now
+                if let seen = await Self.scanForType(of: given.address, on: adapter, within: min(timeout / 3, .seconds(5))) {
+                    try? cache?.record([given.address: seen], seen: Int(time(nil)))
+                    return try await adapter.connect(
+                        to: PeerAddress(address: given.address, type: seen), timeout: timeout - (ContinuousClock.now - started))
+                }
+                return try await adapter.connect(to: given.address, timeout: timeout - (ContinuousClock.now - started))
+            }
             return try await adapter.connect(to: peer, timeout: timeout)
         } catch {
             guard !bare, error.kind == "connect" || error.kind == "timeout" else { throw error }
@@ -134,6 +146,19 @@ struct CommandConnection {
                     + "(\(bonded ? "the bond" : "a scan") saw it as a \(other == .random ? "random" : "public") address)",
                 kind: error.kind, exitCode: error.exitCode)
         }
+    }
+
+    /// The address type `address` advertises with, from a scan of at most `limit`; nil when it
+    /// was not seen (or the transport cannot scan).
+    static func scanForType(of address: BluetoothAddress, on adapter: Adapter, within limit: Duration) async -> AddressType? {
+        do {
+            for try await advertisement in await adapter.scan(ScanOptions(duration: limit)) where advertisement.peer.address == address {
+                return advertisement.peer.type
+            }
+        } catch {
+            return nil
+        }
+        return nil
     }
 
     /// The adapter of a command: over `central` when one is given, else `--transport`'s.

@@ -47,6 +47,7 @@ final class SessionDiagnostics: Sendable {
         let message = "protocol violation by \(peer): \(text)"
         var writer = JSONWriter()
         writer.beginObject()
+        writer.field("kind", "event")
         writer.field("event", "protocolViolation")
         writer.field("peer", peer)
         writer.field("message", text)
