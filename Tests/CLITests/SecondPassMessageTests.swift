@@ -11,7 +11,7 @@ import TestSupport
 
 /// Issue 19 (gattclient, second pass), on the simulated SensorTag: waits say what they wait for,
 /// and lookups that find nothing say what the argument was taken for.
-@Suite("gattclient second pass: feedback and messages on sim", .timeLimit(.minutes(2)))
+@Suite("gattclient second pass: feedback and messages on sim", .serialized, .timeLimit(.minutes(2)))
 struct SecondPassMessageTests {
     static let tag = "54:6C:0E:9A:3B:01"
 
@@ -86,7 +86,7 @@ struct SecondPassMessageTests {
 /// Issue 19 item 5: `scan` off a terminal marks lines NEW/CHG with a time and prints a device
 /// again only for a change worth it; it ends with the count; on a terminal the countdown ticks
 /// and the table ends clean; `--all-reports` decodes the AD structures.
-@Suite("gattclient scan: NEW/CHG lines, ticking countdown, decoded reports", .timeLimit(.minutes(2)))
+@Suite("gattclient scan: NEW/CHG lines, ticking countdown, decoded reports", .serialized, .timeLimit(.minutes(2)))
 struct ScanSecondPassTests {
     @Test func pipedScanMarksNewAndChangedDevicesOnce() async throws {
         let run = await runInProcess(["--transport", "sim", "scan", "--duration", "2"])
@@ -130,20 +130,23 @@ struct InterruptTests {
         return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("gattclient").path
     }
 
-    /// Runs gattclient with `arguments`, sends SIGINT after `after` seconds; the exit code, the
-    /// seconds from the signal to the exit, and standard error.
-    static func interrupt(_ arguments: [String], after: Double) throws -> (code: Int32?, seconds: Double) {
+    /// Runs gattclient with `arguments`, sends SIGINT after `after` seconds; the exit code and the
+    /// seconds from the signal to the exit. Waits on a thread of its own: blocking a concurrency
+    /// thread would starve the other tests' simulated controllers.
+    static func interrupt(_ arguments: [String], after: Double) async throws -> (code: Int32?, seconds: Double) {
         let child = try ChildProcess([binary, "--no-cache"] + arguments, standardOutput: .null, standardError: .null)
         defer { child.kill() }
-        usleep(UInt32(after * 1_000_000))
+        try await Task.sleep(for: .milliseconds(Int64(after * 1000)))
         let sent = ContinuousClock.now
         kill(child.pid, SIGINT)
-        let code = child.wait(timeout: 20)
+        let code = await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: child.wait(timeout: 20)) }
+        }
         let elapsed = ContinuousClock.now - sent
         return (code, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    @Test func ctrlCEndsEveryCommand() throws {
+    @Test func ctrlCEndsEveryCommand() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "no gattclient at \(Self.binary)")
         for (arguments, code) in [
             (["demo"], Int32(130)),
@@ -152,7 +155,7 @@ struct InterruptTests {
             (["--transport", "sim", "scan", "--duration", "30"], 0),
             (["--transport", "sim", "subscribe", "54:6C:0E:9A:3B:01", "0x0025"], 0),
         ] {
-            let result = try Self.interrupt(arguments, after: 2)
+            let result = try await Self.interrupt(arguments, after: 2)
             #expect(result.code == code, "\(arguments): \(String(describing: result.code))")
             #expect(result.seconds < 10, "\(arguments) took \(result.seconds) s after Ctrl-C")
         }
@@ -162,7 +165,7 @@ struct InterruptTests {
 /// Issue 19 item 12: one JSON schema — every `--json` line of every command carries `kind`; a
 /// read prints one `value` line per handle however asked; `services` has `addressType`; a usage
 /// error under `--json` is an `error` line too.
-@Suite("gattclient --json: one schema", .timeLimit(.minutes(3)))
+@Suite("gattclient --json: one schema", .serialized, .timeLimit(.minutes(3)))
 struct JSONSchemaTests {
     static let tag = "54:6C:0E:9A:3B:01"
     static let board = "E8:7F:3A:21:9C:05/random"
