@@ -15,22 +15,23 @@ public let commandHelpText: [String: String] = [
           (--legacy is refused) and the tool loads the bonds into the kernel at start; where bluetoothd
           runs, its agent pairs (bluetoothctl pair) and keeps the keys.
           examples:
-            gattclient --transport tcp:127.0.0.1:9000 pair F1:5E:C0:0E:00:01/random
-            gattclient --transport hci-user:0 pair 00:11:22:33:44:55 --passkey 123456
+            gattclient --transport sim:thermometer pair C4:7E:11:09:2A:1C/random   # type the passkey the log shows (a terminal)
+            gattclient --transport hci-user:0 pair 00:11:22:33:44:55 --passkey 123456   # needs a controller and a device that pairs
+            gattclient pair 00:11:22:33:44:55   # needs hci0 without bluetoothd, as root
         """,
     "bonds": """
         gattclient bonds
           The bonds of the adapter's controller address: identity, Secure Connections or legacy,
           authenticated or not, key size, when. --json prints each bond file, keys included.
           examples:
-            gattclient --transport tcp:127.0.0.1:9000 bonds
-            gattclient --json --transport hci-user:0 bonds
+            gattclient --transport sim bonds
+            gattclient --json --transport hci-user:0 bonds   # needs a controller (the bonds of its address)
         """,
     "unpair": """
         gattclient unpair ADDR
           Forgets the bond with ADDR (its file is removed); the next --security or pair pairs anew.
           examples:
-            gattclient --transport tcp:127.0.0.1:9000 unpair F1:5E:C0:0E:00:01
+            gattclient --transport sim:thermometer unpair C4:7E:11:09:2A:1C/random   # after pairing with it
         """,
     "demo": """
         gattclient demo
@@ -49,16 +50,17 @@ public let commandHelpText: [String: String] = [
           structures decoded below it as dump does. --name matches part of the name, ignoring case;
           --min-rssi keeps devices at least that strong (e.g. -70). --duration defaults to 10 s.
           examples:
-            gattclient scan --name sensortag
-            gattclient --json --transport tcp:127.0.0.1:9000 scan --duration 3
-            gattclient --transport sim scan --service 6E400001-B5A3-F393-E0A9-E50E24DCCA9E
+            gattclient --transport sim scan --duration 2
+            gattclient --json --transport sim scan --duration 2 --name sensortag
+            gattclient --transport sim scan --duration 2 --service 6E400001-B5A3-F393-E0A9-E50E24DCCA9E
+            gattclient scan --name sensortag   # needs hci0
         """,
     "services": """
         gattclient services ADDR [--random]
           Discovers every service, included service, characteristic and descriptor (fewest ATT requests), and
           prints a tree with SIG names, properties and handles; --json prints the database with attRequests.
           examples:
-            gattclient services 54:6C:0E:12:34:56
+            gattclient --transport sim services 54:6C:0E:9A:3B:01
             gattclient --json --transport sim services E8:7F:3A:21:9C:05/random
         """,
     "read": """
@@ -70,9 +72,9 @@ public let commandHelpText: [String: String] = [
           every handle back in the order asked (a cut value completed with Read Blob, the handles that did not
           fit asked again); one read per handle when the peer rejects it or answers beyond ATT_MTU.
           examples:
-            gattclient read 54:6C:0E:12:34:56 2A19
-            gattclient read 54:6C:0E:12:34:56 0x0021 --long
-            gattclient read 54:6C:0E:12:34:56 --multiple 0x0003,0x0021
+            gattclient --transport sim read 54:6C:0E:9A:3B:01 2A29
+            gattclient --transport sim read 54:6C:0E:9A:3B:01 0x0003 --long
+            gattclient --json --transport sim read 54:6C:0E:9A:3B:01 --multiple 0x0003,0x001a
         """,
     "write": """
         gattclient write ADDR HANDLE|UUID HEX [--no-response | --long | --reliable] [--random]
@@ -83,27 +85,32 @@ public let commandHelpText: [String: String] = [
           prepared writes checked against their echo. A UUID naming several characteristics is refused with
           their handles.
           examples:
-            gattclient write 54:6C:0E:12:34:56 F000AA02-0451-4000-B000-000000000000 01
-            gattclient write E8:7F:3A:21:9C:05/random 6E400002-B5A3-F393-E0A9-E50E24DCCA9E --text F --no-response
+            gattclient --transport sim write 54:6C:0E:9A:3B:01 F000AA02-0451-4000-B000-000000000000 01
+            gattclient --transport sim write E8:7F:3A:21:9C:05/random 6E400002-B5A3-F393-E0A9-E50E24DCCA9E --text F --no-response
         """,
     "subscribe": """
         gattclient subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S] [--random]
-          Writes the CCCD, prints every notification (or indication) with a timestamp and decoded value, and
-          switches the CCCD off at the end (count, duration, Ctrl-C or disconnect).
+                             [--write HANDLE|UUID=HEX]...
+          Writes each --write value first (a sensor switched on), then the CCCD; says on stderr what it
+          subscribed to and waits for; prints every notification (or indication) with a timestamp and
+          decoded value; ends with `N notifications in S s` and switches the CCCD off (count, duration,
+          Ctrl-C or disconnect). A characteristic that cannot notify is named with its properties.
           examples:
-            gattclient subscribe 54:6C:0E:12:34:56 F000AA01-0451-4000-B000-000000000000 --count 5
-            gattclient --json subscribe 54:6C:0E:12:34:56 0x0025 --duration 10
+            gattclient --transport sim subscribe 54:6C:0E:9A:3B:01 F000AA01-0451-4000-B000-000000000000 --write F000AA02-0451-4000-B000-000000000000=01 --count 3
+            gattclient --json --transport sim subscribe 54:6C:0E:9A:3B:01 0x0025 --write 0x0029=01 --duration 2
         """,
     "uart": """
-        gattclient uart ADDR [--random] [--with-response] [--duration S]
+        gattclient uart ADDR [--random] [--with-response] [--duration S] [--linger S]
         gattclient uart ADDR --send TEXT | --controller button:N | --controller color:R,G,B
           Nordic UART Service (Adafruit Bluefruit LE): lines typed on stdin go to RX (split to ATT_MTU - 3,
-          write without response unless --with-response), TX notifications go to stdout. --send and
-          --controller send once and print what comes back for --duration (default 1 s).
+          write without response unless --with-response), TX notifications go to stdout (text as it comes,
+          ending with a newline; anything else as a `hex:` line). At the end of stdin it waits until the
+          link has been quiet for --linger seconds (default 1), so the answer to the last line is shown.
+          --send and --controller send once and print what comes back for --duration (default 1 s).
           examples:
-            gattclient uart E8:7F:3A:21:9C:05/random
-            echo F | gattclient uart E8:7F:3A:21:9C:05/random --duration 1
-            gattclient uart E8:7F:3A:21:9C:05/random --controller button:1
+            gattclient --transport sim uart E8:7F:3A:21:9C:05/random --send hello
+            echo hello | gattclient --transport sim uart E8:7F:3A:21:9C:05/random
+            gattclient --transport sim uart E8:7F:3A:21:9C:05/random --controller button:1
         """,
     "sensortag": """
         gattclient sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS]
@@ -112,8 +119,8 @@ public let commandHelpText: [String: String] = [
           prints one decoded reading per line with TI's conversions (--json: JSON Lines; --csv: a file for
           plotting); switches them off again on exit, Ctrl-C included.
           examples:
-            gattclient sensortag 54:6C:0E:12:34:56 --sensors ir,humidity --period 500
-            gattclient --json --transport sim sensortag 54:6C:0E:9A:3B:01 --count 10
+            gattclient --transport sim sensortag 54:6C:0E:9A:3B:01 --sensors ir,humidity --period 500 --count 4
+            gattclient --json --transport sim sensortag 54:6C:0E:9A:3B:01 --count 4
         """,
     "peripheral": """
         gattclient peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] --transport URI
@@ -123,24 +130,24 @@ public let commandHelpText: [String: String] = [
           `error: ...`: notify HANDLE HEX, indicate HANDLE HEX (honouring the client's CCCD), set HANDLE HEX.
           Ends at Ctrl-C, at --duration, or at the end of stdin when no --duration is given.
           examples:
-            gattclient --transport tcp:127.0.0.1:9000 peripheral sensortag
-            echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60
+            gattclient --transport sim peripheral sensortag --duration 2
+            echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60   # needs a controller and a database file
         """,
     "dump": """
         gattclient dump FILE [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
           Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
           --json: Wireshark's record schema, one record per ATT PDU and advertising report.
           examples:
-            gattclient dump btsnoop_hci.log --att-only
-            gattclient --json dump session.btsnoop --handle 0x0025
-            gattclient dump --summary big.btsnoop
+            gattclient dump session.btsnoop --att-only   # needs a capture: record one with --record session.btsnoop on any transport
+            gattclient --json dump session.btsnoop --handle 0x0025   # needs a capture
+            gattclient dump --summary btsnoop_hci.log   # needs a capture (an Android HCI snoop log works)
         """,
     "monitor": """
         gattclient monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only | --adv-only]
           Every adapter's HCI traffic (bluetoothd's included) from the kernel monitor channel, decoded live;
           --record FILE keeps it. Needs CAP_NET_RAW.
           examples:
-            gattclient monitor hci0 --att-only
-            gattclient --record session.btsnoop monitor --duration 60
+            gattclient monitor hci0 --att-only   # needs a kernel with Bluetooth, CAP_NET_RAW
+            gattclient --record session.btsnoop monitor --duration 60   # needs a kernel with Bluetooth, CAP_NET_RAW
         """,
 ]

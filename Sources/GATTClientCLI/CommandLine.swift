@@ -174,7 +174,8 @@ public let commandSummaries: [(String, String)] = [
     ("read ADDR HANDLE|UUID [--long|--no-long] [--multiple H,H,...]",
      "read a value, whole (by UUID: Read Using Characteristic UUID)"),
     ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
-    ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S]", "print notifications or indications"),
+    ("subscribe ADDR HANDLE|UUID [--indicate] [--count N] [--duration S] [--write HANDLE|UUID=HEX]",
+     "print notifications or indications (after writing --write values)"),
     ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S] [--linger S]",
      "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
     ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
@@ -189,9 +190,14 @@ public let commandSummaries: [(String, String)] = [
 
 public let usageText: String = {
     var text = """
-    usage: gattclient [--transport URI] [--json] [--record FILE.btsnoop] [--timeout S] [--security LEVEL]
-                  [--bonds DIR] [--repair] [--replay-match strict|any] [--replay-conn H] [--strict] [-v]
-                  COMMAND ...
+    try `gattclient demo`: the whole job on built-in simulated devices, no hardware needed.
+
+    usage: gattclient [GLOBAL OPTIONS] COMMAND ...
+
+    simulated devices (--transport sim; sim:thermometer adds the third):
+      54:6C:0E:9A:3B:01          CC2650 SensorTag (public address)
+      E8:7F:3A:21:9C:05/random   Adafruit Bluefruit LE UART
+      C4:7E:11:09:2A:1C/random   Secure Thermometer (needs pairing; shows its passkey in the log)
 
     commands:
 
@@ -201,19 +207,30 @@ public let usageText: String = {
     }
     text += """
 
-    transports (--transport, default hci0): hci0 | hci:N | hci-user:N | tcp:HOST:PORT | unix:PATH |
-      serial:DEV[@BAUD] | sim[:sensortag,bluefruit] | replay:FILE
-    --security medium|high|fips: encrypted, authenticated (MITM), or Secure Connections with MITM and a
-      16-octet key, before the first request: the bond's key, else pairing (user space), or the kernel's
-      BT_SECURITY (hci0, hci:N); --bonds DIR keeps bonds there (default $XDG_STATE_HOME/gattclient/bonds);
-      --repair pairs again with a peer that lost its bond; --strict fails a command on a protocol
-      violation by the peer that is otherwise a warning
-    addresses: AA:BB:CC:DD:EE:FF, with --random or AA:BB:CC:DD:EE:FF/random for a random address
-    handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
+    global options (before or after the command):
+      --transport URI, -t URI   the controller: hci0 (default) | hci:N (the kernel's host) | hci-user:N |
+                                tcp:HOST:PORT | unix:PATH | serial:DEV[@BAUD] (our host in user space) |
+                                sim[:sensortag,bluefruit,thermometer] | replay:FILE (a recorded session)
+      --json                    JSON Lines on stdout, each with a "kind" (see the README's table)
+      --record FILE.btsnoop     keep the session's HCI (or ATT) traffic as btsnoop (mode 0600)
+      --timeout S               bound on connecting and on each wait (default 30)
+      --security LEVEL          low | medium (encrypted) | high (authenticated, MITM) | fips (Secure
+                                Connections, MITM, 16-octet key), before the first request: the bond's
+                                key, else pairing (user space, or the kernel's BT_SECURITY on hciN)
+      --bonds DIR               where bonds are kept (default $XDG_STATE_HOME/gattclient/bonds)
+      --repair                  pair again with a peer that lost its bond (else said, and refused)
+      --no-cache                neither read nor write the address-type cache ($XDG_CACHE_HOME/gattclient)
+      --replay-match strict|any replay: answer requests in recorded order (strict) or by content (any)
+      --replay-conn H           replay: the recorded connection to use when a capture holds several
+      --strict                  a protocol violation by the peer fails the command instead of warning
+      -v, -vv                   more detail on stderr
+      --help, --version
+    addresses: AA:BB:CC:DD:EE:FF (its type from a recent scan, else found), AA:BB:CC:DD:EE:FF/random
+      or /public; handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
 
     'gattclient COMMAND --help' shows a command's options and examples.
     exit codes: 0 success, 1 runtime failure, 64 usage error, 69 adapter/transport unavailable,
-    77 permission denied
+    77 permission denied, 130 interrupted (Ctrl-C; scan, subscribe, uart, monitor and peripheral end 0)
     """
     return text
 }()

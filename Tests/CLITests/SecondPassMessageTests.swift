@@ -217,3 +217,54 @@ struct JSONSchemaTests {
         #expect(error["kind"] as? String == "usage")
     }
 }
+
+/// Issue 19 item 14: the overview starts with `gattclient demo`, lists the simulated devices and
+/// explains every global option; every example of every command's help runs on `sim` (and is run
+/// here) or says what it needs.
+@Suite("gattclient --help: examples that run", .serialized, .timeLimit(.minutes(5)))
+struct HelpExampleTests {
+    /// Every example line: `gattclient …` (with an `echo … |` before it, or a `# needs …` after).
+    static var examples: [(command: String, line: String)] {
+        var found: [(String, String)] = []
+        for (name, text) in commandHelpText.sorted(by: { $0.key < $1.key }) {
+            guard let start = text.range(of: "examples:\n") else { continue }
+            for line in text[start.upperBound...].split(separator: "\n") {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("gattclient ") || trimmed.hasPrefix("echo ") { found.append((name, trimmed)) }
+            }
+        }
+        return found
+    }
+
+    @Test func theOverviewStartsWithTheDemoAndExplainsEveryGlobalOption() {
+        #expect(usageText.hasPrefix("try `gattclient demo`"))
+        for device in ["54:6C:0E:9A:3B:01", "E8:7F:3A:21:9C:05/random", "C4:7E:11:09:2A:1C/random"] {
+            #expect(usageText.contains(device), "\(device)")
+        }
+        for option in globalOptionNames where !["-t", "-h", "-vv", "--verbose"].contains(option) {
+            #expect(usageText.contains(option), "\(option) is not explained")
+        }
+    }
+
+    @Test func everyExampleRunsOnSimOrSaysWhatItNeeds() async throws {
+        let examples = Self.examples
+        #expect(examples.count >= 25, "\(examples.count) examples")
+        var ran = 0
+        for (command, line) in examples {
+            let needs = line.contains("  # ")
+            if !line.contains("--transport sim") || line.hasPrefix("echo ") || needs {
+                // Not runnable here: it must say what it needs (or be sim with standard input).
+                #expect(needs || (line.hasPrefix("echo ") && line.contains("--transport sim")), "\(command): \(line)")
+                // It still parses.
+                let words = line.split(separator: "|").last!.split(separator: "#").first!.split(separator: " ").map(String.init)
+                #expect(throws: Never.self, "\(command): \(line)") { try parse(Array(words.dropFirst())) }
+                continue
+            }
+            let words = line.split(separator: " ").map(String.init)
+            let run = await runInProcess(Array(words.dropFirst()))
+            #expect(run.code == 0, "\(line): exit \(run.code), \(run.stderr)")
+            ran += 1
+        }
+        #expect(ran >= 18, "\(ran) examples ran")
+    }
+}
