@@ -740,6 +740,12 @@ def add_secure(device: Device) -> None:
     device.keystore = (JsonKeyStore(namespace=None, filename=PAIRING['keystore']) if PAIRING['keystore']
                        else MemoryKeyStore())
 
+    report_pairing(device)
+
+
+def report_pairing(device: Device) -> None:
+    """Prints each link's pairing steps on stdout: `PAIRING done <keys>`, `PAIRING failed
+    <reason>`, `PAIRING encrypted <0|1>` (the tests read them)."""
     def on_connection(connection):
         connection.on('pairing', lambda keys: print(f'PAIRING done {keys_line(keys)}', flush=True))
         connection.on('pairing_failure', lambda reason: print(f'PAIRING failed {int(reason)}', flush=True))

@@ -95,14 +95,7 @@ def add_secure_value(device: Device) -> None:
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=True, mitm=False, bonding=True, delegate=PairingDelegate())
     device.keystore = MemoryKeyStore()
-
-    def on_connection(connection):
-        connection.on('pairing', lambda keys: print(f'PAIRING done {bumble_peer.keys_line(keys)}', flush=True))
-        connection.on('pairing_failure', lambda reason: print(f'PAIRING failed {int(reason)}', flush=True))
-        connection.on('encryption_change', lambda *args: print(
-            f'PAIRING encrypted {int(connection.encryption)}', flush=True))
-
-    device.on('connection', on_connection)
+    bumble_peer.report_pairing(device)
 
 
 async def run(arguments) -> None:

@@ -331,17 +331,22 @@ actor KernelPairingAgent {
     ) async throws(KernelBluetoothError) -> Bond {
         let address = ManagementAddress(le: peer.address, type: peer.type)
         if !bonding { _ = try await channel.request(SetBondableCommand(bondable: false), index: index) }
-        defer {
-            if !bonding { Task { [channel, index] in _ = try? await channel.request(SetBondableCommand(bondable: true), index: index) } }
-        }
         let command = PairDeviceCommand(peer: address, capability: capability.rawValue)
-        do {
-            _ = try await channel.request(command, index: index, timeout: timeout)
+        var failure: KernelBluetoothError?
+        do throws(KernelBluetoothError) {
+            do throws(KernelBluetoothError) {
+                _ = try await channel.request(command, index: index, timeout: timeout)
+            } catch {
+                guard case .managementFailed(_, _, .alreadyPaired) = error else { throw error }
+                _ = try await channel.request(UnpairDeviceCommand(peer: address, disconnect: false), index: index)
+                _ = try await channel.request(command, index: index, timeout: timeout)
+            }
         } catch {
-            guard case .managementFailed(_, _, .alreadyPaired) = error else { throw error }
-            _ = try await channel.request(UnpairDeviceCommand(peer: address, disconnect: false), index: index)
-            _ = try await channel.request(command, index: index, timeout: timeout)
+            failure = error
         }
+        // Bondable again for the next pairing, whatever this one gave.
+        if !bonding { _ = try? await channel.request(SetBondableCommand(bondable: true), index: index) }
+        if let failure { throw failure }
         guard let bond = collector.bond(for: peer.address) else {
             // Pair Device succeeds without SMP when the link is encrypted enough already.
             throw .managementFailed(opcode: .pairDevice, index: index, status: .alreadyPaired)

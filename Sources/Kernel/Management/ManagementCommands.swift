@@ -139,52 +139,60 @@ public struct ManagementControllerInformation: Hashable, Sendable {
     }
 }
 
-/// Set Powered Command: Powered 0x00 off, 0x01 on. Returns Current_Settings.
-/// - SeeAlso: BlueZ doc/mgmt-api.txt, "Set Powered Command"
-public struct SetPoweredCommand: ManagementCommand {
-    public static let opcode = ManagementOpcode.setPowered
-    public var powered: Bool
-    public init(powered: Bool) { self.powered = powered }
+/// A command of one mode octet (`Set Powered`, `Set Bondable`, …) answered with Current_Settings.
+public protocol ManagementModeCommand: ManagementCommand where Response == ManagementSettings {
+    /// The values the kernel takes, and the field's name in mgmt-api.txt.
+    static var modes: ClosedRange<UInt8> { get }
+    static var field: String { get }
+    var modeOctet: UInt8 { get }
+    init(modeOctet: UInt8)
+}
+
+extension ManagementModeCommand {
     public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(powered ? 1 : 0) }
+    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(modeOctet) }
     public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        powered = try Self.parseMode(&reader, allowed: 0...1, field: "Powered") == 1
+        self.init(modeOctet: try Self.parseMode(&reader, allowed: Self.modes, field: Self.field))
     }
     public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
         try parseCurrentSettings(&reader)
     }
+}
+
+/// Set Powered Command: Powered 0x00 off, 0x01 on. Returns Current_Settings.
+/// - SeeAlso: BlueZ doc/mgmt-api.txt, "Set Powered Command"
+public struct SetPoweredCommand: ManagementModeCommand {
+    public static let opcode = ManagementOpcode.setPowered
+    public static let modes: ClosedRange<UInt8> = 0...1
+    public static let field = "Powered"
+    public var powered: Bool
+    public init(powered: Bool) { self.powered = powered }
+    public init(modeOctet: UInt8) { powered = modeOctet == 1 }
+    public var modeOctet: UInt8 { powered ? 1 : 0 }
 }
 
 /// Set Connectable Command: Connectable 0x00 off, 0x01 on. Returns Current_Settings.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Set Connectable Command"
-public struct SetConnectableCommand: ManagementCommand {
+public struct SetConnectableCommand: ManagementModeCommand {
     public static let opcode = ManagementOpcode.setConnectable
+    public static let modes: ClosedRange<UInt8> = 0...1
+    public static let field = "Connectable"
     public var connectable: Bool
     public init(connectable: Bool) { self.connectable = connectable }
-    public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(connectable ? 1 : 0) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        connectable = try Self.parseMode(&reader, allowed: 0...1, field: "Connectable") == 1
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
-        try parseCurrentSettings(&reader)
-    }
+    public init(modeOctet: UInt8) { connectable = modeOctet == 1 }
+    public var modeOctet: UInt8 { connectable ? 1 : 0 }
 }
 
 /// Set Low Energy Command: Low_Energy 0x00 disabled, 0x01 enabled. Returns Current_Settings.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Set Low Energy Command"
-public struct SetLowEnergyCommand: ManagementCommand {
+public struct SetLowEnergyCommand: ManagementModeCommand {
     public static let opcode = ManagementOpcode.setLowEnergy
+    public static let modes: ClosedRange<UInt8> = 0...1
+    public static let field = "Low_Energy"
     public var enabled: Bool
     public init(enabled: Bool) { self.enabled = enabled }
-    public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(enabled ? 1 : 0) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        enabled = try Self.parseMode(&reader, allowed: 0...1, field: "Low_Energy") == 1
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
-        try parseCurrentSettings(&reader)
-    }
+    public init(modeOctet: UInt8) { enabled = modeOctet == 1 }
+    public var modeOctet: UInt8 { enabled ? 1 : 0 }
 }
 
 /// The Advertising parameter of Set Advertising. Open.
@@ -210,16 +218,12 @@ public struct ManagementAdvertisingMode: RawRepresentable, Hashable, Sendable, C
 /// Set Advertising Command: Advertising 0x00 off, 0x01 on, 0x02 connectable. Returns
 /// Current_Settings.
 /// - SeeAlso: BlueZ doc/mgmt-api.txt, "Set Advertising Command"
-public struct SetAdvertisingCommand: ManagementCommand {
+public struct SetAdvertisingCommand: ManagementModeCommand {
     public static let opcode = ManagementOpcode.setAdvertising
+    public static let modes: ClosedRange<UInt8> = 0...2
+    public static let field = "Advertising"
     public var mode: ManagementAdvertisingMode
     public init(mode: ManagementAdvertisingMode) { self.mode = mode }
-    public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(mode.rawValue) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        mode = ManagementAdvertisingMode(rawValue: try Self.parseMode(&reader, allowed: 0...2, field: "Advertising"))
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
-        try parseCurrentSettings(&reader)
-    }
+    public init(modeOctet: UInt8) { mode = ManagementAdvertisingMode(rawValue: modeOctet) }
+    public var modeOctet: UInt8 { mode.rawValue }
 }

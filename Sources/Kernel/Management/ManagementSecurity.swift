@@ -166,7 +166,7 @@ public struct ManagementLongTermKey: Hashable, Sendable {
         writer.writeUInt8(encryptionSize)
         writer.writeUInt16LE(ediv)
         writer.writeUInt64LE(rand)
-        writer.writeBytes(value.count == 16 ? value : Array(value.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - value.count)))
+        writer.writeBytes(sixteenOctets(value))
     }
 }
 
@@ -190,8 +190,13 @@ public struct ManagementIdentityResolvingKey: Hashable, Sendable {
 
     public func write(to writer: inout ByteWriter) {
         peer.write(to: &writer)
-        writer.writeBytes(value.count == 16 ? value : Array(value.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - value.count)))
+        writer.writeBytes(sixteenOctets(value))
     }
+}
+
+/// `value` as exactly 16 octets (cut, or zero-filled at the end).
+func sixteenOctets(_ value: [UInt8]) -> [UInt8] {
+    value.count == 16 ? value : Array(value.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - value.count))
 }
 
 // MARK: - Commands
@@ -219,34 +224,26 @@ extension ManagementCommand {
 }
 
 /// Set Bondable Command: Bondable 0x00 off, 0x01 on. Returns Current_Settings.
-public struct SetBondableCommand: ManagementCommand {
+public struct SetBondableCommand: ManagementModeCommand {
     public static let opcode = ManagementOpcode.setBondable
+    public static let modes: ClosedRange<UInt8> = 0...1
+    public static let field = "Bondable"
     public var bondable: Bool
     public init(bondable: Bool) { self.bondable = bondable }
-    public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(bondable ? 1 : 0) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        bondable = try Self.parseMode(&reader, allowed: 0...1, field: "Bondable") == 1
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
-        try parseCurrentSettings(&reader)
-    }
+    public init(modeOctet: UInt8) { bondable = modeOctet == 1 }
+    public var modeOctet: UInt8 { bondable ? 1 : 0 }
 }
 
 /// Set Secure Connections Command: 0x00 off, 0x01 on, 0x02 only. Returns Current_Settings. The
 /// kernel's SMP offers LE Secure Connections only with it on (bluetoothd switches it on by default).
-public struct SetSecureConnectionsCommand: ManagementCommand {
+public struct SetSecureConnectionsCommand: ManagementModeCommand {
     public static let opcode = ManagementOpcode.setSecureConnections
+    public static let modes: ClosedRange<UInt8> = 0...2
+    public static let field = "Secure_Connections"
     public var mode: UInt8
     public init(mode: UInt8) { self.mode = mode }
-    public var parameterLength: Int { 1 }
-    public func writeParameters(to writer: inout ByteWriter) { writer.writeUInt8(mode) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        mode = try Self.parseMode(&reader, allowed: 0...2, field: "Secure_Connections")
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementSettings {
-        try parseCurrentSettings(&reader)
-    }
+    public init(modeOctet: UInt8) { mode = modeOctet }
+    public var modeOctet: UInt8 { mode }
 }
 
 /// Set IO Capability Command: the capability the kernel's SMP announces (0x00 DisplayOnly …
@@ -322,34 +319,35 @@ public struct UnpairDeviceCommand: ManagementCommand {
     }
 }
 
-/// User Confirmation Reply (accept) or User Confirmation Negative Reply (refuse): Address and
-/// Address_Type. Returns them.
-public struct UserConfirmationReplyCommand: ManagementCommand {
-    public static let opcode = ManagementOpcode.userConfirmationReply
-    public var peer: ManagementAddress
-    public init(peer: ManagementAddress) { self.peer = peer }
-    public var parameterLength: Int { 7 }
+/// A command whose parameters and reply are exactly Address and Address_Type.
+public protocol ManagementAddressCommand: ManagementCommand where Response == ManagementAddress {
+    var peer: ManagementAddress { get }
+    init(peer: ManagementAddress)
+}
+
+extension ManagementAddressCommand {
+    public var parameterLength: Int { ManagementAddress.encodedLength }
     public func writeParameters(to writer: inout ByteWriter) { peer.write(to: &writer) }
     public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        peer = try Self.parseAddressReply(&reader)
+        self.init(peer: try Self.parseAddressReply(&reader))
     }
     public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementAddress {
         try parseAddressReply(&reader)
     }
 }
 
-public struct UserConfirmationNegativeReplyCommand: ManagementCommand {
+/// User Confirmation Reply: accept the comparison (or the Just Works authorisation).
+public struct UserConfirmationReplyCommand: ManagementAddressCommand {
+    public static let opcode = ManagementOpcode.userConfirmationReply
+    public var peer: ManagementAddress
+    public init(peer: ManagementAddress) { self.peer = peer }
+}
+
+/// User Confirmation Negative Reply: refuse it.
+public struct UserConfirmationNegativeReplyCommand: ManagementAddressCommand {
     public static let opcode = ManagementOpcode.userConfirmationNegativeReply
     public var peer: ManagementAddress
     public init(peer: ManagementAddress) { self.peer = peer }
-    public var parameterLength: Int { 7 }
-    public func writeParameters(to writer: inout ByteWriter) { peer.write(to: &writer) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        peer = try Self.parseAddressReply(&reader)
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementAddress {
-        try parseAddressReply(&reader)
-    }
 }
 
 /// User Passkey Reply: Address, Address_Type, Passkey (0–999999). Returns Address and
@@ -380,68 +378,64 @@ public struct UserPasskeyReplyCommand: ManagementCommand {
     }
 }
 
-public struct UserPasskeyNegativeReplyCommand: ManagementCommand {
+/// User Passkey Negative Reply: no passkey to give.
+public struct UserPasskeyNegativeReplyCommand: ManagementAddressCommand {
     public static let opcode = ManagementOpcode.userPasskeyNegativeReply
     public var peer: ManagementAddress
     public init(peer: ManagementAddress) { self.peer = peer }
-    public var parameterLength: Int { 7 }
-    public func writeParameters(to writer: inout ByteWriter) { peer.write(to: &writer) }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        peer = try Self.parseAddressReply(&reader)
+}
+
+/// A key as a Load command lists it.
+public protocol ManagementKeyRecord: Hashable, Sendable {
+    static var encodedLength: Int { get }
+    init(parsing reader: inout ByteReader) throws(ByteReaderError)
+    func write(to writer: inout ByteWriter)
+}
+
+extension ManagementLongTermKey: ManagementKeyRecord {}
+extension ManagementIdentityResolvingKey: ManagementKeyRecord {}
+
+/// A Load command: a 16-bit count, then the keys; it replaces the kernel's whole list for the
+/// adapter (keys not given are forgotten). No return parameters.
+public protocol ManagementKeyListCommand: ManagementCommand where Response == ManagementEmptyReply {
+    associatedtype Key: ManagementKeyRecord
+    var keys: [Key] { get }
+    init(keys: [Key])
+}
+
+extension ManagementKeyListCommand {
+    public var parameterLength: Int { 2 + keys.count * Key.encodedLength }
+    public func writeParameters(to writer: inout ByteWriter) {
+        writer.writeUInt16LE(UInt16(clamping: keys.count))
+        for key in keys.prefix(Int(UInt16.max)) { key.write(to: &writer) }
     }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementAddress {
-        try parseAddressReply(&reader)
+    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
+        let keys = try Self.wrap("MGMT \(Self.opcode)") { () throws(ByteReaderError) -> [Key] in
+            let count = Int(try reader.readUInt16LE())
+            var keys: [Key] = []
+            for _ in 0..<count { keys.append(try Key(parsing: &reader)) }
+            try reader.expectEnd()
+            return keys
+        }
+        self.init(keys: keys)
+    }
+    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementEmptyReply {
+        try parseEmptyReply(&reader)
     }
 }
 
-/// Load Long Term Keys: Key_Count, then the keys. Replaces the kernel's whole list for the
-/// adapter (keys not given are forgotten). No return parameters.
-public struct LoadLongTermKeysCommand: ManagementCommand {
+/// Load Long Term Keys.
+public struct LoadLongTermKeysCommand: ManagementKeyListCommand {
     public static let opcode = ManagementOpcode.loadLongTermKeys
     public var keys: [ManagementLongTermKey]
     public init(keys: [ManagementLongTermKey]) { self.keys = keys }
-    public var parameterLength: Int { 2 + keys.count * ManagementLongTermKey.encodedLength }
-    public func writeParameters(to writer: inout ByteWriter) {
-        writer.writeUInt16LE(UInt16(clamping: keys.count))
-        for key in keys.prefix(Int(UInt16.max)) { key.write(to: &writer) }
-    }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        keys = try Self.wrap("MGMT \(Self.opcode)") { () throws(ByteReaderError) -> [ManagementLongTermKey] in
-            let count = Int(try reader.readUInt16LE())
-            var keys: [ManagementLongTermKey] = []
-            for _ in 0..<count { keys.append(try ManagementLongTermKey(parsing: &reader)) }
-            try reader.expectEnd()
-            return keys
-        }
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementEmptyReply {
-        try parseEmptyReply(&reader)
-    }
 }
 
-/// Load Identity Resolving Keys: IRK_Count, then the keys. Replaces the kernel's whole list. No
-/// return parameters.
-public struct LoadIdentityResolvingKeysCommand: ManagementCommand {
+/// Load Identity Resolving Keys.
+public struct LoadIdentityResolvingKeysCommand: ManagementKeyListCommand {
     public static let opcode = ManagementOpcode.loadIdentityResolvingKeys
     public var keys: [ManagementIdentityResolvingKey]
     public init(keys: [ManagementIdentityResolvingKey]) { self.keys = keys }
-    public var parameterLength: Int { 2 + keys.count * ManagementIdentityResolvingKey.encodedLength }
-    public func writeParameters(to writer: inout ByteWriter) {
-        writer.writeUInt16LE(UInt16(clamping: keys.count))
-        for key in keys.prefix(Int(UInt16.max)) { key.write(to: &writer) }
-    }
-    public init(parsingParameters reader: inout ByteReader) throws(HCIError) {
-        keys = try Self.wrap("MGMT \(Self.opcode)") { () throws(ByteReaderError) -> [ManagementIdentityResolvingKey] in
-            let count = Int(try reader.readUInt16LE())
-            var keys: [ManagementIdentityResolvingKey] = []
-            for _ in 0..<count { keys.append(try ManagementIdentityResolvingKey(parsing: &reader)) }
-            try reader.expectEnd()
-            return keys
-        }
-    }
-    public static func parseResponse(_ reader: inout ByteReader) throws(HCIError) -> ManagementEmptyReply {
-        try parseEmptyReply(&reader)
-    }
 }
 
 // MARK: - Events
