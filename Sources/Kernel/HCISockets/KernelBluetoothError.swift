@@ -161,7 +161,6 @@ public enum KernelBluetoothError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String {
         switch self {
         case .system(let operation, let errno): return "\(operation): " + Self.explain(errno, operation)
-
         case .managementFailed(let opcode, let index, let status):
             let adapter = index == 0xFFFF ? "" : " on hci\(index)"
             return "\(opcode)\(adapter) failed: \(status)" + Self.advice(for: status, opcode: opcode, index: index)
