@@ -55,6 +55,16 @@ public let commandHelpText: [String: String] = [
             gattclient --transport sim scan --duration 2 --service 6E400001-B5A3-F393-E0A9-E50E24DCCA9E
             gattclient scan --name sensortag   # needs hci0
         """,
+    "info": """
+        gattclient info ADDR [--random]
+          What the device says it is, decoded: GAP name, appearance (the SIG category), preferred
+          connection parameters, the Device Information strings, System ID, PnP ID (vendor by name where
+          the SIG assigned it), battery level; with the address type and ATT_MTU. One Read Using
+          Characteristic UUID each (no discovery); a value the device lacks is left out.
+          examples:
+            gattclient --transport sim info 54:6C:0E:9A:3B:01
+            gattclient --json --transport sim info E8:7F:3A:21:9C:05/random
+        """,
     "services": """
         gattclient services ADDR [--random]
           Discovers every service, included service, characteristic and descriptor (fewest ATT requests), and

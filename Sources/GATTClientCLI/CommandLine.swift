@@ -108,6 +108,8 @@ public enum Command: Equatable, Sendable {
     case dump(DumpOptions)
     case monitor(MonitorOptions)
     case services(PeerAddress)
+    /// `info ADDR`: what the device says it is, decoded.
+    case info(PeerAddress)
     /// `long`: `--long` (by UUID, every value read again in full); `noLong`: `--no-long` (the
     /// single response, not completed with Read Blob).
     case read(PeerAddress, Target?, long: Bool, multiple: [UInt16], noLong: Bool = false)
@@ -171,6 +173,8 @@ public let commandSummaries: [(String, String)] = [
     ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports] [--rssi-changes]",
      "advertisers, ADV and SCAN_RSP merged per device (live list on a terminal)"),
     ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
+    ("info ADDR",
+     "what the device says it is: name, appearance, preferred parameters, Device Information, PnP ID, battery"),
     ("read ADDR HANDLE|UUID [--long|--no-long] [--multiple H,H,...]",
      "read a value, whole (by UUID: Read Using Characteristic UUID)"),
     ("write ADDR HANDLE|UUID HEX|--text STR [--no-response|--long|--reliable]", "write a value"),
@@ -250,6 +254,7 @@ let commandOptionNames: [String: [String]] = [
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
     "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
     "services": ["--random"],
+    "info": ["--random"],
     "read": ["--random", "--long", "--no-long", "--multiple"],
     "write": ["--random", "--text", "--no-response", "--long", "--reliable"],
     "subscribe": ["--random", "--indicate", "--count", "--duration", "--write"],
@@ -406,7 +411,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
     let rest = Array(positional.dropFirst())
     // A device address without a type: the cache's type, else both (issue 19, item 3).
-    let addressed: Set<String> = ["services", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair"]
+    let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair"]
     if addressed.contains(name), let address = rest.first, !address.contains("/"),
         !commandOptions.contains(where: { $0.name == "--random" })
     {
@@ -542,6 +547,16 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             throw UsageError("--linger is for standard input's end; with --send or --controller, --duration says how long to listen")
         }
         return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration, linger: linger))
+    case "info":
+        var random = false
+        for (flag, _) in commandOptions {
+            guard flag == "--random" else { throw UsageError("info does not know \(flag)") }
+            random = true
+        }
+        guard rest.count == 1, let peer = PeerAddress(rest[0], random: random) else {
+            throw UsageError("info needs the device's address and nothing else: gattclient info AA:BB:CC:DD:EE:FF")
+        }
+        return Invocation(options: options, command: .info(peer))
     case "services", "read", "write", "subscribe":
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":

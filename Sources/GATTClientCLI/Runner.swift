@@ -42,7 +42,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair:
+    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair:
         return runGATT(invocation, output: &output, errors: errors)
     case .peripheral(let options):
         return runPeripheral(options, invocation: invocation, output: &output, errors: errors)
@@ -295,6 +295,8 @@ private func runGATTCommand(
         switch invocation.command {
         case .services(let peer):
             try await ServicesCommand(peer: peer).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .info(let peer):
+            try await InfoCommand(peer: peer).run(options: options, output: &out)
         case .read(let peer, let target, let long, let multiple, let noLong):
             try await ReadCommand(
                 peer: peer, target: target.map(AttributeSelector.init), long: long, multiple: multiple, noLong: noLong

@@ -171,7 +171,7 @@ struct JSONSchemaTests {
     static let board = "E8:7F:3A:21:9C:05/random"
     static let kinds: Set<String> = [
         "device", "report", "services", "value", "write", "notification", "reading", "event", "error", "summary", "bond",
-        "answer",
+        "answer", "info",
     ]
 
     static func lines(_ arguments: [String]) async throws -> [[String: Any]] {
@@ -185,6 +185,7 @@ struct JSONSchemaTests {
         (["scan", "--duration", "1"], ["device"]),
         (["scan", "--duration", "1", "--all-reports"], ["report"]),
         (["services", tag], ["services"]),
+        (["info", tag], ["info"]),
         (["read", tag, "0x0003"], ["value"]),
         (["read", tag, "2A29"], ["value"]),
         (["read", tag, "--multiple", "0x0003,0x001a"], ["value"]),
@@ -266,5 +267,33 @@ struct HelpExampleTests {
             ran += 1
         }
         #expect(ran >= 18, "\(ran) examples ran")
+    }
+}
+
+/// Issue 20 (in part): `info ADDR` compared with the emulated devices' databases.
+@Suite("gattclient info", .serialized, .timeLimit(.minutes(2)))
+struct InfoCommandTests {
+    @Test func theSensorTagSaysWhatItIs() async throws {
+        let run = await runInProcess(["--no-cache", "--transport", "sim", "info", "54:6C:0E:9A:3B:01"])
+        #expect(run.code == 0, "\(run.stderr)")
+        for line in [
+            "54:6C:0E:9A:3B:01 (public address), ATT_MTU 23",
+            "  name                  CC2650 SensorTag",
+            "  appearance            0x0000 Unknown",
+            "  preferred parameters  interval 100 ms–200 ms, latency 0, supervision timeout 10000 ms",
+            "  manufacturer          Texas Instruments",
+            "  system ID             manufacturer 0xfffe9a3b01, OUI 54:6C:0E",
+            "  battery               100 %",
+        ] {
+            #expect(run.stdout.contains(line), "\(line)\n\(run.stdout)")
+        }
+        #expect(run.stdout.contains("  PnP ID                vendor ") && run.stdout.contains("(Bluetooth SIG 0x000d), product 0x0000, version 0x0110"))
+        let json = await runInProcess(["--json", "--no-cache", "--transport", "sim", "info", "E8:7F:3A:21:9C:05/random"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["kind"] as? String == "info")
+        #expect(object["addressType"] as? String == "random")
+        #expect((object["name"] as? [String: Any])?["decoded"] as? String == "Adafruit Bluefruit LE", "read whole past ATT_MTU − 4")
+        #expect((object["model"] as? [String: Any])?["decoded"] as? String == "BLEFRIEND32")
+        #expect(object["systemID"] == nil, "a value the device lacks is left out")
     }
 }
