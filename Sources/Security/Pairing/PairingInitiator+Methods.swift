@@ -82,17 +82,10 @@ extension PairingInitiator {
         guard let pair = usedKeyPair else { return }
         peerX = Array(key.x.reversed())
         peerY = Array(key.y.reversed())
-        guard peerX != pair.x || peerY != pair.y else {
-            fail(.invalidParameters, "the peer sent our own public key back", into: &actions)
-            return
-        }
-        do {
-            dhKey = try pair.dhKey(peerX: peerX, peerY: peerY)
-        } catch SecurityCryptoError.invalidPublicKey {
-            fail(.invalidParameters, "the peer's public key is not a point of P-256 (CVE-2018-5383)", into: &actions)
-            return
-        } catch {
-            fail(.unspecifiedReason, "computing the DHKey: \(error)", into: &actions)
+        switch PairingSteps.dhKey(pair, peerX: peerX, peerY: peerY, peer: "peer") {
+        case .success(let key): dhKey = key
+        case .failure(let failure):
+            fail(failure.reason, failure.why, into: &actions)
             return
         }
         switch method {
@@ -174,8 +167,7 @@ extension PairingInitiator {
     mutating func sendDHKeyCheck(into actions: inout [Action]) {
         do {
             (macKey, ltk) = try SecurityFunctions.f5(dhKey, na, nb, addresses.a, addresses.b)
-            let ioCapA = [request.authenticationRequirements, request.oobDataFlag, request.ioCapability]
-            let ea = try SecurityFunctions.f6(macKey, na, nb, checkR, ioCapA, addresses.a, addresses.b)
+            let ea = try SecurityFunctions.f6(macKey, na, nb, checkR, PairingSteps.ioCap(request), addresses.a, addresses.b)
             phase = .scAwaitingDHKeyCheck
             send(.pairingDHKeyCheck(Self.value(ea)), &actions)
         } catch {
@@ -187,8 +179,7 @@ extension PairingInitiator {
         guard let response else { return }
         let eb = Array(check.value.reversed())
         do {
-            let ioCapB = [response.authenticationRequirements, response.oobDataFlag, response.ioCapability]
-            guard try SecurityFunctions.f6(macKey, nb, na, checkR, ioCapB, addresses.b, addresses.a) == eb else {
+            guard try SecurityFunctions.f6(macKey, nb, na, checkR, PairingSteps.ioCap(response), addresses.b, addresses.a) == eb else {
                 fail(.dhKeyCheckFailed, "Eb does not match", into: &actions)
                 return
             }

@@ -368,12 +368,11 @@ public struct PairingInitiator: Sendable {
 
     mutating func received(_ response: PairingResponse, into actions: inout [Action]) {
         self.response = response
-        guard let peerIO = IOCapability(rawValue: response.ioCapability) else {
-            fail(.invalidParameters, "IO capability 0x\(String(response.ioCapability, radix: 16)) is reserved", into: &actions)
-            return
-        }
-        guard (7...16).contains(response.maximumEncryptionKeySize) else {
-            fail(.invalidParameters, "a maximum key size of \(response.maximumEncryptionKeySize) octets", into: &actions)
+        let peerIO: IOCapability
+        switch PairingSteps.checkFeatures(response) {
+        case .success(let capability): peerIO = capability
+        case .failure(let failure):
+            fail(failure.reason, failure.why, into: &actions)
             return
         }
         let responderKeys = KeyDistribution(rawValue: response.responderKeyDistribution)

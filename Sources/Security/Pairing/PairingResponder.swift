@@ -274,12 +274,11 @@ public struct PairingResponder: Sendable {
     /// Pairing Request (§3.5.1): our response, the method, the keys.
     mutating func received(_ request: PairingRequest, into actions: inout [Action]) {
         self.request = request
-        guard let centralIO = IOCapability(rawValue: request.ioCapability) else {
-            fail(.invalidParameters, "IO capability 0x\(String(request.ioCapability, radix: 16)) is reserved", into: &actions)
-            return
-        }
-        guard (7...16).contains(request.maximumEncryptionKeySize) else {
-            fail(.invalidParameters, "a maximum key size of \(request.maximumEncryptionKeySize) octets", into: &actions)
+        let centralIO: IOCapability
+        switch PairingSteps.checkFeatures(request) {
+        case .success(let capability): centralIO = capability
+        case .failure(let failure):
+            fail(failure.reason, failure.why, into: &actions)
             return
         }
         keySize = Int(request.maximumEncryptionKeySize)
@@ -343,17 +342,15 @@ public struct PairingResponder: Sendable {
         let pair: P256KeyPair
         do {
             pair = try keyPair ?? P256KeyPair.generate()
-            usedKeyPair = pair
-            guard peerX != pair.x || peerY != pair.y else {
-                fail(.invalidParameters, "the central sent our own public key", into: &actions)
-                return
-            }
-            dhKey = try pair.dhKey(peerX: peerX, peerY: peerY)
-        } catch SecurityCryptoError.invalidPublicKey {
-            fail(.invalidParameters, "the central's public key is not a point of P-256 (CVE-2018-5383)", into: &actions)
-            return
         } catch {
-            fail(.unspecifiedReason, "computing the DHKey: \(error)", into: &actions)
+            fail(.unspecifiedReason, "making a P-256 key pair: \(error)", into: &actions)
+            return
+        }
+        usedKeyPair = pair
+        switch PairingSteps.dhKey(pair, peerX: peerX, peerY: peerY, peer: "central") {
+        case .success(let key): dhKey = key
+        case .failure(let failure):
+            fail(failure.reason, failure.why, into: &actions)
             return
         }
         send(.pairingPublicKey(try! PairingPublicKey(x: pair.x.reversed(), y: pair.y.reversed())), &actions)
@@ -385,13 +382,11 @@ public struct PairingResponder: Sendable {
         if case .passkeyEntry = method { r = PairingInitiator.passkeyTK(passkey) }
         do {
             let (macKey, ltk) = try SecurityFunctions.f5(dhKey, na, nb, addresses.a, addresses.b)
-            let ioCapA = [request.authenticationRequirements, request.oobDataFlag, request.ioCapability]
-            guard try SecurityFunctions.f6(macKey, na, nb, r, ioCapA, addresses.a, addresses.b) == ea else {
+            guard try SecurityFunctions.f6(macKey, na, nb, r, PairingSteps.ioCap(request), addresses.a, addresses.b) == ea else {
                 fail(.dhKeyCheckFailed, "Ea does not match", into: &actions)
                 return
             }
-            let ioCapB = [response.authenticationRequirements, response.oobDataFlag, response.ioCapability]
-            let eb = try SecurityFunctions.f6(macKey, nb, na, r, ioCapB, addresses.b, addresses.a)
+            let eb = try SecurityFunctions.f6(macKey, nb, na, r, PairingSteps.ioCap(response), addresses.b, addresses.a)
             send(.pairingDHKeyCheck(PairingInitiator.value(eb)), &actions)
             let key = LongTermKey(key: PairingInitiator.shortened(ltk, to: keySize).reversed())
             result.peerLTK = key

@@ -3,6 +3,16 @@ import Bluetooth
 /// What both roles of a pairing compute the same way: the passkey, the legacy confirm value,
 /// and phase 3, key distribution (ours generated and sent, the peer's checked and kept).
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3.5.3, §2.3.5.5, §3.6
+/// Why a pairing step failed: the Pairing Failed reason and the words for the user.
+struct PairingStepFailure: Error {
+    let reason: PairingFailedReason
+    let why: String
+    init(_ reason: PairingFailedReason, _ why: String) {
+        self.reason = reason
+        self.why = why
+    }
+}
+
 enum PairingSteps {
     /// A passkey from the random source: uniform below 10^6 (20 random bits, redrawn above
     /// 999999).
@@ -10,6 +20,42 @@ enum PairingSteps {
         while true {
             let value = random(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x000F_FFFF
             if value <= 999_999 { return value }
+        }
+    }
+
+    /// The checks of the peer's Pairing Request or Response every role makes (§3.5.1, §3.5.2): a
+    /// defined IO capability, a maximum key size of 7–16 octets. The capability, or the reason
+    /// and the words to fail with.
+    static func checkFeatures<Kind>(_ features: PairingFeaturesCommand<Kind>) -> Result<IOCapability, PairingStepFailure> {
+        guard let capability = IOCapability(rawValue: features.ioCapability) else {
+            return .failure(PairingStepFailure(.invalidParameters, "IO capability 0x\(String(features.ioCapability, radix: 16)) is reserved"))
+        }
+        guard (7...16).contains(features.maximumEncryptionKeySize) else {
+            return .failure(PairingStepFailure(.invalidParameters, "a maximum key size of \(features.maximumEncryptionKeySize) octets"))
+        }
+        return .success(capability)
+    }
+
+    /// IOcapA / IOcapB of f6: AuthReq, OOB data flag, IO capability (§2.2.8).
+    static func ioCap<Kind>(_ features: PairingFeaturesCommand<Kind>) -> [UInt8] {
+        [features.authenticationRequirements, features.oobDataFlag, features.ioCapability]
+    }
+
+    /// The DHKey from our key pair and the peer's public key (x, y most significant first),
+    /// which must not be ours and must lie on P-256 (CVE-2018-5383) (§2.3.5.6.1). `peer` names
+    /// the other side in the failure's words.
+    static func dhKey(
+        _ pair: P256KeyPair, peerX: [UInt8], peerY: [UInt8], peer: String
+    ) -> Result<[UInt8], PairingStepFailure> {
+        guard peerX != pair.x || peerY != pair.y else {
+            return .failure(PairingStepFailure(.invalidParameters, "the \(peer) sent our own public key back"))
+        }
+        do {
+            return .success(try pair.dhKey(peerX: peerX, peerY: peerY))
+        } catch SecurityCryptoError.invalidPublicKey {
+            return .failure(PairingStepFailure(.invalidParameters, "the \(peer)'s public key is not a point of P-256 (CVE-2018-5383)"))
+        } catch {
+            return .failure(PairingStepFailure(.unspecifiedReason, "computing the DHKey: \(error)"))
         }
     }
 
