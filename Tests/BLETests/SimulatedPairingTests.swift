@@ -12,6 +12,14 @@ struct SimulatedPairingTests {
     static let secret = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
     static let authenticatedSecret = BluetoothUUID("0000FEE2-0000-1000-8000-00805F9B34FB")!
 
+    /// Stops the advertising, closes both adapters, stops the simulation.
+    static func tearDown(_ local: LocalPeripheral, _ client: Adapter, _ server: Adapter, _ simulation: Simulation) async {
+        await local.stop()
+        await client.close()
+        await server.close()
+        await simulation.stop()
+    }
+
     static func options(repair: Bool = false) -> AdapterOptions {
         var options = AdapterOptions()
         options.bondsDirectory = NSTemporaryDirectory() + "sim-bonds-\(UInt64.random(in: 0...UInt64.max))"
@@ -66,10 +74,7 @@ struct SimulatedPairingTests {
             #expect(await client.bonds() == [clientBond], "no new pairing")
             #expect(await server.bonds() == [serverBond])
             await again.disconnect()
-            await local.stop()
-            await client.close()
-            await server.close()
-            await simulation.stop()
+            await Self.tearDown(local, client, server, simulation)
         }
     }
 
@@ -99,10 +104,7 @@ struct SimulatedPairingTests {
             #expect(try await repaired.read(Self.secret) == Array("72 bpm".utf8))
             #expect(await client.bonds().first?.peerLTK != firstBond.peerLTK, "a new bond")
             await repaired.disconnect()
-            await local.stop()
-            await client.close()
-            await server.close()
-            await simulation.stop()
+            await Self.tearDown(local, client, server, simulation)
         }
     }
 
@@ -133,10 +135,7 @@ struct SimulatedPairingTests {
             var last: PeripheralState?
             for await state in states { last = state }
             #expect(last == .disconnected(.remote(.connectionTerminatedDueToMICFailure)), "\(String(describing: last))")
-            await local.stop()
-            await client.close()
-            await server.close()
-            await simulation.stop()
+            await Self.tearDown(local, client, server, simulation)
         }
     }
 
@@ -178,10 +177,7 @@ struct SimulatedPairingTests {
             #expect(landed?.value == [0x02], "the dropped command stays dropped; the one after encryption lands")
             #expect(await client.bonds().count == 1)
             await device.disconnect()
-            await local.stop()
-            await client.close()
-            await server.close()
-            await simulation.stop()
+            await Self.tearDown(local, client, server, simulation)
         }
     }
 
@@ -200,10 +196,7 @@ struct SimulatedPairingTests {
             #expect(await device.securityLevel == .none)
             #expect(await client.bonds().isEmpty)
             await device.disconnect()
-            await local.stop()
-            await client.close()
-            await server.close()
-            await simulation.stop()
+            await Self.tearDown(local, client, server, simulation)
         }
     }
 }
