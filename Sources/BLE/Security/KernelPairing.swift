@@ -156,8 +156,6 @@ actor KernelPairingAgent {
     private var listener: Task<Void, Never>?
     /// Called with the status when a pairing with the peer (link or identity address) fails.
     private var failureWatchers: [BluetoothAddress: [@Sendable (ManagementStatus) -> Void]] = [:]
-    /// The bonds not stored because the kernel said not to keep their keys (no bonding).
-    private var unkept: Set<BluetoothAddress> = []
     /// Peers a pairing is under way with (the kernel pairs as the link's security is raised):
     /// their keys are still to come, and ``close()`` waits for them (bounded).
     private var expected: Set<BluetoothAddress> = []
@@ -232,11 +230,8 @@ actor KernelPairingAgent {
         case .newLongTermKey, .newIdentityResolvingKey, .newSignatureResolvingKey:
             guard let (bond, persistent) = collector.receive(event) else { return }
             keysArrived(for: [bond.identity, bond.peer])
-            guard persistent else {
-                unkept.insert(bond.identity)
-                return
-            }
-            unkept.remove(bond.identity)
+            // The kernel says whether to keep them (not when the pairing did not bond).
+            guard persistent else { return }
             do {
                 try context.store.save(bond)
             } catch {

@@ -39,8 +39,7 @@ public struct Appearance: Hashable, Sendable, CustomStringConvertible {
     /// `0x0340 Heart Rate Sensor` or `0x0341 Heart Rate Sensor, subcategory 1`.
     public var description: String {
         let name = categoryName ?? "category 0x" + String(category, radix: 16)
-        let hex = String(rawValue, radix: 16)
-        return "0x" + String(repeating: "0", count: 4 - hex.count) + hex + " " + name
+        return "0x" + hex4(rawValue) + " " + name
             + (subcategory == 0 ? "" : ", subcategory \(subcategory)")
     }
 }
@@ -98,11 +97,6 @@ public struct PnPID: Hashable, Sendable, CustomStringConvertible {
     /// The vendor's name where the source is the Bluetooth SIG and the company is known.
     public var vendorName: String? { vendorIDSource == 1 ? CompanyIdentifiers.name(for: vendorID) : nil }
 
-    static func hex4(_ value: UInt16) -> String {
-        let text = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: 4 - text.count) + text
-    }
-
     public var description: String {
         let source: String
         switch vendorIDSource {
@@ -110,8 +104,8 @@ public struct PnPID: Hashable, Sendable, CustomStringConvertible {
         case 2: source = "USB IF"
         default: source = "source \(vendorIDSource)"
         }
-        return "vendor " + (vendorName.map { "\($0) (\(source) \(Self.hex4(vendorID)))" } ?? "\(source) \(Self.hex4(vendorID))")
-            + ", product \(Self.hex4(productID)), version \(Self.hex4(productVersion))"
+        return "vendor " + (vendorName.map { "\($0) (\(source) 0x\(hex4(vendorID)))" } ?? "\(source) 0x\(hex4(vendorID))")
+            + ", product 0x\(hex4(productID)), version 0x\(hex4(productVersion))"
     }
 }
 

@@ -1,3 +1,4 @@
+import ATT
 import BLE
 import Bluetooth
 import GATT
@@ -75,4 +76,14 @@ func isNoSuchCharacteristic(_ error: any Error) -> Bool {
 /// `0x0029 (Device Name, 2A00)`: a handle, and what it holds where that is known.
 func handleText(_ handle: UInt16, _ uuid: BluetoothUUID?) -> String {
     "0x\(hex(handle, 4))" + (uuid.map { " (\(displayName($0)))" } ?? "")
+}
+
+/// The whole value of a Read Using Characteristic UUID entry: one the response had to cut
+/// (ATT_MTU − 4 octets) is read again with Read Blob (`always`: every value is read again).
+func wholeValue(
+    _ entry: ReadByTypeResponse.AttributeData, client: GATTClient, always: Bool = false
+) async throws(GATTError) -> [UInt8] {
+    let mtu = await client.mtu
+    guard always || entry.value.count >= mtu - 4 else { return entry.value }
+    return try await client.readLong(handle: entry.handle)
 }

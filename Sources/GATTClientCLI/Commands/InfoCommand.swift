@@ -39,9 +39,7 @@ struct InfoCommand {
                     throw error
                 }
                 guard let entry = found.first else { continue }
-                // A value the response had to cut (ATT_MTU − 4) is read again in full.
-                let whole = entry.value.count >= (await client.mtu) - 4 ? try await client.readLong(handle: entry.handle) : entry.value
-                values.append((uuid, label, whole))
+                values.append((uuid, label, try await wholeValue(entry, client: client)))
             }
             mtu = await client.mtu
         } catch {

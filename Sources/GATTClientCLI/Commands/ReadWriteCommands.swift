@@ -38,15 +38,13 @@ struct ReadCommand {
                 } else if case .uuid(let wanted)? = target {
                     // Read Using Characteristic UUID: no discovery needed.
                     let found = try await client.read(uuid: wanted)
-                    let mtu = await client.mtu
                     var values: [HandleValue] = []
                     for entry in found {
                         // A value the response had to cut (ATT_MTU − 4) is read again in full.
-                        let full = !noLong && (long || entry.value.count >= mtu - 4)
                         values.append(
                             HandleValue(
                                 handle: entry.handle,
-                                value: full ? try await client.readLong(handle: entry.handle) : entry.value))
+                                value: noLong ? entry.value : try await wholeValue(entry, client: client, always: long)))
                     }
                     return values
                 }

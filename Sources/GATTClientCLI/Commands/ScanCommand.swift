@@ -236,16 +236,6 @@ struct ScanCommand {
     }
 }
 
-/// `1.234`.
-func format3(_ seconds: Double) -> String {
-    let millis = Int64((seconds * 1000).rounded())
-    let fraction = String(millis % 1000)
-    return "\(millis / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
-}
-
-private func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
 
 /// The scan list on a terminal: one line per device, redrawn in place, with a status line.
 struct LiveTable {

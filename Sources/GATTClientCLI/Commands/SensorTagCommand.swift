@@ -90,7 +90,7 @@ struct SensorTagCommand {
                     }
                     received += 1
                     let elapsed = clock.now - start
-                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    let seconds = seconds(elapsed)
                     let fields = Self.fields(decoded)
                     if options.json {
                         var json = JSONWriter()

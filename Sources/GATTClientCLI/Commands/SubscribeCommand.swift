@@ -81,7 +81,7 @@ struct SubscribeCommand {
                 SessionDiagnostics.current?.drainEvents(into: &output)
                 received += 1
                 let elapsed = clock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let seconds = seconds(elapsed)
                 if options.json {
                     var json = JSONWriter()
                     json.beginObject()
@@ -109,8 +109,7 @@ struct SubscribeCommand {
         }
         events.finish()
         let elapsed = clock.now - start
-        Self.summarize(received, indicate: indicate, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-                       json: options.json, output: &output)
+        Self.summarize(received, indicate: indicate, seconds: seconds(elapsed), json: options.json, output: &output)
         try? await session.client.unsubscribe(subscription)
         await session.close()
         if let failure { throw CommandFailure.from(failure, doing: "receiving from \(peer)") }
@@ -190,9 +189,22 @@ extension SubscribeCommand {
 }
 
 /// `12.345678`.
-func format6(_ seconds: Double) -> String {
-    let micros = Int64((seconds * 1_000_000).rounded())
-    let fraction = String(micros % 1_000_000)
-    return "\(micros / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+func format6(_ seconds: Double) -> String { formatSeconds(seconds, decimals: 6) }
+
+/// `1.234`.
+func format3(_ seconds: Double) -> String { formatSeconds(seconds, decimals: 3) }
+
+/// `seconds` with exactly `decimals` decimals (no Foundation formatter).
+func formatSeconds(_ seconds: Double, decimals: Int) -> String {
+    var scale: Int64 = 1
+    for _ in 0..<decimals { scale *= 10 }
+    let units = Int64((seconds * Double(scale)).rounded())
+    let fraction = String(units % scale)
+    return "\(units / scale)." + String(repeating: "0", count: decimals - fraction.count) + fraction
+}
+
+/// A duration in seconds.
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
