@@ -1,4 +1,5 @@
 import BLE
+import Dispatch
 import Host
 import Bluetooth
 import GATT
@@ -50,12 +51,14 @@ struct ScanCommand {
         events.forward(stream.map { Item.scan($0) })
         let live = !global.json && isatty(output.fileDescriptor) == 1
         // On a terminal the countdown ticks every second, whatever the air does.
-        let ticker: Task<Void, Never>? = live && options.duration != nil ? Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                events.yield(.tick)
-            }
-        } : nil
+        var ticker: (any DispatchSourceTimer)?
+        if live, options.duration != nil {
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + 1, repeating: 1)
+            timer.setEventHandler { events.yield(.tick) }
+            timer.resume()
+            ticker = timer
+        }
         var shown: [BluetoothAddress: Shown] = [:]
         var table = LiveTable(enabled: live)
         let style = live ? TextStyle.forDescriptor(output.fileDescriptor) : .plain
