@@ -35,10 +35,7 @@ public struct LEEnableEncryptionCommand: HCICommand {
 
     public func validate() throws(HCIError) {
         try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
-        guard longTermKey.count == 16 else {
-            throw .invalidArgument(
-                context: Self.opcode.description, reason: "Long_Term_Key of \(longTermKey.count) octets, 16 expected")
-        }
+        try checkLongTermKey(longTermKey, in: Self.opcode)
     }
 
     public func writeParameters(to writer: inout ByteWriter) {
@@ -103,10 +100,7 @@ public struct LELongTermKeyRequestReplyCommand: HCICommand {
 
     public func validate() throws(HCIError) {
         try HCIConnectionHandleLimit.check(connectionHandle, in: Self.opcode, offset: 0)
-        guard longTermKey.count == 16 else {
-            throw .invalidArgument(
-                context: Self.opcode.description, reason: "Long_Term_Key of \(longTermKey.count) octets, 16 expected")
-        }
+        try checkLongTermKey(longTermKey, in: Self.opcode)
     }
 
     public func writeParameters(to writer: inout ByteWriter) {
@@ -175,5 +169,12 @@ public struct LELongTermKeyRequestEvent: Hashable, Sendable {
         parameters += (0..<8).map { UInt8(truncatingIfNeeded: randomNumber >> (8 * UInt64($0))) }
         parameters += [UInt8(truncatingIfNeeded: encryptedDiversifier), UInt8(truncatingIfNeeded: encryptedDiversifier >> 8)]
         return .unknown(subevent: LESubeventCode(rawValue: 0x05), parameters: parameters)
+    }
+}
+
+/// A Long_Term_Key parameter is exactly 16 octets.
+func checkLongTermKey(_ key: [UInt8], in opcode: HCIOpcode) throws(HCIError) {
+    guard key.count == 16 else {
+        throw .invalidArgument(context: opcode.description, reason: "Long_Term_Key of \(key.count) octets, 16 expected")
     }
 }
