@@ -71,6 +71,20 @@ public actor Peripheral {
     /// Where the connection is now.
     public var state: PeripheralState { stateBroadcast.current }
 
+    /// The connection's interval, latency and supervision timeout now, where the transport
+    /// shows them (our host in user space, `sim`); nil on the kernel path, whose sockets hide
+    /// the link layer, and in a replay.
+    public nonisolated var connectionParameters: ConnectionParameters? { session.link.parameters?() }
+
+    /// Whether ``linkEvents()`` can report anything on this transport.
+    public nonisolated var showsLinkEvents: Bool { session.link.linkEvents != nil }
+
+    /// The link's changes from now on (parameter updates, data length and PHY changes), for one
+    /// caller each; finishes when the link ends. Where the transport hides the link layer (the
+    /// kernel path, a replay) it finishes at once: see ``showsLinkEvents``.
+    public nonisolated func linkEvents() -> AsyncStream<LinkEvent> { linkBroadcast.subscribe() }
+    private nonisolated let linkBroadcast = Broadcast<LinkEvent>()
+
     /// The link's security as this host established it (Vol 3, Part C, §10.2): `.none` until
     /// it encrypts with a bond or pairs (on the kernel path: the level the kernel reports after
     /// we raised it; encryption the kernel starts by itself is not seen here).
@@ -122,6 +136,15 @@ public actor Peripheral {
         }
         let link = session.link
         let connection = session.connection
+        if let events = link.linkEvents {
+            let broadcast = peripheral.linkBroadcast
+            Task {
+                for await event in events { broadcast.yield(event) }
+                broadcast.finish()
+            }
+        } else {
+            peripheral.linkBroadcast.finish()
+        }
         Task {
             let status: HCIStatus?
             if let ended = link.ended {

@@ -42,6 +42,22 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     /// for it: this host, or the peer through L2CAP or the link layer); keeps the newest 8 for a
     /// slow consumer; finishes when the link ends (one consumer).
     public let parameterUpdates: AsyncStream<Parameters>
+    /// What changed on the link, as it comes: parameter updates, data length and PHY changes
+    /// (Vol 4, Part E, §7.7.65.3, §7.7.65.7, §7.7.65.12); keeps the newest 32 for a slow consumer;
+    /// finishes when the link ends (one consumer).
+    public let linkEvents: AsyncStream<LinkEvent>
+    private let linkContinuation: AsyncStream<LinkEvent>.Continuation
+
+    /// A change of the link the controller reported.
+    public enum LinkEvent: Hashable, Sendable {
+        /// LE Connection Update Complete with success.
+        case parametersUpdated(Parameters)
+        /// LE Data Length Change: the largest payload (octets) and time (µs) each way.
+        case dataLengthChanged(maxTXOctets: UInt16, maxTXTime: UInt16, maxRXOctets: UInt16, maxRXTime: UInt16)
+        /// LE PHY Update Complete with success.
+        case phyUpdated(tx: LEPHY, rx: LEPHY)
+    }
+
     /// Every Encryption Change and Encryption Key Refresh Complete of the link, as they come (the
     /// peripheral's Security Manager learns here that the central encrypted).
     public let encryptionChanges: AsyncStream<LEEncryptionOutcome>
@@ -74,7 +90,10 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             of: Parameters.self, bufferingPolicy: .bufferingNewest(8))
         (encryptionChanges, encryptionContinuation) = AsyncStream.makeStream(
             of: LEEncryptionOutcome.self, bufferingPolicy: .bufferingNewest(8))
+        (linkEvents, linkContinuation) = AsyncStream.makeStream(of: LinkEvent.self, bufferingPolicy: .bufferingNewest(32))
     }
+
+    func linkChanged(_ event: LinkEvent) { linkContinuation.yield(event) }
 
     /// The parameters in force (updated by LE Connection Update Complete).
     public var parameters: Parameters { state.withLock { $0.parameters } }
@@ -103,6 +122,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             $0.parameterUpdates += 1
         }
         updatesContinuation.yield(parameters)
+        linkContinuation.yield(.parametersUpdated(parameters))
     }
 
     /// Records the end of the link; returns false when it was already recorded.
@@ -118,6 +138,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             disconnectedContinuation.finish()
             updatesContinuation.finish()
             encryptionContinuation.finish()
+            linkContinuation.finish()
         }
         return first
     }
@@ -128,6 +149,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         disconnectedContinuation.finish()
         updatesContinuation.finish()
         encryptionContinuation.finish()
+        linkContinuation.finish()
     }
 
     public var description: String {

@@ -371,6 +371,15 @@ public actor LEHost {
                 connectionUpdated(complete)
             case .remoteConnectionParameterRequest(let request):
                 remoteParameterRequest(request)
+            case .dataLengthChange(let change):
+                connections[change.connectionHandle]?.linkChanged(
+                    .dataLengthChanged(
+                        maxTXOctets: change.maxTXOctets, maxTXTime: change.maxTXTime, maxRXOctets: change.maxRXOctets,
+                        maxRXTime: change.maxRXTime))
+            case .phyUpdateComplete(let update):
+                if update.status == .success {
+                    connections[update.connectionHandle]?.linkChanged(.phyUpdated(tx: update.txPHY, rx: update.rxPHY))
+                }
             case .unknown:
                 if let request = LELongTermKeyRequestEvent(meta) { longTermKeyRequested(request) }
             default:

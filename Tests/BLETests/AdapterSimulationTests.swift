@@ -48,6 +48,37 @@ struct AdapterSimulationTests {
         }
     }
 
+    @Test("the link's parameters, and a parameter update the peripheral asks for, seen through the facade")
+    func linkParametersAndEvents() async throws {
+        try await withTimeout(60, "the link's events") {
+            let adapter = try await Adapter.open("sim")
+            let tag = try await adapter.connect(to: PeerAddress(address: BluetoothAddress("54:6C:0E:9A:3B:01")!, type: .public))
+            #expect(tag.showsLinkEvents)
+            let initial = try #require(tag.connectionParameters)
+            #expect(initial.intervalMilliseconds == 30 && initial.peripheralLatency == 0 && initial.supervisionTimeoutMilliseconds == 4000)
+            let events = tag.linkEvents()
+            // TI's F000CCC2: the SensorTag asks (L2CAP Connection Parameter Update) for 100–200 ms.
+            try await tag.write(
+                [0x50, 0x00, 0xA0, 0x00, 0x00, 0x00, 0xE8, 0x03],
+                to: BluetoothUUID("F000CCC2-0451-4000-B000-000000000000")!)
+            var updated: ConnectionParameters?
+            for await event in events {
+                if case .parametersUpdated(let parameters) = event {
+                    updated = parameters
+                    break
+                }
+            }
+            #expect(updated == ConnectionParameters(intervalUnits: 0x50, peripheralLatency: 0, supervisionTimeoutUnits: 1000))
+            #expect(tag.connectionParameters == updated)
+            await tag.disconnect()
+            var ended = false
+            for await _ in tag.linkEvents() {}
+            ended = true
+            #expect(ended, "the stream finishes with the link")
+            await adapter.close()
+        }
+    }
+
     @Test("two adapters on one simulation: one serves Battery and an LED, the other reads, writes and is notified")
     func centralAndPeripheralPair() async throws {
         try await withTimeout(60, "the central and peripheral pair") {

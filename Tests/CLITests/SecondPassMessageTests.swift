@@ -284,6 +284,7 @@ struct InfoCommandTests {
             "  manufacturer          Texas Instruments",
             "  system ID             manufacturer 0xfffe9a3b01, OUI 54:6C:0E",
             "  battery               100 %",
+            "  connection            interval 30 ms, latency 0, supervision timeout 4000 ms",
         ] {
             #expect(run.stdout.contains(line), "\(line)\n\(run.stdout)")
         }
@@ -295,5 +296,27 @@ struct InfoCommandTests {
         #expect((object["name"] as? [String: Any])?["decoded"] as? String == "Adafruit Bluefruit LE", "read whole past ATT_MTU − 4")
         #expect((object["model"] as? [String: Any])?["decoded"] as? String == "BLEFRIEND32")
         #expect(object["systemID"] == nil, "a value the device lacks is left out")
+        let parameters = try #require(object["connectionParameters"] as? [String: Any])
+        #expect(parameters["intervalMs"] as? Double == 30 && parameters["supervisionTimeoutMs"] as? Int == 4000)
+    }
+
+    /// `-v`: the connection's parameters, the MTU, a parameter update the peripheral asked for
+    /// (the SensorTag's F000CCC2 request, through L2CAP), and the end by name.
+    @Test func verboseShowsTheConnectionsEvents() async throws {
+        let run = await runInProcess([
+            "--no-cache", "--transport", "sim", "-v", "subscribe", "54:6C:0E:9A:3B:01", "F000CCC1-0451-4000-B000-000000000000",
+            "--write", "0x0077=5000a0000000e803", "--count", "1",
+        ])
+        #expect(run.code == 0, "\(run.stderr)")
+        for line in [
+            "gattclient: 54:6C:0E:9A:3B:01: connected, ATT_MTU 23",
+            "gattclient: 54:6C:0E:9A:3B:01: interval 30 ms, latency 0, supervision timeout 4000 ms",
+            "gattclient: 54:6C:0E:9A:3B:01: connection parameters updated: interval 100 ms, latency 0, supervision timeout 10000 ms",
+            "gattclient: 54:6C:0E:9A:3B:01: disconnected by us (Remote User Terminated Connection (0x13) sent)",
+        ] {
+            #expect(run.stderr.contains(line), "\(line)\n\(run.stderr)")
+        }
+        let quiet = await runInProcess(["--no-cache", "--transport", "sim", "read", "54:6C:0E:9A:3B:01", "2A19"])
+        #expect(!quiet.stderr.contains("connected, ATT_MTU"), "only with -v")
     }
 }

@@ -66,6 +66,12 @@ package struct CentralLink: Sendable {
     package var encryptionKeySize: (@Sendable () -> Int?)?
     /// The kernel path, where the kernel pairs: raising the socket's `BT_SECURITY`.
     package var kernelSecurity: KernelLinkSecurity?
+    /// The connection parameters in force, where the transport shows them (nil: the kernel
+    /// path, a replay).
+    package var parameters: (@Sendable () -> ConnectionParameters)?
+    /// The link's changes as the controller reports them (one consumer), where the transport
+    /// shows them.
+    package var linkEvents: AsyncStream<LinkEvent>?
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,

@@ -121,6 +121,14 @@ package final class UserSpaceCentral: Central, Scanner {
             },
             disconnect: { _ = try? await host.disconnect(connection, reason: .remoteUserTerminatedConnection) })
         link.encryptionKeySize = { connection.encryptionKeySize }
+        link.parameters = { ConnectionParameters(connection.parameters) }
+        link.linkEvents = AsyncStream { continuation in
+            let forwarding = Task {
+                for await event in connection.linkEvents { continuation.yield(LinkEvent(event)) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
         if let pdus = try? await host.securityManagerPDUs(connection) {
             let io = SecurityManagerIO(
                 incoming: pdus,

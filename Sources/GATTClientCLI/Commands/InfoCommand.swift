@@ -5,7 +5,7 @@ import GATT
 
 /// `info ADDR`: what the device says it is, decoded — GAP name, appearance and preferred
 /// connection parameters, the Device Information strings, System ID and PnP ID, the battery
-/// level — with the address type and the ATT_MTU. Each value is one Read Using Characteristic UUID
+/// level — with the address type, the ATT_MTU and the connection parameters where the transport shows them. Each value is one Read Using Characteristic UUID
 /// (no discovery); a value the device does not have is left out, one refused for security raises
 /// it (bond, else pairing) as `read` does.
 struct InfoCommand {
@@ -47,6 +47,7 @@ struct InfoCommand {
             throw CommandFailure.from(error, doing: "reading what \(peer) is")
         }
         let peer = session.peer
+        let parameters = session.peripheral.connectionParameters
         await session.close()
         SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
@@ -56,6 +57,15 @@ struct InfoCommand {
             json.field("address", peer.address.description)
             json.field("addressType", peer.type == .random ? "random" : "public")
             json.field("mtu", mtu)
+            if let parameters {
+                json.beginObject("connectionParameters")
+                json.field("intervalMs", parameters.intervalMilliseconds)
+                json.field("peripheralLatency", Int(parameters.peripheralLatency))
+                json.field("supervisionTimeoutMs", parameters.supervisionTimeoutMilliseconds)
+                json.endObject()
+            } else {
+                json.fieldNull("connectionParameters")
+            }
             for (uuid, label, value) in values {
                 json.beginObject(Self.jsonKey(label))
                 json.field("uuid", jsonUUID(.bit16(uuid)))
@@ -71,8 +81,9 @@ struct InfoCommand {
         for (uuid, label, value) in values {
             output.writeLine("  " + label.padding(toLength: 22) + (Self.decoded(uuid, value) ?? Hex.encode(value)))
         }
-        // The facade does not show the link's parameters (interval, latency, timeout) yet.
-        output.writeLine("  " + "connection parameters".padding(toLength: 22) + "not shown by this transport yet")
+        output.writeLine(
+            "  " + "connection".padding(toLength: 22)
+                + (parameters.map(\.description) ?? "parameters not available (the kernel path hides the link layer)"))
     }
 
     /// `preferred parameters` → `preferredParameters`.

@@ -56,6 +56,8 @@ extension GlobalOptions {
 struct CommandConnection {
     let adapter: Adapter
     let peripheral: Peripheral
+    /// `-v`: the task reporting the connection's events (``ConnectionVisibility``).
+    var watcher: Task<Void, Never>?
 
     var peer: PeerAddress { peripheral.peer }
     var client: GATTClient { peripheral.client }
@@ -82,7 +84,11 @@ struct CommandConnection {
                     passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
                     diagnostics: SessionDiagnostics.current))
             let peripheral = try await connect(adapter, to: peer, options: options, timeout: adapterOptions.timeout)
-            let connection = CommandConnection(adapter: adapter, peripheral: peripheral)
+            var connection = CommandConnection(adapter: adapter, peripheral: peripheral)
+            if options.verbosity > 0 {
+                let errors = SessionDiagnostics.current?.errors ?? STDERR_FILENO
+                connection.watcher = await ConnectionVisibility.watch(peripheral) { printError("gattclient: \($0)", to: errors) }
+            }
             // --security on the user-space host: the bond's key, else pairing, before the first
             // request (the kernel path sets BT_SECURITY on its socket instead).
             if let level = options.securityLevel, peripheral.session.link.securityManager != nil {
@@ -174,6 +180,15 @@ struct CommandConnection {
     /// and closes the adapter.
     func close() async {
         await peripheral.disconnect()
+        // The watcher reports the end (the state stream ends with it); bounded all the same.
+        if let watcher {
+            let bound = Task {
+                try? await Task.sleep(for: .seconds(1))
+                watcher.cancel()
+            }
+            await watcher.value
+            bound.cancel()
+        }
         await adapter.close()
     }
 }
