@@ -5,7 +5,7 @@ import GATT
 /// `services`, `read`, `write`, `subscribe`: ADDR first, then what they act on.
 func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String, value: String?)]) throws(UsageError) -> Command {
     var random = false
-    var long = false, noLong = false, indicate = false
+    var long = false, noLong = false, indicate = false, values = false
     var multiple: [UInt16] = []
     var text: String?
     var modes: [WriteMode] = []
@@ -15,6 +15,7 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
     for (flag, value) in flags {
         switch (name, flag) {
         case (_, "--random"): random = true
+        case ("services", "--values"): values = true
         case ("read", "--long"): long = true
         case ("read", "--no-long"): noLong = true
         case ("read", "--multiple"):
@@ -58,8 +59,8 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
     }
     switch name {
     case "services":
-        guard arguments.isEmpty else { throw UsageError("services takes only the address") }
-        return .services(peer)
+        guard arguments.isEmpty else { throw UsageError("services takes only the address (and --values)") }
+        return .services(peer, values: values)
     case "read":
         guard !(long && noLong) else { throw UsageError("--long and --no-long exclude each other") }
         if !multiple.isEmpty {

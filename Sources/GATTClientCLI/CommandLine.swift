@@ -107,7 +107,8 @@ public enum Command: Equatable, Sendable {
     case version
     case dump(DumpOptions)
     case monitor(MonitorOptions)
-    case services(PeerAddress)
+    /// `values`: `--values`, every readable value and every descriptor read and decoded.
+    case services(PeerAddress, values: Bool = false)
     /// `info ADDR`: what the device says it is, decoded.
     case info(PeerAddress)
     /// `long`: `--long` (by UUID, every value read again in full); `noLong`: `--no-long` (the
@@ -172,7 +173,8 @@ public let commandSummaries: [(String, String)] = [
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
     ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports] [--rssi-changes]",
      "advertisers, ADV and SCAN_RSP merged per device (live list on a terminal)"),
-    ("services ADDR", "full discovery: services, included services, characteristics, descriptors"),
+    ("services ADDR [--values]",
+     "full discovery: services, included services, characteristics, descriptors (--values: every value read, decoded)"),
     ("info ADDR",
      "what the device says it is: name, appearance, preferred parameters, Device Information, PnP ID, battery"),
     ("read ADDR HANDLE|UUID [--long|--no-long] [--multiple H,H,...]",
@@ -253,7 +255,7 @@ let commandOptionNames: [String: [String]] = [
     "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
     "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
-    "services": ["--random"],
+    "services": ["--random", "--values"],
     "info": ["--random"],
     "read": ["--random", "--long", "--no-long", "--multiple"],
     "write": ["--random", "--text", "--no-response", "--long", "--reliable"],

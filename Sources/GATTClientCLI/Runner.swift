@@ -293,8 +293,8 @@ private func runGATTCommand(
                 "--security \(level) secures connections, and scan makes none; drop it", kind: "usage", exitCode: .usage)
         }
         switch invocation.command {
-        case .services(let peer):
-            try await ServicesCommand(peer: peer).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .services(let peer, let values):
+            try await ServicesCommand(peer: peer, readsValues: values).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
         case .info(let peer):
             try await InfoCommand(peer: peer).run(options: options, output: &out)
         case .read(let peer, let target, let long, let multiple, let noLong):

@@ -29,6 +29,23 @@ extension GATTClient {
         return try await run(DiscoverAllCharacteristicDescriptors(range: range, mtu: try await readyMTU()))
     }
 
+    /// The type of the attribute at `handle` — a characteristic's UUID for its value, a
+    /// descriptor's for a descriptor — from the discovered ``database``, else with one Find
+    /// Information Request on the one-handle range (§4.7.1); nil for a declaration or a handle
+    /// the server does not have.
+    public func attributeType(at handle: UInt16) async throws(GATTError) -> BluetoothUUID? {
+        if let database {
+            for service in database.services where service.startHandle <= handle && handle <= service.endHandle {
+                for characteristic in service.characteristics {
+                    if characteristic.valueHandle == handle { return characteristic.uuid }
+                    if let descriptor = characteristic.descriptors.first(where: { $0.handle == handle }) { return descriptor.uuid }
+                }
+            }
+        }
+        let found = try await run(DiscoverAllCharacteristicDescriptors(range: handle...handle, mtu: try await readyMTU()))
+        return found.first?.uuid
+    }
+
     /// The whole database in the fewest requests (``DatabaseDiscovery``), without the cache;
     /// it becomes the client's ``database``. `findIncludes: false` skips the include search
     /// for a server known to have none.

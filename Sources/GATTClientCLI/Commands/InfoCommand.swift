@@ -94,14 +94,5 @@ struct InfoCommand {
     }
 
     /// The value decoded for people; nil where it does not decode (shown as hex).
-    static func decoded(_ uuid: UInt16, _ value: [UInt8]) -> String? {
-        switch uuid {
-        case 0x2A01: return Appearance(value: value)?.description
-        case 0x2A04: return PreferredConnectionParameters(value: value)?.description
-        case 0x2A23: return SystemID(value: value)?.description
-        case 0x2A50: return PnPID(value: value)?.description
-        case 0x2A19: return value.count == 1 && value[0] <= 100 ? "\(value[0]) %" : nil
-        default: return ValueText.decoded(value, uuid: .bit16(uuid))
-        }
-    }
+    static func decoded(_ uuid: UInt16, _ value: [UInt8]) -> String? { ValueText.decoded(value, uuid: .bit16(uuid)) }
 }

@@ -50,6 +50,11 @@ struct ReadCommand {
                 }
                 return []
             }.map { ($0.handle, $0.value) }
+            // By handle, the value's type says how to show it: one Find Information Request
+            // (not in a replay, whose capture may not hold it).
+            if multiple.isEmpty, case .handle(let handle)? = target, !options.isReplay {
+                uuid = try? await client.attributeType(at: handle)
+            }
         } catch {
             await session.close()
             if multiple.isEmpty, case .uuid(let wanted)? = target, isNoSuchCharacteristic(error) {
@@ -164,29 +169,37 @@ struct WriteCommand {
     }
 }
 
-/// Values for people: hex, the text when it is printable, and the decoded reading of a
-/// characteristic we know.
+/// Values for people: hex, and the value decoded by its type — a SensorTag reading, a standard
+/// characteristic or descriptor (``StandardValues``), the text of a text type. A vendor type we
+/// do not know shows its text when every octet is printable UTF-8; a value whose type is unknown
+/// (a handle whose type could not be learnt) or that is malformed for its type gets no guess.
 enum ValueText {
-    /// The value decoded: a SensorTag reading, else its text when it is printable; nil otherwise.
-    static func decoded(_ value: [UInt8], uuid: BluetoothUUID?) -> String? {
-        if let uuid, let sensor = SensorTag.sensor(data: uuid), let reading = SensorTag.decode(sensor, value) {
-            return "\(reading)"
+    /// The value decoded, and whether it is text (shown in quotes); nil when nothing decodes.
+    static func decodedValue(_ value: [UInt8], uuid: BluetoothUUID?) -> (text: String, isText: Bool)? {
+        guard let uuid else { return nil }
+        if let sensor = SensorTag.sensor(data: uuid), let reading = SensorTag.decode(sensor, value) {
+            return ("\(reading)", false)
         }
+        if StandardValues.knowsFormat(of: uuid) {
+            return StandardValues.decode(value, uuid: uuid).map { ($0, StandardValues.textTypes.contains(uuid)) }
+        }
+        if GATTNames.entry(for: uuid)?.isVendor == false { return nil }  // a SIG type whose format we do not decode
         if !value.isEmpty, let string = String(validating: value, as: UTF8.self),
             string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
         {
-            return string
+            return (string, true)
         }
         return nil
     }
 
+    /// The value decoded, for JSON's `decoded` and `info`; nil when nothing decodes.
+    static func decoded(_ value: [UInt8], uuid: BluetoothUUID?) -> String? { decodedValue(value, uuid: uuid)?.text }
+
+    /// `64  100 %`, `43433236…  "CC2650 SensorTag"`, or the hex alone.
     static func describe(_ value: [UInt8], uuid: BluetoothUUID?) -> String {
         var text = value.isEmpty ? "(empty)" : Hex.encode(value)
-        if let uuid, let sensor = SensorTag.sensor(data: uuid), let reading = SensorTag.decode(sensor, value) {
-            text += "  \(reading)"
-        } else if !value.isEmpty, let string = String(validating: value, as: UTF8.self),
-                  string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
-            text += "  \"\(string)\""
+        if let (decoded, isText) = decodedValue(value, uuid: uuid) {
+            text += isText ? "  \"\(decoded)\"" : "  \(decoded)"
         }
         return text
     }

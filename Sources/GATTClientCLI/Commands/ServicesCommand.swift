@@ -4,11 +4,23 @@ import Bluetooth
 import GATT
 
 /// `services ADDR`: the whole database — services, included services, characteristics with
-/// properties, descriptors — as a tree with SIG names and handles, or DESIGN.md's JSON.
+/// properties, descriptors — as a tree with SIG names and handles, or DESIGN.md's JSON. With
+/// `--values`, every characteristic value with the read property and every descriptor is read
+/// (whole) and shown decoded; a read the server refuses shows its ATT error, and one refused for
+/// the link's security raises it first (bond, else pairing), as `read` does.
 struct ServicesCommand {
     var peer: PeerAddress
     /// The transport to use instead of `--transport` (tests).
     var central: (any Central)? = nil
+    /// `--values`.
+    var readsValues = false
+
+    /// What reading one attribute gave.
+    enum ReadOutcome: Equatable {
+        case value([UInt8])
+        /// The server's ATT error (the read went on with the next attribute).
+        case refused(ATTErrorCode)
+    }
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
@@ -19,22 +31,78 @@ struct ServicesCommand {
             await session.close()
             throw CommandFailure.gatt(error, doing: "discovering \(peer)")
         }
+        var values: [UInt16: ReadOutcome]?
+        if readsValues {
+            do {
+                values = try await Self.readValues(of: database, session: session)
+            } catch {
+                await session.close()
+                throw CommandFailure.from(error, doing: "reading the values of \(peer)")
+            }
+        }
         let mtu = await session.connection.mtu
         let requests = await session.connection.requestsSent
         await session.close()
         // The violations met on the way, as `event` lines before the result.
         SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
-            output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests))
+            output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests, values: values))
         } else {
             let style = TextStyle.forDescriptor(output.fileDescriptor)
-            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests, style: style) {
+            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests, style: style, values: values) {
                 output.writeLine(line)
             }
         }
     }
 
-    static func json(_ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int) -> [UInt8] {
+    /// Reads every characteristic value with the read property and every descriptor, whole, in
+    /// handle order. An ATT error for one is kept as its outcome; one for the link's security
+    /// raises it and reads again; anything else (the link lost) ends the command.
+    static func readValues(of database: GATTDatabase, session: CommandConnection) async throws -> [UInt16: ReadOutcome] {
+        var outcomes: [UInt16: ReadOutcome] = [:]
+        let client = session.client
+        var handles: [UInt16] = []
+        for service in database.services {
+            for characteristic in service.characteristics {
+                if characteristic.properties.contains(.read) { handles.append(characteristic.valueHandle) }
+                handles += characteristic.descriptors.map(\.handle)
+            }
+        }
+        for handle in handles {
+            do {
+                let value = try await session.peripheral.securing(doing: "reading 0x\(hex(handle, 4))") {
+                    try await client.read(handle: handle, complete: true)
+                }
+                outcomes[handle] = .value(value)
+            } catch GATTError.peerError(_, _, let code) {
+                outcomes[handle] = .refused(code)
+            }
+        }
+        return outcomes
+    }
+
+    /// A value as the tree shows it: hex and decoded, or the refusal.
+    static func describe(_ outcome: ReadOutcome, uuid: BluetoothUUID) -> String {
+        switch outcome {
+        case .value(let value): return ValueText.describe(value, uuid: uuid)
+        case .refused(let code): return "(not read: \(code))"
+        }
+    }
+
+    static func writeValue(_ outcome: ReadOutcome?, uuid: BluetoothUUID, into json: inout JSONWriter) {
+        switch outcome {
+        case .value(let value)?:
+            json.field("value", hex: value)
+            if let decoded = ValueText.decoded(value, uuid: uuid) { json.field("decoded", decoded) }
+        case .refused(let code)?:
+            json.field("readError", Int(code.rawValue))
+            json.field("readErrorName", code.description)
+        case nil:
+            break
+        }
+    }
+
+    static func json(_ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, values: [UInt16: ReadOutcome]? = nil) -> [UInt8] {
         var json = JSONWriter(capacity: 4096)
         json.beginObject()
         json.field("kind", "services")
@@ -70,12 +138,14 @@ struct ServicesCommand {
                 json.beginArray("properties")
                 for name in characteristic.properties.names { json.element(name) }
                 json.endArray()
+                writeValue(values?[characteristic.valueHandle], uuid: characteristic.uuid, into: &json)
                 json.beginArray("descriptors")
                 for descriptor in characteristic.descriptors {
                     json.beginObject()
                     json.field("uuid", jsonUUID(descriptor.uuid))
                     if let name = GATTNames.name(for: descriptor.uuid) { json.field("name", name) }
                     json.field("handle", Int(descriptor.handle))
+                    writeValue(values?[descriptor.handle], uuid: descriptor.uuid, into: &json)
                     json.endObject()
                 }
                 json.endArray()
@@ -91,7 +161,8 @@ struct ServicesCommand {
 
     /// The readable tree (on a terminal: services bold, characteristics cyan, handles dim).
     static func tree(
-        _ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, style: TextStyle = .plain
+        _ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, style: TextStyle = .plain,
+        values: [UInt16: ReadOutcome]? = nil
     ) -> [String] {
         var lines = ["\(peer): \(database.services.count) services, ATT_MTU \(mtu), \(requests) ATT requests"]
         for service in database.services {
@@ -106,9 +177,13 @@ struct ServicesCommand {
                     "  characteristic \(style.cyan(displayName(characteristic.uuid)))  "
                         + style.dim("value 0x\(hex(characteristic.valueHandle, 4))")
                         + "  [\(characteristic.properties.names.joined(separator: ", "))]")
+                if let outcome = values?[characteristic.valueHandle] {
+                    lines.append("    = " + describe(outcome, uuid: characteristic.uuid))
+                }
                 for descriptor in characteristic.descriptors {
-                    lines.append(
-                        "    descriptor \(displayName(descriptor.uuid))  " + style.dim("0x\(hex(descriptor.handle, 4))"))
+                    var line = "    descriptor \(displayName(descriptor.uuid))  " + style.dim("0x\(hex(descriptor.handle, 4))")
+                    if let outcome = values?[descriptor.handle] { line += "  = " + describe(outcome, uuid: descriptor.uuid) }
+                    lines.append(line)
                 }
             }
         }

@@ -101,6 +101,18 @@ struct GATTAnnotator {
         default:
             break
         }
+        if case .readByTypeResponse(let response) = pdu, case .readByTypeRequest(let asked)? = request,
+            asked.attributeType == .bit16(0x2803), let first = response.entries.first
+        {
+            // Characteristic discovery: each declaration decoded (properties, value handle, UUID).
+            let declarations = response.entries.map { entry in
+                "0x\(hex(entry.handle, 4)) " + (CharacteristicDeclarationValue(value: entry.value)?.description ?? "malformed \(Hex.encode(entry.value))")
+            }
+            var annotation = Annotation(handle: first.handle, service: observer.context(of: first.handle).service)
+            annotation.decoded = "declarations " + declarations.joined(separator: "; ")
+            annotation.serviceText = annotation.service.map { text(of: $0) }
+            return annotation
+        }
         guard let (handle, value) = Self.subject(pdu, request: request) else { return nil }
         let context = observer.context(of: handle)
         guard context.service != nil || context.characteristic != nil || context.descriptor != nil else { return nil }
@@ -151,13 +163,8 @@ struct GATTAnnotator {
     }
 
     private mutating func decode(_ value: [UInt8], context: AttributeObserver.Context, connection: UInt16, isWrite: Bool) -> String? {
-        if context.descriptor == .bit16(0x2902), value.count == 2 {
-            switch value[0] & 0x03 {
-            case 0x00: return "notifications and indications off"
-            case 0x01: return "notifications on"
-            case 0x02: return "indications on"
-            default: return "notifications and indications on"
-            }
+        if !context.isValue, let descriptor = context.descriptor {
+            return Self.standard(value, uuid: descriptor)
         }
         guard context.isValue, let uuid = context.characteristic else { return nil }
         if uuid == SensorTag.Sensor.movement.configuration, value.count == 2, let range = SensorTag.AccelerometerRange(rawValue: value[1] & 0x03) {
@@ -174,15 +181,14 @@ struct GATTAnnotator {
         if let sensor = SensorTag.Sensor.allCases.first(where: { $0.period == uuid }), value.count == 1 {
             return "\(sensor.rawValue) period \(Int(value[0]) * 10) ms"
         }
-        if uuid == NordicUART.tx || uuid == NordicUART.rx || Self.textCharacteristics.contains(uuid) {
-            guard let text = String(validating: value, as: UTF8.self) else { return nil }
-            return "\"" + visible(text) + "\""
-        }
-        return nil
+        return Self.standard(value, uuid: uuid)
     }
 
-    /// Characteristics whose value is UTF-8 text: Device Name and Device Information strings.
-    static let textCharacteristics: Set<BluetoothUUID> = [0x2A00, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28, 0x2A29]
+    /// A standard type's value (``StandardValues``), text in quotes with control characters shown.
+    static func standard(_ value: [UInt8], uuid: BluetoothUUID) -> String? {
+        guard let decoded = StandardValues.decode(value, uuid: uuid) else { return nil }
+        return StandardValues.textTypes.contains(uuid) ? "\"" + visible(decoded) + "\"" : decoded
+    }
 }
 
 private func name(_ uuid: BluetoothUUID) -> String {

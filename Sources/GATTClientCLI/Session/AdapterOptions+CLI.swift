@@ -9,6 +9,9 @@ import BLE
 typealias CommandFailure = BLEError
 
 extension GlobalOptions {
+    /// `--transport replay:FILE`: the session is a recorded one, and only what it holds can be asked.
+    var isReplay: Bool { transport?.hasPrefix("replay:") ?? false }
+
     /// What the global options say about opening an adapter.
     var adapterOptions: AdapterOptions {
         var options = AdapterOptions()
