@@ -33,6 +33,17 @@ public let commandHelpText: [String: String] = [
           examples:
             gattclient --transport sim:thermometer unpair C4:7E:11:09:2A:1C/random   # after pairing with it
         """,
+    "adapters": """
+        gattclient adapters
+          Without --transport: the kernel's adapters (hciN, address, up/down, powered, LE on, whether
+          bluetoothd manages them, version, manufacturer, bus, name), read without changing anything.
+          With --transport hciN: that one. With a controller our host runs (tcp:, unix:, serial:,
+          hci-user:, sim): its HCI and LMP versions, manufacturer, LE ACL buffers and LE features.
+          examples:
+            gattclient --transport sim adapters
+            gattclient --json --transport sim adapters
+            gattclient adapters   # needs a kernel with Bluetooth
+        """,
     "demo": """
         gattclient demo
           The whole job on the built-in simulated devices (no hardware): scan, connect to the CC2650
@@ -66,11 +77,15 @@ public let commandHelpText: [String: String] = [
             gattclient --json --transport sim info E8:7F:3A:21:9C:05/random
         """,
     "services": """
-        gattclient services ADDR [--random]
+        gattclient services ADDR [--values] [--random]
           Discovers every service, included service, characteristic and descriptor (fewest ATT requests), and
           prints a tree with SIG names, properties and handles; --json prints the database with attRequests.
+          --values also reads every value with the read property and every descriptor (User Descriptions,
+          CCCDs, Presentation Formats), whole, and shows them decoded; a read the device refuses shows its
+          ATT error, one refused for security raises it first (bond, else pairing) as read does.
           examples:
             gattclient --transport sim services 54:6C:0E:9A:3B:01
+            gattclient --transport sim services --values 54:6C:0E:9A:3B:01
             gattclient --json --transport sim services E8:7F:3A:21:9C:05/random
         """,
     "read": """

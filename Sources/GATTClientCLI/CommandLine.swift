@@ -128,6 +128,8 @@ public enum Command: Equatable, Sendable {
     case bonds
     /// `unpair ADDR`: forget a bond.
     case unpair(PeerAddress)
+    /// `adapters`: the kernel's adapters, or the `--transport` controller.
+    case adapters
 }
 
 /// `pair ADDR` options.
@@ -192,6 +194,8 @@ public let commandSummaries: [(String, String)] = [
      "LE pairing as central (Secure Connections or legacy), the bond kept under --bonds"),
     ("bonds", "the bonds of this adapter (--json: with their keys)"),
     ("unpair ADDR", "forget the bond with ADDR"),
+    ("adapters",
+     "the kernel's adapters (up, powered, LE, bluetoothd), or with --transport the controller's version, features, buffers"),
 ]
 
 public let usageText: String = {
@@ -264,6 +268,7 @@ let commandOptionNames: [String: [String]] = [
     "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force"],
     "bonds": [],
     "unpair": ["--random"],
+    "adapters": [],
     "help": [],
 ]
 
@@ -563,6 +568,11 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":
         return Invocation(options: options, command: .peripheral(try parsePeripheralCommand(rest, commandOptions)))
+    case "adapters":
+        guard rest.isEmpty, commandOptions.isEmpty else {
+            throw UsageError("adapters takes no arguments (--transport names one controller)")
+        }
+        return Invocation(options: options, command: .adapters)
     case "pair", "bonds", "unpair":
         return Invocation(options: options, command: try parsePairingCommand(name, rest, commandOptions))
     default:

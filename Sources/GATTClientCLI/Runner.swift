@@ -42,7 +42,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair:
+    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair, .adapters:
         return runGATT(invocation, output: &output, errors: errors)
     case .peripheral(let options):
         return runPeripheral(options, invocation: invocation, output: &output, errors: errors)
@@ -321,6 +321,8 @@ private func runGATTCommand(
             try await BondsCommand().run(global: options, output: &out)
         case .unpair(let peer):
             try await UnpairCommand(peer: peer).run(global: options, output: &out)
+        case .adapters:
+            try await AdaptersCommand(central: CommandConnection.injectedCentral).run(global: options, output: &out)
         case .sensortag(let peer, let tag):
             var command = SensorTagCommand(peer: peer)
             command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))

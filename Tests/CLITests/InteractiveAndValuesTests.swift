@@ -82,3 +82,36 @@ struct ServicesValuesTests {
         #expect(StandardValues.decode([0x02, 0x00], uuid: .bit16(0x2902)) == "indications on")
     }
 }
+
+/// Issue 20: `gattclient adapters` (the kernel rows are checked in the kernel VM, check 12).
+@Suite("gattclient adapters", .serialized, .timeLimit(.minutes(2)))
+struct AdaptersCommandTests {
+    @Test func theSimulatedControllerSaysWhatItIs() async throws {
+        let run = await runInProcess(["--transport", "sim", "adapters"])
+        #expect(run.code == 0, "\(run.stderr)")
+        for line in [
+            "  HCI version       5.0 (0x09), revision 0x0001",
+            "  LE ACL buffers    4 × 27 octets",
+            "  LE features       LE Extended Advertising",
+        ] {
+            #expect(run.stdout.contains(line), "\(line)\n\(run.stdout)")
+        }
+        let json = await runInProcess(["--json", "--transport", "sim", "adapters"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["kind"] as? String == "adapter" && object["transport"] as? String == "sim")
+        #expect(object["leFeatures"] as? [String] == ["LE Extended Advertising"])
+        #expect((object["aclBuffers"] as? [String: Any])?["packetCount"] as? Int == 4)
+    }
+
+    @Test func refusedWhereItCannotAnswer() async {
+        let replay = await runInProcess(["--transport", "replay:/nonexistent.btsnoop", "adapters"])
+        #expect(replay.code == 64 && replay.stderr.contains("a replayed capture has no controller"), "\(replay.stderr)")
+        let extra = await runInProcess(["adapters", "hci0"])
+        #expect(extra.code == 64)
+        if !FileManager.default.fileExists(atPath: "/sys/class/bluetooth") {
+            // This machine's kernel has no Bluetooth: said, exit 69.
+            let kernel = await runInProcess(["adapters"])
+            #expect(kernel.code == 69 && kernel.stderr.contains("no Bluetooth support"), "\(kernel.stderr)")
+        }
+    }
+}

@@ -29,10 +29,13 @@ package protocol Central: Sendable {
     /// Whether `--record` is already writing this transport's HCI traffic (the user-space host),
     /// so the session does not also record at the ATT level.
     var recordsHCI: Bool { get }
+    /// What the controller said it is when our host started it; nil where the host is not ours.
+    var controllerInfo: ControllerInfo? { get }
 }
 
 extension Central {
     package var recordsHCI: Bool { false }
+    package var controllerInfo: ControllerInfo? { nil }
     package var localAddress: BluetoothAddress? { nil }
     package func linkEitherType(
         to address: BluetoothAddress, timeout: Duration

@@ -157,6 +157,7 @@ package final class UserSpaceCentral: Central, Scanner {
     package func close() async { await host.close() }
 
     package var localAddress: BluetoothAddress? { host.info.address }
+    package var controllerInfo: ControllerInfo? { host.info }
 
     /// The same host as peripheral: closing the adapter closes the host once.
     package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
@@ -240,6 +241,7 @@ package final class SimulatedCentral: Central, Scanner {
     }
 
     package var recordsHCI: Bool { central.recordsHCI }
+    package var controllerInfo: ControllerInfo? { central.host.info }
 
     /// The HCI command timeout towards the in-process virtual controller.
     package static let commandTimeout = Duration.seconds(30)
