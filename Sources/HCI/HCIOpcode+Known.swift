@@ -78,7 +78,8 @@ extension HCIOpcode {
     public static let leSetExtendedAdvertisingParametersV2 = HCIOpcode(rawValue: 0x207F)
     public static let leExtendedCreateConnectionV2 = HCIOpcode(rawValue: 0x2085)
 
-    /// Every opcode with a name (spec spelling, `HCI_` prefix). `HCIOpcode.description` uses it.
+    /// The opcodes this module sends, with their spec names (`HCI_` prefix); part of `HCIOpcode.names`,
+    /// where `HCICommandNames` names every other standard command.
     static let known: [(HCIOpcode, String)] = [
         (.disconnect, "HCI_Disconnect"),
         (.readRemoteVersionInformation, "HCI_Read_Remote_Version_Information"),
@@ -150,10 +151,10 @@ extension HCIOpcode {
     ]
 
     /// The spec name without `HCI_` and underscores, as btmon prints it: `"LE Set Scan Enable"`;
-    /// `"Unknown command 0x2099"` for an opcode without a name.
+    /// `"Vendor command 0xfc01"` for OGF 0x3F, `"Unknown command 0x2004"` for any other opcode without a name.
     public var displayName: String {
         guard let name = HCIOpcode.names[rawValue] else {
-            return "Unknown command 0x" + String(rawValue, radix: 16).leftPadded(4)
+            return (isVendorSpecific ? "Vendor command " : "Unknown command ") + hexCode
         }
         var text = name.hasPrefix("HCI_") ? String(name.dropFirst(4)) : name
         text = String(text.map { $0 == "_" ? " " : $0 })

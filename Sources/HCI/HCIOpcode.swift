@@ -8,13 +8,27 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var ogf: UInt8 { UInt8(rawValue >> 10) }
     public var ocf: UInt16 { rawValue & 0x3FF }
 
+    /// OGF 0x3F: reserved for vendor-specific debug commands.
+    public var isVendorSpecific: Bool { ogf == 0x3F }
+
+    /// The spec name (`HCI_LE_Set_Scan_Enable`); `Vendor command 0xfc01` for OGF 0x3F (btmon says
+    /// "Vendor"), `HCI command 0x2004` for any other opcode without a name.
     public var description: String {
         if let name = HCIOpcode.names[rawValue] { return name }
-        return "HCI command 0x" + String(rawValue, radix: 16, uppercase: false).leftPadded(4)
+        return (isVendorSpecific ? "Vendor command " : "HCI command ") + hexCode
     }
 
-    /// Spec names of the opcodes this module knows; filled by the command definitions.
-    static let names: [UInt16: String] = Dictionary(uniqueKeysWithValues: HCIOpcode.known.map { ($0.0.rawValue, $0.1) })
+    /// `0x0c1a`: the opcode in four lowercase hex digits, as btmon prints it.
+    var hexCode: String { "0x" + String(rawValue, radix: 16, uppercase: false).leftPadded(4) }
+
+    /// Spec names by opcode: every standard command (`HCICommandNames`) and the opcodes this module
+    /// sends (`known`), whose name wins where both have one (the tests check that they agree).
+    static let names: [UInt16: String] = {
+        var names = Dictionary(
+            HCICommandNames.all.map { ($0.opcode, $0.name) }, uniquingKeysWith: { first, _ in first })
+        for (opcode, name) in HCIOpcode.known { names[opcode.rawValue] = name }
+        return names
+    }()
 }
 
 /// An 8-bit HCI event code. Open: unknown codes keep their value.

@@ -62,7 +62,15 @@ struct CommandDescriptionTests {
             .unknown(try! HCICommandPacket(opcode: .writeScanEnable, parameters: [3])),
             "Write Scan Enable (0x0c1a): 03"
         ),
-        (.unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0xFC01))), "Unknown command 0xfc01"),
+        (.unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0xFC01))), "Vendor command 0xfc01"),
+        (
+            .unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2004), parameters: [1])),
+            "Unknown command 0x2004: 01"
+        ),
+        (
+            .unknown(try! HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0C52), parameters: [0])),
+            "Write Extended Inquiry Response (0x0c52): 00"
+        ),
         (
             .writeLocalName(WriteLocalNameCommand(localName: HCILocalName("Pixel 6 Pro"))),
             "Write Local Name: \"Pixel 6 Pro\""
