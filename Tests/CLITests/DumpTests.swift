@@ -147,6 +147,30 @@ struct DumpOracleSharedCaptureTests {
         #expect(oracleDifferences(ours: ours, oracle: oracle) == [])
     }
 
+    /// Issue 20, item 5: every HCI command and event in the shared captures has its spec name, as
+    /// btmon shows it; characteristic declarations in Read By Type responses are decoded.
+    @Test func everyHCICommandAndEventIsNamed() throws {
+        var seen: Set<String> = []
+        for name in ["horizon-treadmill-ftms.btsnoop", "smartpen-reads-extadv.btsnoop", "android-pixel6-extadv-scan.btsnoop"] {
+            let (lines, _) = try dump(Paths.sharedCaptures.appendingPathComponent(name).path, json: false)
+            for line in lines where line.contains("Unknown command") || line.contains("Event 0x") || line.contains("LE subevent 0x") {
+                Issue.record("\(name): \(line)")
+            }
+            for expected in [
+                "Write Extended Inquiry Response", "Host Buffer Size", "Write Simple Pairing Mode", "LE Read Resolving List Size",
+                "Create Connection (0x0405)",
+            ] where lines.contains(where: { $0.contains(expected) }) {
+                seen.insert(expected)
+            }
+            if name == "horizon-treadmill-ftms.btsnoop" {
+                #expect(lines.contains {
+                    $0.contains("[Generic Access: declarations 0x0003 Device Name (2A00), value 0x0004, [read];")
+                })
+            }
+        }
+        #expect(seen.count == 5, "\(seen)")
+    }
+
     @Test func linkLayerCaptureIsRefusedClearly() {
         #expect(throws: HCIError.self) {
             try dump(Paths.sharedCaptures.appendingPathComponent("ubertooth-ll-le-sc-pairing.pcapng").path)
