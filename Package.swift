@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "BLE", "GATTClientCLI"]),
         .testTarget(name: "EmulatorTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "Emulator"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Capture", "Emulator", "Security", "BLE"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "CTestSupport", "SystemSupport", "GATTClientCLI", "HCI", "ATT", "L2CAP", "Host", "Kernel", "GATT", "Capture", "Emulator", "Security", "BLE"]),
         .testTarget(name: "BLETests", dependencies: ["TestSupport", "ATT", "SystemSupport", "Security", "Emulator", "BLE"]),
         // Hostile-peer and resource-bound tests (issue 9).
         .testTarget(name: "RobustnessTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT"]),

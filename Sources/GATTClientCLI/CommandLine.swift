@@ -130,6 +130,8 @@ public enum Command: Equatable, Sendable {
     case unpair(PeerAddress)
     /// `adapters`: the kernel's adapters, or the `--transport` controller.
     case adapters
+    /// `shell [ADDR]` (or `-I`): commands typed against one connection.
+    case shell(PeerAddress?)
 }
 
 /// `pair ADDR` options.
@@ -194,6 +196,8 @@ public let commandSummaries: [(String, String)] = [
      "LE pairing as central (Secure Connections or legacy), the bond kept under --bonds"),
     ("bonds", "the bonds of this adapter (--json: with their keys)"),
     ("unpair ADDR", "forget the bond with ADDR"),
+    ("shell [ADDR] (or -I [ADDR])",
+     "interactive: services, read, write, subscribe/unsubscribe, info, mtu, pair, connect, disconnect on one connection"),
     ("adapters",
      "the kernel's adapters (up, powered, LE, bluetoothd), or with --transport the controller's version, features, buffers"),
 ]
@@ -248,7 +252,7 @@ public let usageText: String = {
 /// The global options (before or after the command).
 let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
-    "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version",
+    "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
 ]
 
 /// Each command's own options (what its parser takes), for "unknown option" and "did you mean".
@@ -269,6 +273,7 @@ let commandOptionNames: [String: [String]] = [
     "bonds": [],
     "unpair": ["--random"],
     "adapters": [],
+    "shell": ["--random"],
     "help": [],
 ]
 
@@ -300,6 +305,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     var options = GlobalOptions()
     var positional: [String] = []
     var commandOptions: [(name: String, value: String?)] = []
+    var interactiveShell = false
     var index = 0
 
     func value(for name: String) throws(UsageError) -> String {
@@ -373,6 +379,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--no-cache":
             if inlineValue != nil { throw UsageError("--no-cache takes no value") }
             options.noCache = true
+        case "-I", "--interactive":
+            if inlineValue != nil { throw UsageError("\(argument) takes no value") }
+            interactiveShell = true
         case "-v", "--verbose": options.verbosity += 1
         case "-vv": options.verbosity += 2
         case "-h", "--help":
@@ -413,12 +422,14 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         index += 1
     }
 
+    // `-I [ADDR]`: the shell, as gatttool's -I.
+    if interactiveShell, positional.first != "shell" { positional.insert("shell", at: 0) }
     guard let name = positional.first else {
         throw UsageError("no command given: try `gattclient demo` (no hardware needed), or `gattclient --help`")
     }
     let rest = Array(positional.dropFirst())
     // A device address without a type: the cache's type, else both (issue 19, item 3).
-    let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair"]
+    let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair", "shell"]
     if addressed.contains(name), let address = rest.first, !address.contains("/"),
         !commandOptions.contains(where: { $0.name == "--random" })
     {
@@ -568,6 +579,21 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":
         return Invocation(options: options, command: .peripheral(try parsePeripheralCommand(rest, commandOptions)))
+    case "shell":
+        var random = false
+        for (flag, _) in commandOptions {
+            guard flag == "--random" else { throw UsageError("shell does not know \(flag)") }
+            random = true
+        }
+        guard rest.count <= 1 else { throw UsageError("shell takes at most one address, got \(rest.count) arguments") }
+        guard let text = rest.first else {
+            if random { throw UsageError("--random needs an address") }
+            return Invocation(options: options, command: .shell(nil))
+        }
+        guard let peer = PeerAddress(text, random: random) else {
+            throw UsageError("'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+        }
+        return Invocation(options: options, command: .shell(peer))
     case "adapters":
         guard rest.isEmpty, commandOptions.isEmpty else {
             throw UsageError("adapters takes no arguments (--transport names one controller)")

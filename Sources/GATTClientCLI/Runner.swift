@@ -13,7 +13,8 @@ import Synchronization
 /// `main` only passes `CommandLine.arguments` here.
 /// `standardOutput`/`standardError` let an in-process caller (a test) collect the output.
 public func runGATTClient(
-    _ arguments: [String], standardOutput: Int32 = STDOUT_FILENO, standardError: Int32 = STDERR_FILENO
+    _ arguments: [String], standardInput: Int32 = STDIN_FILENO, standardOutput: Int32 = STDOUT_FILENO,
+    standardError: Int32 = STDERR_FILENO
 ) -> Int32 {
     let invocation: Invocation
     do {
@@ -44,6 +45,11 @@ public func runGATTClient(
         return ExitCode.success.rawValue
     case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair, .adapters:
         return runGATT(invocation, output: &output, errors: errors)
+    case .shell(let peer):
+        output.flush()
+        return runShell(
+            peer, typed: !invocation.options.automaticAddressType, invocation: invocation, input: standardInput,
+            output: standardOutput, errors: errors)
     case .peripheral(let options):
         return runPeripheral(options, invocation: invocation, output: &output, errors: errors)
     case .monitor(let options):
@@ -277,7 +283,7 @@ final class Interrupts: Sendable {
 
 /// The body of ``runGATT(_:output:errors:)``, inside its diagnostics: the command, then the
 /// protocol violations it met (`event` lines under `--json`; a failure under `--strict`).
-private func runGATTCommand(
+func runGATTCommand(
     _ invocation: Invocation, output initial: BufferedOutput, errors: Int32, diagnostics: SessionDiagnostics
 ) async -> (Int32, BufferedOutput) {
     let options = invocation.options

@@ -1,5 +1,5 @@
-// GNU extensions Swift's Glibc module does not import: a close-on-exec pipe and the spawn file
-// action that closes every descriptor from `from` up in the child.
+// GNU extensions Swift's Glibc module does not import: a close-on-exec pipe, the spawn file
+// action that closes every descriptor from `from` up in the child, a pseudo-terminal.
 #define _GNU_SOURCE
 #include "ctestsupport.h"
 
@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int ctest_pipe_cloexec(int fds[2]) {
@@ -30,4 +31,27 @@ unsigned long long ctest_heap_in_use(void) {
     if (__sanitizer_get_current_allocated_bytes) return (unsigned long long)__sanitizer_get_current_allocated_bytes();
     struct mallinfo2 info = mallinfo2();
     return (unsigned long long)info.uordblks + (unsigned long long)info.hblkhd;
+}
+
+int ctest_open_pty(int *slave) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return -errno;
+    if (grantpt(master) != 0 || unlockpt(master) != 0) {
+        int error = errno;
+        close(master);
+        return -error;
+    }
+    char name[128];
+    if (ptsname_r(master, name, sizeof name) != 0) {
+        int error = errno;
+        close(master);
+        return -error;
+    }
+    *slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (*slave < 0) {
+        int error = errno;
+        close(master);
+        return -error;
+    }
+    return master;
 }

@@ -61,6 +61,11 @@ struct CommandConnection {
     let peripheral: Peripheral
     /// `-v`: the task reporting the connection's events (``ConnectionVisibility``).
     var watcher: Task<Void, Never>?
+    /// The shell's connection, lent to one command: ``close()`` leaves it open.
+    var isLent = false
+
+    /// The shell's connection: the commands it runs use it instead of connecting (`shell`).
+    @TaskLocal static var lent: CommandConnection?
 
     var peer: PeerAddress { peripheral.peer }
     var client: GATTClient { peripheral.client }
@@ -75,6 +80,11 @@ struct CommandConnection {
     static func open(
         _ peer: PeerAddress, options: GlobalOptions, replayMatchAny: Bool, central: (any Central)?
     ) async throws -> CommandConnection {
+        if var lent {
+            lent.isLent = true
+            lent.watcher = nil
+            return lent
+        }
         var adapterOptions = options.adapterOptions
         adapterOptions.replayMatchAny = replayMatchAny
         let adapter = try await CommandConnection.adapter(
@@ -182,6 +192,7 @@ struct CommandConnection {
     /// Ends the connection (HCI Disconnect on the user-space host, the socket on the kernel's)
     /// and closes the adapter.
     func close() async {
+        if isLent { return }
         await peripheral.disconnect()
         // The watcher reports the end (the state stream ends with it); bounded all the same.
         if let watcher {

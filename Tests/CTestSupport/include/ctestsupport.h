@@ -16,4 +16,8 @@ unsigned long long ctest_heap_in_use(void);
 /// 1 when the heap is AddressSanitizer's (its runtime is linked in), else 0.
 int ctest_address_sanitizer_heap(void);
 
+/// A new pseudo-terminal: its master descriptor (the test's end) and, in `slave`, the opened
+/// terminal the program under test uses; -errno on failure.
+int ctest_open_pty(int *slave);
+
 #endif
