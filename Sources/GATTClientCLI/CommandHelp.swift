@@ -33,6 +33,20 @@ public let commandHelpText: [String: String] = [
           examples:
             gattclient --transport sim:thermometer unpair C4:7E:11:09:2A:1C/random   # after pairing with it
         """,
+    "shell": """
+        gattclient shell [ADDR] [--random]      (or: gattclient -I [ADDR])
+          One connection, and commands typed against it: services [--values], read, write, info, pair
+          (their options and output, the address left out; --json, -v, --security, --timeout at the end
+          of a line apply to it), subscribe HANDLE|UUID [--indicate] and unsubscribe (values printed as
+          they come, in the background), mtu, connect [ADDR], disconnect, wait S, help, quit. On a
+          terminal: prompt, line editing (arrows, Ctrl-A/E/U/K/W, Alt-B/F), history (↑/↓, kept in
+          $XDG_STATE_HOME/gattclient/history); a value that arrives redraws the line being typed. Not a
+          terminal: one command per line, no prompt, # comments; exit code 0 or the last failure's.
+          examples:
+            gattclient --transport sim shell 54:6C:0E:9A:3B:01   # a terminal: type help
+            echo 'read 2A19' | gattclient --transport sim shell 54:6C:0E:9A:3B:01
+            echo 'info' | gattclient --json --transport sim -I E8:7F:3A:21:9C:05/random
+        """,
     "adapters": """
         gattclient adapters
           Without --transport: the kernel's adapters (hciN, address, up/down, powered, LE on, whether

@@ -237,7 +237,8 @@ public let usageText: String = {
       --replay-match strict|any replay: answer requests in recorded order (strict) or by content (any)
       --replay-conn H           replay: the recorded connection to use when a capture holds several
       --strict                  a protocol violation by the peer fails the command instead of warning
-      -v, -vv                   more detail on stderr
+      -v, -vv                   more detail on stderr (the ATT PDUs; the connection's parameters and events)
+      -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version
     addresses: AA:BB:CC:DD:EE:FF (its type from a recent scan, else found), AA:BB:CC:DD:EE:FF/random
       or /public; handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit

@@ -9,6 +9,9 @@ prints one line saying what it found and exits 0 when the check holds, 1 otherwi
                                        characteristic (handles, properties) and descriptor
   value FILE HEX                       `read --json`: the value is HEX
   notifications FILE HANDLE COUNT      `subscribe --json`: at least COUNT notifications of HANDLE
+  adapters FILE EXPECTED               `adapters --json`: one line per adapter of EXPECTED (lines
+                                       `INDEX ADDRESS up|down POWERED LE`, 1/0, `-` where btmgmt
+                                       could not read the settings), bluetoothd false
 """
 import json
 import sys
@@ -92,8 +95,25 @@ def notifications(path, handle, count):
     return len(mine) >= int(count), f'{len(mine)} notifications of handle {handle}: {[d.get("value") for d in mine]}'
 
 
+def adapters(path, expected_path):
+    documents = [d for d in json_lines(path) if d.get('kind') == 'adapter']
+    with open(expected_path) as file:
+        expected = [line.split() for line in file if line.strip()]
+    if len(documents) != len(expected):
+        return False, f'{len(documents)} adapters listed, {len(expected)} expected: {documents}'
+    for document, (index, address, state, powered, le) in zip(documents, expected):
+        want = {'index': int(index), 'address': address.upper(), 'up': state == 'up', 'bluetoothd': False}
+        if powered != '-':
+            want['powered'] = powered == '1'
+            want['lowEnergy'] = le == '1'
+        got = {key: (str(document.get(key)).upper() if key == 'address' else document.get(key)) for key in want}
+        if got != want:
+            return False, f'hci{index}: got {got}, want {want} (document {document})'
+    return True, f'{len(documents)} adapters as hciconfig and btmgmt see them: {documents}'
+
+
 def main():
-    checks = {'scan': scan, 'services': services, 'value': value, 'notifications': notifications}
+    checks = {'scan': scan, 'services': services, 'value': value, 'notifications': notifications, 'adapters': adapters}
     if len(sys.argv) < 2 or sys.argv[1] not in checks:
         print(__doc__)
         sys.exit(64)

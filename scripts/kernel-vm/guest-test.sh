@@ -557,6 +557,31 @@ else
     result FAIL 10-facade-example "no Examples build (KVM_EXAMPLES=${KVM_EXAMPLES:-unset})"
 fi
 
+# --- check 12: `gattclient adapters`, the kernel rows (issue 20) ---------------------------------
+# What HCIGETDEVINFO and the management channel say of each adapter, against hciconfig and btmgmt.
+: >"$OUT/adapters.expected"
+for n in 0 1 2; do
+    address=$(hciconfig "hci$n" 2>/dev/null | awk '/BD Address/ {print $3}')
+    state=down; is_up "hci$n" && state=up
+    current=$(settings "$n")
+    if [ -n "$current" ]; then
+        powered=0; echo "$current" | grep -qw powered && powered=1
+        le=0; echo "$current" | grep -qw le && le=1
+    else
+        powered=-; le=-
+    fi
+    echo "$n $address $state $powered $le" >>"$OUT/adapters.expected"
+done
+HCI0_ADDRESS=$(awk '$1 == 0 {print $2}' "$OUT/adapters.expected")
+if gc adapters-json --json adapters \
+    && "$KVM_PYTHON" "$KVM_SCRIPTS/check_json.py" adapters "$OUT/adapters-json.out" "$OUT/adapters.expected" >"$OUT/adapters.check" \
+    && gc adapters-hci0 --transport hci0 adapters && grep -q "^hci0  $HCI0_ADDRESS  " "$OUT/adapters-hci0.out" \
+    && grep -q "no bluetoothd" "$OUT/adapters-hci0.out" && [ "$(wc -l <"$OUT/adapters-hci0.out")" = 1 ]; then
+    result PASS 12-adapters "$(cat "$OUT/adapters.check" | head -c 300); hci0 alone: $(head -c 200 "$OUT/adapters-hci0.out")"
+else
+    result FAIL 12-adapters "exit $rc: $(cat "$OUT/adapters.check" 2>/dev/null | head -c 300) $(head -c 300 "$OUT"/adapters-*.out) expected $(tr '\n' ';' <"$OUT/adapters.expected")"
+fi
+
 # --- the kernel's crypto self-tests (SMP needs them) --------------------------------------------
 if dmesg | grep -qE 'alg: .*(test failed|failed)|WARNING: '; then
     result FAIL kernel-crypto "$(dmesg | grep -E 'alg: .*failed|WARNING: ' | head -2 | tr '\n' ' ')"

@@ -245,7 +245,7 @@ final class LineReader {
         saved.withLock { saved in
             guard let (descriptor, stored) = saved else { return }
             var settings = stored
-            _ = tcsetattr(descriptor, TCSAFLUSH, &settings)
+            _ = tcsetattr(descriptor, TCSADRAIN, &settings)
         }
     }
 
@@ -306,9 +306,9 @@ final class LineReader {
             cc[Int(VTIME)] = 0
         }
         Self.saved.withLock { $0 = (input, saved) }
-        _ = tcsetattr(input, TCSAFLUSH, &raw)
+        _ = tcsetattr(input, TCSADRAIN, &raw)
         defer {
-            _ = tcsetattr(input, TCSAFLUSH, &saved)
+            _ = tcsetattr(input, TCSADRAIN, &saved)
             Self.saved.withLock { $0 = nil }
         }
         console.edit { line in
