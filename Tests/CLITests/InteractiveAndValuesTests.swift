@@ -200,6 +200,18 @@ struct ShellTests {
         #expect(run.code == 1, "the last failure: 2A00 cannot notify")
     }
 
+    /// `pair` in the shell pairs the open connection (the thermometer: Just Works with no IO).
+    @Test func pairsTheOpenConnection() async throws {
+        let bonds = NSTemporaryDirectory() + "shell-bonds-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: bonds) }
+        let run = await runWithInput(
+            "pair --io-capability none --no-bond\nmtu\n",
+            ["--no-cache", "--bonds", bonds, "--transport", "sim:thermometer", "shell", "C4:7E:11:09:2A:1C/random"])
+        #expect(run.code == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("paired with C4:7E:11:09:2A:1C (random): Secure Connections, unauthenticated (Just Works)"), "\(run.stdout)")
+        #expect(run.stdout.contains("ATT_MTU "), "the connection stays open after pair")
+    }
+
     @Test func aScriptStopsWhereItsDeviceCannotBeReached() async {
         let run = await runWithInput("read 2A19\n", ["--no-cache", "--timeout", "2", "--transport", "sim", "shell", "11:22:33:44:55:66/public"])
         #expect(run.code == 1, "\(run.stderr)")

@@ -217,6 +217,36 @@ struct HostLEHostTests {
         await host.close()
     }
 
+    /// Issue 20, item 4: what the controller reports of a link — parameter updates, LE Data Length
+    /// Change, LE PHY Update Complete — reaches the connection's `linkEvents`, in order; a failed
+    /// PHY update and another handle's events do not.
+    @Test func linkEventsReportParametersDataLengthAndPHY() async throws {
+        let controller = HostScriptedController()
+        let host = try await Self.start(controller)
+        let connection = try await Self.connect(host, controller, handle: 0x0040)
+        // LE Data Length Change: TX 251 octets / 2120 µs, RX 251 / 2120.
+        try await controller.event([0x3E, 11, 0x07] + HostScriptedController.le16(0x0040) + [0xFB, 0x00, 0x48, 0x08, 0xFB, 0x00, 0x48, 0x08])
+        // LE PHY Update Complete for another handle, then a failed one, then 2M both ways.
+        try await controller.event([0x3E, 6, 0x0C, 0x00] + HostScriptedController.le16(0x0041) + [0x02, 0x02])
+        try await controller.event([0x3E, 6, 0x0C, 0x1A] + HostScriptedController.le16(0x0040) + [0x02, 0x02])
+        try await controller.event([0x3E, 6, 0x0C, 0x00] + HostScriptedController.le16(0x0040) + [0x02, 0x03])
+        try await controller.event(
+            HostScriptedController.connectionUpdateComplete(handle: 0x0040, interval: 24, latency: 4, timeout: 600))
+        let events = try await withTimeout(5) { () -> [LEConnection.LinkEvent] in
+            var iterator = connection.linkEvents.makeAsyncIterator()
+            var events: [LEConnection.LinkEvent] = []
+            while events.count < 3, let event = await iterator.next() { events.append(event) }
+            return events
+        }
+        #expect(
+            events == [
+                .dataLengthChanged(maxTXOctets: 251, maxTXTime: 2120, maxRXOctets: 251, maxRXTime: 2120),
+                .phyUpdated(tx: .le2M, rx: .leCoded),
+                .parametersUpdated(LEConnection.Parameters(interval: 24, peripheralLatency: 4, supervisionTimeout: 600)),
+            ])
+        await host.close()
+    }
+
     @Test func hostInitiatedUpdateAndDisconnectWaitForTheirEvents() async throws {
         let controller = HostScriptedController()
         let host = try await Self.start(controller) { $0.disconnectTimeout = .milliseconds(200) }
