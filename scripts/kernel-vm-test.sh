@@ -26,6 +26,8 @@
 #      that needs encryption, the keys land in --bonds and equal Bumble's); bonds; pair with the
 #      bond (no SMP); the kernel's keys cleared, the read works again with the keys gattclient
 #      loaded at start (no SMP); pair --force through Pair Device
+#   12 `gattclient adapters`: every adapter as hciconfig and btmgmt see it (address, up, powered,
+#      LE, no bluetoothd), and `--transport hci0 adapters` alone
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #

@@ -284,7 +284,7 @@ struct ShellTerminalTests {
         let finished = Locked<Int32?>(nil)
         Thread.detachNewThread {
             let code = runGATTClient(
-                ["--no-cache", "--transport", "sim", "shell", "54:6C:0E:9A:3B:01"], standardInput: slave, standardOutput: slave,
+                ["--no-cache", "-v", "--transport", "sim", "shell", "54:6C:0E:9A:3B:01"], standardInput: slave, standardOutput: slave,
                 standardError: slave)
             finished.set(code)
         }
@@ -303,7 +303,9 @@ struct ShellTerminalTests {
         #expect(await waitFor("wrote 1 octet"))
         type("rea")
         #expect(await waitFor("notification: "), "\(screen.get())")
-        // After the value, the prompt and the half-typed line are drawn again.
+        // After the value (and, with -v, its ATT trace line), the prompt and the half-typed line
+        // are drawn again.
+        #expect(await waitFor("\r\u{1B}[K< ATT Handle Value Notification"), "\(screen.get().debugDescription)")
         #expect(await waitFor("\r[54:6C:0E:9A:3B:01]> rea\u{1B}[K"), "\(screen.get().debugDescription)")
         type("d 0x0021\r")
         #expect(await waitFor("0x0021: 64  100 %"))

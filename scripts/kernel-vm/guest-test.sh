@@ -560,7 +560,8 @@ fi
 # --- check 12: `gattclient adapters`, the kernel rows (issue 20) ---------------------------------
 # What HCIGETDEVINFO and the management channel say of each adapter, against hciconfig and btmgmt.
 : >"$OUT/adapters.expected"
-for n in 0 1 2; do
+# Every adapter the kernel has now (check 8 adds a dual-mode one), in index order.
+for n in $(ls /sys/class/bluetooth | sed -n 's/^hci\([0-9][0-9]*\)$/\1/p' | sort -n); do
     address=$(hciconfig "hci$n" 2>/dev/null | awk '/BD Address/ {print $3}')
     state=down; is_up "hci$n" && state=up
     current=$(settings "$n")

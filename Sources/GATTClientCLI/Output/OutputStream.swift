@@ -75,8 +75,14 @@ public struct BufferedOutput: Sendable {
     }
 }
 
-/// Writes one line to standard error (or `descriptor`) at once.
+/// Writes one line to standard error (or `descriptor`) at once. While the shell shows its
+/// prompt, a line for the shell's standard error goes around the line being typed
+/// (``ShellConsole/writing(errorsTo:)``): an ATT trace or a warning does not break it.
 public func printError(_ text: String, to descriptor: Int32 = STDERR_FILENO) {
+    if let console = ShellConsole.writing(errorsTo: descriptor) {
+        console.print(text, toErrors: true)
+        return
+    }
     let line = Array((text + "\n").utf8)
     line.withUnsafeBytes { raw in
         var offset = 0

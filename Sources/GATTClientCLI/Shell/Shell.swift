@@ -160,7 +160,11 @@ actor Shell {
     /// Opens the adapter (once) and, given a device, connects.
     func begin(_ peer: PeerAddress?, typed: Bool) async -> Int32 {
         do {
-            adapter = try await CommandConnection.adapter(options: options, central: central)
+            // Inside the diagnostics: the adapter's -v trace and violation reports go to the shell's streams.
+            let (options, central) = (options, central)
+            adapter = try await SessionDiagnostics.$current.withValue(diagnostics) {
+                try await CommandConnection.adapter(options: options, central: central)
+            }
         } catch {
             return report(CommandFailure.from(error, doing: "shell"))
         }
@@ -215,7 +219,12 @@ actor Shell {
         }
         var opened = CommandConnection(adapter: adapter, peripheral: peripheral)
         if let level = options.securityLevel, peripheral.session.link.securityManager != nil {
-            try await peripheral.ensureSecurity(level)
+            do {
+                try await peripheral.ensureSecurity(level)
+            } catch {
+                await peripheral.disconnect()
+                throw error
+            }
         }
         // Without -v, the link's end is said all the same (a shell outlives links); with -v,
         // every event of the connection.

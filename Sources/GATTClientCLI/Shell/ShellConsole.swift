@@ -10,6 +10,18 @@ import Synchronization
 ///
 /// Without a terminal there is no prompt: lines are written as they come.
 final class ShellConsole: Sendable {
+    /// The consoles of the shells that run, by their standard error (one per process in use;
+    /// tests run several), for ``printError(_:to:)``.
+    private static let active = Mutex<[Int32: ShellConsole]>([:])
+
+    /// The running shell's console whose standard error is `descriptor`, if any.
+    static func writing(errorsTo descriptor: Int32) -> ShellConsole? { active.withLock { $0[descriptor] } }
+
+    /// Lines for this console's standard error go through it until ``deactivate()``.
+    func activate() { Self.active.withLock { $0[errors] = self } }
+
+    func deactivate() { Self.active.withLock { if $0[errors] === self { $0[errors] = nil } } }
+
     /// What is on the prompt line.
     struct Line: Sendable {
         var prompt = ""

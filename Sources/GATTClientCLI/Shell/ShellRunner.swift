@@ -16,6 +16,8 @@ func runShell(
     if !options.noCache { options.addressCacheDirectory = AddressTypeCache.defaultDirectory() }
     let interactive = isatty(input) == 1 && isatty(output) == 1
     let console = ShellConsole(output: output, errors: errors, interactive: interactive)
+    console.activate()
+    defer { console.deactivate() }
     let diagnostics = SessionDiagnostics(errors: errors, json: options.json, strict: options.strict)
     let shell = Shell(options: options, console: console, diagnostics: diagnostics, central: CommandConnection.injectedCentral)
     let historyPath = interactive ? ShellHistory.defaultPath() : nil
