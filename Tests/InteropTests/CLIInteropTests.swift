@@ -33,6 +33,26 @@ struct CLIInteropTests {
         #expect((bluefruit?["serviceUUIDs"] as? [String])?.contains("6E400001-B5A3-F393-E0A9-E50E24DCCA9E") == true)
     }
 
+    /// Issue 20: `adapters` describes Bumble's controller as our host read it at start; `services
+    /// --values` reads every value Bumble's SensorTag serves; `-v` shows the link's parameters.
+    @Test func adaptersServicesValuesAndTheLinkAgainstBumble() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"])
+        defer { peer.stop() }
+        let described = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "adapters"])
+        #expect(described.code == 0, "\(described.stderr)")
+        let controller = try #require(Self.objects(described.stdout).first)
+        #expect(controller["kind"] as? String == "adapter")
+        #expect((controller["hciVersion"] as? String)?.isEmpty == false)
+        #expect((controller["leFeatures"] as? [String])?.contains("LE Encryption") == true, "\(controller)")
+        #expect(((controller["aclBuffers"] as? [String: Any])?["packetCount"] as? Int ?? 0) > 0)
+        let address = try #require(peer.devices["sensortag"])
+        let values = await Self.gattclient(["-v", "--transport", "\(peer.uri)", "services", "--values", "\(address)"])
+        #expect(values.code == 0, "\(values.stderr)")
+        #expect(values.stdout.contains("    = 4343323635302053656e736f72546167  \"CC2650 SensorTag\""), "\(values.stdout)")
+        #expect(values.stderr.contains(": connected, ATT_MTU 517"), "\(values.stderr)")
+        #expect(values.stderr.contains("supervision timeout"), "the link's parameters under -v")
+    }
+
     @Test(arguments: [(517, 28), (23, 54)])
     func servicesDiscoversTheSensorTagExactlyWithinTheRequestFloor(mtu: Int, floor: Int) async throws {
         let peer = try await BumblePeer.start(devices: ["sensortag"], mtu: mtu)
