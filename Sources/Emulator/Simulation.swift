@@ -25,6 +25,8 @@ public struct Simulation: Sendable {
         case sensortag, bluefruit
         /// ``EmulatedThermometer``: requires pairing; only when named.
         case thermometer
+        /// ``EmulatedCounter``: notifies a counter every 50 ms; only when named.
+        case counter
 
         /// The devices of a bare `sim`.
         public static let defaultSet: [Device] = [.sensortag, .bluefruit]
@@ -32,6 +34,7 @@ public struct Simulation: Sendable {
 
     public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible {
         case unknownDevice(String)
+        case invalidCount(String)
         case database(GATTError)
 
         public var description: String {
@@ -39,6 +42,8 @@ public struct Simulation: Sendable {
             case .unknownDevice(let name):
                 return "unknown simulated device '\(name)' (known: "
                     + Device.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+            case .invalidCount(let name):
+                return "'\(name)': a device is named NAME or NAME*N, with N from 1 to \(Simulation.maximumCopies)"
             case .database(let error): return "emulated device database: \(error)"
             }
         }
@@ -48,17 +53,47 @@ public struct Simulation: Sendable {
     public let hostTransport: InMemoryTransport
     public let controller: VirtualController
     public let link: VirtualLink
-    public let sensorTag: EmulatedSensorTag?
-    public let bluefruit: EmulatedBluefruit?
+    /// The first of each kind (the only one unless copies were asked for).
+    public var sensorTag: EmulatedSensorTag? { sensorTags.first }
+    public var bluefruit: EmulatedBluefruit? { bluefruits.first }
     public let thermometer: EmulatedThermometer?
+    /// Every copy, in address order (copy N has the first one's address plus N − 1).
+    public let sensorTags: [EmulatedSensorTag]
+    public let bluefruits: [EmulatedBluefruit]
+    public let counters: [EmulatedCounter]
 
-    /// The devices named by `names` (`[]`: the default set). Throws on an unknown name.
+    /// The most copies of one device (`sim:counter*64`).
+    public static let maximumCopies = 64
+
+    /// The devices named by `names` (`[]`: the default set), each `NAME` or `NAME*N`. Throws on
+    /// an unknown name or a bad count.
     public static func devices(named names: [String]) throws(SimulationError) -> [Device] {
-        guard !names.isEmpty else { return Device.defaultSet }
-        var devices: [Device] = []
+        try named(names).map(\.device)
+    }
+
+    /// How many copies of each device `names` asks for (`sensortag*32`: 32), in the order named.
+    public static func copies(named names: [String]) throws(SimulationError) -> [Device: Int] {
+        var copies: [Device: Int] = [:]
+        for (device, count) in try named(names) { copies[device] = count }
+        return copies
+    }
+
+    private static func named(_ names: [String]) throws(SimulationError) -> [(device: Device, count: Int)] {
+        guard !names.isEmpty else { return Device.defaultSet.map { ($0, 1) } }
+        var devices: [(device: Device, count: Int)] = []
         for name in names {
-            guard let device = Device(rawValue: name.lowercased()) else { throw .unknownDevice(name) }
-            if !devices.contains(device) { devices.append(device) }
+            let parts = name.lowercased().split(separator: "*", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let device = Device(rawValue: String(parts[0])) else { throw .unknownDevice(name) }
+            var count = 1
+            if parts.count == 2 {
+                guard let given = Int(parts[1]), (1...maximumCopies).contains(given) else { throw .invalidCount(name) }
+                count = given
+            }
+            if let index = devices.firstIndex(where: { $0.device == device }) {
+                devices[index].count = max(devices[index].count, count)
+            } else {
+                devices.append((device, count))
+            }
         }
         return devices
     }
@@ -66,24 +101,38 @@ public struct Simulation: Sendable {
     /// Builds the link with `devices` on it and starts a controller for our host. `display`
     /// gets what a device shows its user (the thermometer's passkey).
     public static func start(
-        devices: [Device] = Device.defaultSet, clock: any BluetoothClock = SystemClock(),
+        devices: [Device] = Device.defaultSet, copies: [Device: Int] = [:], clock: any BluetoothClock = SystemClock(),
         configuration: VirtualController.Configuration = .init(), logger: Logger = .disabled,
         display: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(SimulationError) -> Simulation {
         let link = VirtualLink()
-        var sensorTag: EmulatedSensorTag?
-        var bluefruit: EmulatedBluefruit?
+        var sensorTags: [EmulatedSensorTag] = []
+        var bluefruits: [EmulatedBluefruit] = []
+        var counters: [EmulatedCounter] = []
         var thermometer: EmulatedThermometer?
+        func count(_ device: Device) -> Int { devices.contains(device) ? max(1, min(copies[device] ?? 1, maximumCopies)) : 0 }
+        func suffix(_ copy: Int) -> String { copy == 0 ? "" : "-\(copy + 1)" }
         do throws(GATTError) {
-            if devices.contains(.sensortag) {
-                let device = try EmulatedSensorTag(clock: clock, logger: logger.child("sensortag"))
+            for copy in 0..<count(.sensortag) {
+                let device = try EmulatedSensorTag(
+                    address: EmulatedSensorTag.defaultAddress.adding(copy), clock: clock,
+                    logger: logger.child("sensortag" + suffix(copy)))
                 link.add(device)
-                sensorTag = device
+                sensorTags.append(device)
             }
-            if devices.contains(.bluefruit) {
-                let device = try EmulatedBluefruit(clock: clock, logger: logger.child("bluefruit"))
+            for copy in 0..<count(.bluefruit) {
+                let device = try EmulatedBluefruit(
+                    address: EmulatedBluefruit.defaultAddress.adding(copy), clock: clock,
+                    logger: logger.child("bluefruit" + suffix(copy)))
                 link.add(device)
-                bluefruit = device
+                bluefruits.append(device)
+            }
+            for copy in 0..<count(.counter) {
+                let device = try EmulatedCounter(
+                    address: EmulatedCounter.defaultAddress.adding(copy), name: "Counter \(copy + 1)", clock: clock,
+                    logger: logger.child("counter" + suffix(copy)))
+                link.add(device)
+                counters.append(device)
             }
             if devices.contains(.thermometer) {
                 let device = try EmulatedThermometer(clock: clock, logger: logger.child("thermometer"), display: display)
@@ -96,12 +145,21 @@ public struct Simulation: Sendable {
         let (controller, host) = await VirtualController.attach(
             to: link, clock: clock, configuration: configuration, logger: logger.child("controller"))
         return Simulation(
-            hostTransport: host, controller: controller, link: link, sensorTag: sensorTag, bluefruit: bluefruit,
-            thermometer: thermometer)
+            hostTransport: host, controller: controller, link: link, thermometer: thermometer, sensorTags: sensorTags,
+            bluefruits: bluefruits, counters: counters)
     }
 
     /// Stops the controller (the host's transport closes).
     public func stop() async {
         await controller.stop()
+    }
+}
+
+extension BluetoothAddress {
+    /// The address `offset` above this one (its low 24 bits wrap; the company or random-kind bits stay).
+    public func adding(_ offset: Int) -> BluetoothAddress {
+        let high = rawValue & 0xFFFF_FF00_0000
+        let low = (rawValue &+ UInt64(offset)) & 0x0000_00FF_FFFF
+        return BluetoothAddress(rawValue: high | low) ?? self
     }
 }

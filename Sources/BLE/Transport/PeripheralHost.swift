@@ -75,7 +75,8 @@ package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async t
         let simulation: Simulation
         do {
             simulation = try await Simulation.start(
-                devices: names.isEmpty ? [] : try Simulation.devices(named: names), display: options.warning)
+                devices: names.isEmpty ? [] : try Simulation.devices(named: names), copies: try Simulation.copies(named: names),
+                display: options.warning)
         } catch {
             throw BLEError("\(parsed): \(error)", kind: "usage", exitCode: .usage)
         }

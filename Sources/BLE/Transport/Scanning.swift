@@ -255,7 +255,8 @@ package final class SimulatedCentral: Central, Scanner {
             guard case .simulator(let names) = uri else {
                 throw BLEError("\(uri) is not a simulator URI", kind: "usage", exitCode: .usage)
             }
-            simulation = try await Simulation.start(devices: try Simulation.devices(named: names), display: display)
+            simulation = try await Simulation.start(
+                devices: try Simulation.devices(named: names), copies: try Simulation.copies(named: names), display: display)
         } catch let error as Simulation.SimulationError {
             throw BLEError("\(uri): \(error)", kind: "usage", exitCode: .usage)
         }
