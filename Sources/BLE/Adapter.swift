@@ -45,6 +45,7 @@ public actor Adapter {
     /// The address type each address had when a scan of this adapter last saw it.
     private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
     private var kernelAgentFailureTold = false
+    private var managed: [ManagedDevice] = []
 
     package init(central: any Central, options: AdapterOptions = AdapterOptions(), hooks: SessionHooks = SessionHooks()) {
         self.central = central
@@ -463,9 +464,34 @@ public actor Adapter {
 
     /// Ends every scan, connection and advertisement of this adapter and releases its
     /// transport. Idempotent.
+    // MARK: - Managed devices
+
+    /// Keeps `peer` connected from now on (``ManagedDevice``): connects when it advertises, and
+    /// again after every link loss, with back-off, its bond's security and its subscriptions.
+    /// Managing an address already managed gives the same device.
+    public func manage(_ peer: PeerAddress, options: ManagedDeviceOptions = ManagedDeviceOptions()) -> ManagedDevice {
+        if let existing = managed.first(where: { $0.peer.address == peer.address }) { return existing }
+        let device = ManagedDevice(peer: peer, options: options)
+        managed.append(device)
+        device.start(on: self)
+        return device
+    }
+
+    /// Stops managing `device`: its link ends, its last event is `.state(.removed)`.
+    public func stopManaging(_ device: ManagedDevice) async {
+        managed.removeAll { $0 === device }
+        await device.stop()
+    }
+
+    /// The devices this adapter keeps connected.
+    public var managedDevices: [ManagedDevice] { managed }
+
     public func close() async {
         guard !closed else { return }
         closed = true
+        let devices = managed
+        managed = []
+        for device in devices { await device.stop() }
         scans.finishAll()
         let scanTask = scans.controllerTask
         reconcileControllerScan()  // cancels the controller scan
