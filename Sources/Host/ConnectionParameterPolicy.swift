@@ -35,4 +35,28 @@ public enum ConnectionParameterPolicy {
             intervalMin: request.intervalMin, intervalMax: request.intervalMax, latency: request.maxLatency,
             timeout: request.timeout)
     }
+
+    /// `parameters` for a central with `links` connections (the new one counted): the interval
+    /// at least `perLink` per link (1.25 ms steps, at most 4 s), so the connection events of every
+    /// link fit in one interval; the maximum raised to the minimum when below it, and the
+    /// supervision timeout raised (10 ms steps, at most 32 s) where it would no longer exceed
+    /// twice the effective interval. Nothing changes while the links fit the parameters.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, §4.5.1, §4.5.2
+    public static func scaled(
+        _ parameters: LEConnectionParameters, links: Int, perLink: Duration
+    ) -> LEConnectionParameters {
+        guard links > 1, perLink > .zero else { return parameters }
+        let perLinkMicroseconds = perLink.components.seconds * 1_000_000 + perLink.components.attoseconds / 1_000_000_000_000
+        let needed = (Int64(links) * perLinkMicroseconds + 1249) / 1250  // 1.25 ms units, rounded up
+        let minimum = UInt16(min(Int64(intervalRange.upperBound), max(Int64(parameters.connectionIntervalMin), needed)))
+        var scaled = parameters
+        scaled.connectionIntervalMin = minimum
+        scaled.connectionIntervalMax = max(parameters.connectionIntervalMax, minimum)
+        // Timeout (10 ms) > 2 × (1 + latency) × interval max (1.25 ms): in 0.25 ms units.
+        let neededTimeout = (2 * (1 + Int(scaled.maxLatency)) * Int(scaled.connectionIntervalMax) * 5) / 40 + 1
+        if Int(scaled.supervisionTimeout) < neededTimeout {
+            scaled.supervisionTimeout = UInt16(min(Int(timeoutRange.upperBound), neededTimeout))
+        }
+        return scaled
+    }
 }

@@ -94,7 +94,11 @@ extension LEHost {
     ) async throws(LEHostError) -> LEConnection {
         try checkOpen()
         guard let address = candidates.first?.address else { throw .invalidArgument("no device to connect to") }
-        let parameters = parameters ?? configuration.connectionParameters
+        let parameters =
+            parameters
+            ?? configuration.intervalPerLink.map {
+                ConnectionParameterPolicy.scaled(configuration.connectionParameters, links: connections.count + 1, perLink: $0)
+            } ?? configuration.connectionParameters
         if let why = ConnectionParameterPolicy.invalidity(
             intervalMin: parameters.connectionIntervalMin, intervalMax: parameters.connectionIntervalMax,
             latency: parameters.maxLatency, timeout: parameters.supervisionTimeout)

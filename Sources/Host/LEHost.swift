@@ -48,6 +48,11 @@ public actor LEHost {
         /// Connection parameters of LE Create Connection: 30–50 ms, latency 0, 4 s timeout.
         public var connectionParameters = LEConnectionParameters(
             connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400)
+        /// With several links, the default connection interval is at least this much per link
+        /// (``ConnectionParameterPolicy/scaled(_:links:perLink:)``): 32 links, 80 ms. Nil: the
+        /// default parameters whatever the number of links. Parameters given to a connect are
+        /// used as given.
+        public var intervalPerLink: Duration? = .microseconds(2500)
         /// Initiator scan interval and window (0.625 ms units).
         public var initiatorScanInterval: UInt16 = 0x0060
         public var initiatorScanWindow: UInt16 = 0x0030

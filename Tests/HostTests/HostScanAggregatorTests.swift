@@ -211,3 +211,30 @@ struct HostConnectionParameterPolicyTests {
         #expect((why == nil) == acceptable, "\(why ?? "accepted")")
     }
 }
+
+/// Issue 21: the connection interval with many links — at least 2.5 ms per link by default.
+@Suite struct ConnectionIntervalPerLinkTests {
+    let defaults = LEConnectionParameters(connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400)
+
+    @Test func theDefaultsHoldUntilTheLinksNeedMore() {
+        let perLink = Duration.microseconds(2500)
+        #expect(ConnectionParameterPolicy.scaled(defaults, links: 1, perLink: perLink) == defaults)
+        #expect(ConnectionParameterPolicy.scaled(defaults, links: 12, perLink: perLink) == defaults, "12 × 2.5 ms = 30 ms: fits")
+        let many = ConnectionParameterPolicy.scaled(defaults, links: 32, perLink: perLink)
+        #expect(many.connectionIntervalMin == 64 && many.connectionIntervalMax == 64, "32 × 2.5 ms = 80 ms")
+        #expect(many.supervisionTimeout == 400)
+        #expect(ConnectionParameterPolicy.invalidity(
+            intervalMin: many.connectionIntervalMin, intervalMax: many.connectionIntervalMax, latency: many.maxLatency,
+            timeout: many.supervisionTimeout) == nil)
+    }
+
+    @Test func theTimeoutFollowsALongerInterval() {
+        let tight = LEConnectionParameters(connectionIntervalMin: 6, connectionIntervalMax: 6, maxLatency: 4, supervisionTimeout: 10)
+        let scaled = ConnectionParameterPolicy.scaled(tight, links: 40, perLink: .microseconds(2500))
+        #expect(scaled.connectionIntervalMin == 80 && scaled.connectionIntervalMax == 80)
+        #expect(ConnectionParameterPolicy.invalidity(
+            intervalMin: 80, intervalMax: 80, latency: 4, timeout: scaled.supervisionTimeout) == nil, "\(scaled.supervisionTimeout)")
+        let capped = ConnectionParameterPolicy.scaled(defaults, links: 5000, perLink: .milliseconds(5))
+        #expect(capped.connectionIntervalMin == 3200 && capped.supervisionTimeout == 801, "4 s interval: over 8 s")
+    }
+}
