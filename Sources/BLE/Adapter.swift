@@ -156,6 +156,7 @@ public actor Adapter {
         let previous = scans.controllerTask
         scans.controllerTask = nil
         scans.runningActive = change.run ? change.active : nil
+        scans.runningEveryReport = change.run && change.everyReport
         let generation = scans.generation
         guard change.run else {
             previous?.cancel()
@@ -166,15 +167,17 @@ public actor Adapter {
                 previous.cancel()
                 await previous.value
             }
-            await self?.runControllerScan(active: change.active, generation: generation)
+            await self?.runControllerScan(active: change.active, everyReport: change.everyReport, generation: generation)
         }
     }
 
-    private func runControllerScan(active: Bool, generation: Int) async {
+    private func runControllerScan(active: Bool, everyReport: Bool, generation: Int) async {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
         do {
-            let events = try await scanner.scan(LEScanParameters(active: active))
+            var parameters = LEScanParameters(active: active)
+            if everyReport { parameters.reportMode = .allReports }
+            let events = try await scanner.scan(parameters)
             for try await event in events {
                 guard scans.generation == generation, !Task.isCancelled else { return }
                 switch event {
@@ -184,8 +187,10 @@ public actor Adapter {
                     // A bonded peer advertising with a resolvable private address: its identity.
                     advertisement.identity = resolvedIdentity(of: advertisement.peer)
                     scans.deliver(advertisement)
-                case .report:
-                    continue
+                case .report(let report):
+                    guard var advertisement = Advertisement(report: report) else { continue }
+                    advertisement.identity = resolvedIdentity(of: advertisement.peer)
+                    scans.deliverReport(advertisement)
                 }
             }
         } catch {
@@ -519,13 +524,16 @@ struct ScanHub {
     private var known: [PeerAddress: Advertisement] = [:]
     var controllerTask: Task<Void, Never>?
     var runningActive: Bool?
+    /// Whether the controller scan gives every report (a consumer asked for `everyReport`).
+    var runningEveryReport = false
     /// Bumped each time the controller scan is replaced; a superseded scan delivers nothing.
     private(set) var generation = 0
 
     mutating func add(_ options: ScanOptions, _ continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation) -> Int {
         nextID += 1
         var consumer = Consumer(options: options, continuation: continuation)
-        for advertisement in known.values where options.matches(advertisement) {
+        // A consumer of every report gets reports from now on; another the devices seen so far.
+        for advertisement in known.values where !options.everyReport && options.matches(advertisement) {
             consumer.given[advertisement.peer] = advertisement
             continuation.yield(advertisement)
         }
@@ -543,17 +551,25 @@ struct ScanHub {
     }
 
     /// What the controller scan must become, or nil when it is right as it is.
-    mutating func change() -> (run: Bool, active: Bool)? {
+    mutating func change() -> (run: Bool, active: Bool, everyReport: Bool)? {
         let wanted: Bool? = consumers.isEmpty ? nil : consumers.values.contains { $0.options.active }
-        guard wanted != runningActive else { return nil }
+        let everyReport = consumers.values.contains { $0.options.everyReport }
+        guard wanted != runningActive || (wanted != nil && everyReport != runningEveryReport) else { return nil }
         generation += 1
         if wanted == nil { known = [:] }
-        return (wanted != nil, wanted ?? false)
+        return (wanted != nil, wanted ?? false, everyReport)
+    }
+
+    /// One raw report: to the consumers that asked for every report.
+    func deliverReport(_ advertisement: Advertisement) {
+        for consumer in consumers.values where consumer.options.everyReport && consumer.options.matches(advertisement) {
+            consumer.continuation.yield(advertisement)
+        }
     }
 
     mutating func deliver(_ advertisement: Advertisement) {
         known[advertisement.peer] = advertisement
-        for (id, consumer) in consumers where consumer.options.matches(advertisement) {
+        for (id, consumer) in consumers where !consumer.options.everyReport && consumer.options.matches(advertisement) {
             guard let previous = consumer.given[advertisement.peer] else {
                 consumers[id]?.given[advertisement.peer] = advertisement
                 consumer.continuation.yield(advertisement)
@@ -573,6 +589,7 @@ struct ScanHub {
         for consumer in consumers.values { consumer.continuation.finish(throwing: error) }
         consumers = [:]
         runningActive = nil
+        runningEveryReport = false
         controllerTask = nil
         known = [:]
         generation += 1

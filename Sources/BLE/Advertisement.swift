@@ -15,6 +15,10 @@ public struct ScanOptions: Sendable {
     public var active: Bool
     /// The scan ends by itself after this long; nil: when the caller stops iterating.
     public var duration: Duration?
+    /// Every advertising report as it comes, each with only its own data (no merging, no
+    /// de-duplication: a gateway forwarding what the air carries); false: a device when first
+    /// seen and when its merged data changes.
+    public var everyReport = false
 
     /// A scan filter and its length.
     public init(
@@ -96,6 +100,17 @@ public struct Advertisement: Hashable, Sendable {
     }
 
     /// The merged view of a device the host's scan aggregator keeps.
+    /// One raw report as it came: its own AD structures only.
+    package init?(report: ScanReport) {
+        guard let type = report.addressType.addressType else { return nil }
+        let summary = AdvertisingData(report.data).summary
+        self.init(
+            peer: PeerAddress(address: report.address, type: type), name: summary.name, rssi: Int(report.rssi ?? 127),
+            isConnectable: report.isConnectable, serviceUUIDs: summary.serviceUUIDs,
+            manufacturerData: summary.manufacturerData, serviceData: summary.serviceData,
+            txPower: (summary.txPowerLevel ?? report.txPower).map(Int.init), data: report.data)
+    }
+
     package init(_ device: DiscoveredDevice) {
         self.init(
             peer: PeerAddress(address: device.address, type: device.addressType), name: device.name,

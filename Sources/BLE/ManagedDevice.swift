@@ -59,8 +59,8 @@ public final class ManagedDevice: Sendable {
     /// What a managed device reports, in order.
     public enum Event: Sendable {
         case state(State)
-        /// A value of a subscribed characteristic (each one once).
-        case notification(characteristic: BluetoothUUID, CharacteristicNotification)
+        /// A value of a subscribed characteristic (each one once), with its service where known.
+        case notification(service: BluetoothUUID?, characteristic: BluetoothUUID, CharacteristicNotification)
         /// The link is back after a loss of `gap` (from the loss to the subscriptions restored):
         /// what the device sent meanwhile was not received. `attempts`: connections tried.
         case reconnected(gap: Duration, attempts: Int)
@@ -79,6 +79,8 @@ public final class ManagedDevice: Sendable {
         var state: State = .waiting
         var peripheral: Peripheral?
         var wishes: [Wish] = []
+        /// Written (with response) on every connection, before the subscriptions.
+        var writes: [(characteristic: BluetoothUUID, value: [UInt8])] = []
         /// The subscriptions of the current link, by characteristic.
         var active: [BluetoothUUID: Subscription] = [:]
         var connections = 0
@@ -117,6 +119,16 @@ public final class ManagedDevice: Sendable {
         }
         guard added, let peripheral else { return }
         try await enable(Wish(characteristic: characteristic), on: peripheral)
+    }
+
+    /// Writes `value` to `characteristic` (with response) after every connection, before the
+    /// subscriptions are enabled (a sensor switched on), and at once when connected.
+    public func write(onEveryConnection value: [UInt8], to characteristic: BluetoothUUID) async throws(BLEError) {
+        let peripheral = status.withLock { status -> Peripheral? in
+            status.writes.append((characteristic, value))
+            return status.state == .connected ? status.peripheral : nil
+        }
+        try await peripheral?.write(value, to: characteristic)
     }
 
     /// Stops keeping `characteristic` subscribed (its CCCD goes off now when connected).
@@ -256,12 +268,17 @@ public final class ManagedDevice: Sendable {
         }
         if let level, level > .none { try await peripheral.ensureSecurity(level) }
         status.withLock { $0.peripheral = peripheral }
+        for (characteristic, value) in status.withLock({ $0.writes }) { try await peripheral.write(value, to: characteristic) }
         for wish in status.withLock({ $0.wishes }) { try await enable(wish, on: peripheral) }
     }
 
     /// Subscribes on this link and forwards each value once.
     private func enable(_ wish: Wish, on peripheral: Peripheral) async throws(BLEError) {
         let subscription = try await peripheral.subscribe(to: wish.characteristic)
+        // The service it belongs to (the database is discovered once, then cached by its hash).
+        let service = (try? await peripheral.services())?.first { service in
+            service.characteristics.contains { $0.uuid == wish.characteristic }
+        }?.uuid
         let stale = status.withLock { status -> Subscription? in
             defer { status.active[wish.characteristic] = subscription }
             return status.active[wish.characteristic]
@@ -271,7 +288,7 @@ public final class ManagedDevice: Sendable {
         Task {
             do {
                 for try await value in subscription {
-                    broadcast.yield(.notification(characteristic: characteristic, value))
+                    broadcast.yield(.notification(service: service, characteristic: characteristic, value))
                 }
             } catch {
                 // The link ended (the loop reports it) or the subscription was cancelled.

@@ -132,6 +132,8 @@ public enum Command: Equatable, Sendable {
     case adapters
     /// `shell [ADDR]` (or `-I`): commands typed against one connection.
     case shell(PeerAddress?)
+    /// `gateway --config FILE [--duration S]`: managed devices and advertisements as JSON Lines.
+    case gateway(config: String, duration: Double?)
 }
 
 /// `pair ADDR` options.
@@ -198,6 +200,8 @@ public let commandSummaries: [(String, String)] = [
     ("unpair ADDR", "forget the bond with ADDR"),
     ("shell [ADDR] (or -I [ADDR])",
      "interactive: services, read, write, subscribe/unsubscribe, info, mtu, pair, connect, disconnect on one connection"),
+    ("gateway --config FILE.json [--duration S]",
+     "keep the configured devices connected; their values, states and advertisements as {\"topic\",\"payload\"} lines"),
     ("adapters",
      "the kernel's adapters (up, powered, LE, bluetoothd), or with --transport the controller's version, features, buffers"),
 ]
@@ -275,6 +279,7 @@ let commandOptionNames: [String: [String]] = [
     "unpair": ["--random"],
     "adapters": [],
     "shell": ["--random"],
+    "gateway": ["--config", "--duration"],
     "help": [],
 ]
 
@@ -319,7 +324,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
-        "--io-capability", "--passkey", "--write", "--linger",
+        "--io-capability", "--passkey", "--write", "--linger", "--config",
     ]
 
     while index < arguments.count {
@@ -595,6 +600,19 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             throw UsageError("'\(text)' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
         }
         return Invocation(options: options, command: .shell(peer))
+    case "gateway":
+        guard rest.isEmpty else { throw UsageError("gateway takes its devices from --config FILE, not arguments") }
+        var config: String?
+        var duration: Double?
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--config": config = value
+            case "--duration": duration = try positiveSeconds(value, flag)
+            default: throw UsageError("gateway does not know \(flag)")
+            }
+        }
+        guard let config, !config.isEmpty else { throw UsageError("gateway needs --config FILE.json (see gateway --help)") }
+        return Invocation(options: options, command: .gateway(config: config, duration: duration))
     case "adapters":
         guard rest.isEmpty, commandOptions.isEmpty else {
             throw UsageError("adapters takes no arguments (--transport names one controller)")

@@ -8,6 +8,7 @@ import GATT
 import HCI
 import Kernel
 import Synchronization
+import SystemSupport
 
 /// Runs `gattclient` with `arguments` (without the program name) and returns the exit code.
 /// `main` only passes `CommandLine.arguments` here.
@@ -43,7 +44,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair, .adapters:
+    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair, .adapters, .gateway:
         return runGATT(invocation, output: &output, errors: errors)
     case .shell(let peer):
         output.flush()
@@ -244,7 +245,7 @@ final class Interrupts: Sendable {
 
     init(for command: Command) {
         switch command {
-        case .scan, .subscribe, .uart: (endsNormally, stopsByItself) = (true, true)
+        case .scan, .subscribe, .uart, .gateway: (endsNormally, stopsByItself) = (true, true)
         case .sensortag: (endsNormally, stopsByItself) = (false, true)
         default: (endsNormally, stopsByItself) = (false, false)
         }
@@ -329,6 +330,20 @@ func runGATTCommand(
             try await UnpairCommand(peer: peer).run(global: options, output: &out)
         case .adapters:
             try await AdaptersCommand(central: CommandConnection.injectedCentral).run(global: options, output: &out)
+        case .gateway(let path, let duration):
+            let bytes: [UInt8]
+            do {
+                bytes = try FileSystem.readFile(atPath: path)
+            } catch {
+                throw CommandFailure("gateway: --config \(path): \(error)", kind: "usage", exitCode: .usage)
+            }
+            let configuration: GatewayConfiguration
+            do {
+                configuration = try GatewayConfiguration(json: bytes)
+            } catch {
+                throw CommandFailure("\(path): \(error.message)", kind: "usage", exitCode: .usage)
+            }
+            try await GatewayCommand(configuration: configuration, duration: duration).run(global: options, output: &out)
         case .sensortag(let peer, let tag):
             var command = SensorTagCommand(peer: peer)
             command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))

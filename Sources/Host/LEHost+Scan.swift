@@ -58,23 +58,33 @@ extension LEHost {
             aggregator: ScanAggregator(mode: options.reportMode, maximumDevices: options.maximumDevices),
             continuation: continuation, extended: extended)
         let scanType: LEScanType = options.active ? .active : .passive
-        do throws(HCIError) {
-            if extended {
-                _ = try await driver.send(
-                    LESetExtendedScanParametersCommand(
-                        le1M: LEExtendedScanPHYParameters(
-                            scanType: scanType, scanInterval: options.interval, scanWindow: options.window)))
-                _ = try await driver.send(
-                    LESetExtendedScanEnableCommand(
-                        enable: true, filterDuplicates: options.filterDuplicates ? .enabled : .disabled))
-            } else {
-                _ = try await driver.send(
-                    LESetScanParametersCommand(
-                        leScanType: scanType, leScanInterval: options.interval, leScanWindow: options.window))
-                _ = try await driver.send(
-                    LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates))
+        let driver = driver
+        let starting = Task { () async -> HCIError? in
+            do throws(HCIError) {
+                if extended {
+                    _ = try await driver.send(
+                        LESetExtendedScanParametersCommand(
+                            le1M: LEExtendedScanPHYParameters(
+                                scanType: scanType, scanInterval: options.interval, scanWindow: options.window)))
+                    _ = try await driver.send(
+                        LESetExtendedScanEnableCommand(
+                            enable: true, filterDuplicates: options.filterDuplicates ? .enabled : .disabled))
+                } else {
+                    _ = try await driver.send(
+                        LESetScanParametersCommand(
+                            leScanType: scanType, leScanInterval: options.interval, leScanWindow: options.window))
+                    _ = try await driver.send(
+                        LESetScanEnableCommand(leScanEnable: true, filterDuplicates: options.filterDuplicates))
+                }
+                return nil
+            } catch {
+                return error
             }
-        } catch {
+        }
+        scanStarting = starting
+        let failure = await starting.value
+        if scanStarting == starting { scanStarting = nil }
+        if let error = failure {
             if scan?.id == id { scan = nil }
             fail(.hci(error))
             // Parameters may have been set or scanning enabled before the failure: disable.
@@ -95,7 +105,10 @@ extension LEHost {
         scan = nil
         guard closedReason == nil else { return }
         let previous = scanStop
+        let starting = scanStarting
         scanStop = Task {
+            // Its enable first (when it is still being started), then the stop.
+            _ = await starting?.value
             await previous?.value
             await self.disableScanning(extended: session.extended)
         }

@@ -134,6 +134,9 @@ public actor LEHost {
     // Scanning (LEHost+Scan.swift).
     var scan: ScanSession?
     var scanStop: Task<Void, Never>?
+    /// The enabling commands of the scan being started: a stop waits for them (else it could
+    /// disable before they enable, and the scan would stay on).
+    var scanStarting: Task<HCIError?, Never>?
 
     // Advertising, the peripheral role (LEHost+Advertise.swift).
     var advertising: AdvertisingSession?

@@ -29,7 +29,7 @@ struct ManagedDeviceTests {
         return Task {
             for await event in events {
                 switch event {
-                case .notification(_, let value):
+                case .notification(_, _, let value):
                     tally.values.withLock { $0.received.append(counterValue(value.value)) }
                 case .reconnected: tally.values.withLock { $0.reconnects += 1 }
                 case .state(.disconnected): tally.values.withLock { $0.disconnects += 1 }
