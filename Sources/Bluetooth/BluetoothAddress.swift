@@ -101,3 +101,13 @@ public enum RandomAddressKind: String, Hashable, Sendable {
     /// Top bits `10`: not a valid random address.
     case reserved = "reserved"
 }
+
+extension BluetoothAddress {
+    /// The address `offset` above this one: its low 24 bits count (and wrap), the upper 24 (a
+    /// public address's company, a random address's kind bits) stay.
+    public func adding(_ offset: Int) -> BluetoothAddress {
+        let high = rawValue & 0xFFFF_FF00_0000
+        let low = (rawValue &+ UInt64(bitPattern: Int64(offset))) & 0x0000_00FF_FFFF
+        return BluetoothAddress(rawValue: high | low) ?? self
+    }
+}

@@ -155,11 +155,3 @@ public struct Simulation: Sendable {
     }
 }
 
-extension BluetoothAddress {
-    /// The address `offset` above this one (its low 24 bits wrap; the company or random-kind bits stay).
-    public func adding(_ offset: Int) -> BluetoothAddress {
-        let high = rawValue & 0xFFFF_FF00_0000
-        let low = (rawValue &+ UInt64(offset)) & 0x0000_00FF_FFFF
-        return BluetoothAddress(rawValue: high | low) ?? self
-    }
-}

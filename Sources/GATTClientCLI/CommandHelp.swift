@@ -47,6 +47,19 @@ public let commandHelpText: [String: String] = [
             echo 'read 2A19' | gattclient --transport sim shell 54:6C:0E:9A:3B:01
             echo 'info' | gattclient --json --transport sim -I E8:7F:3A:21:9C:05/random
         """,
+    "gateway": """
+        gattclient gateway --config FILE.json [--duration S]
+          Keeps the configured devices connected (by address, or every device whose advertising matches:
+          service, name, manufacturer), writes what each asks after every connection, subscribes, reads
+          every N seconds, reconnects with back-off after a loss, and forwards advertisements (every report,
+          or those of some names, services or manufacturers). Each message is one JSON line
+          {"topic": ..., "payload": {...}}: PREFIX/adv/ADDRESS, PREFIX/dev/ADDRESS/state (waiting,
+          connecting, connected, disconnected with its reason, reconnected with the gap, removed) and
+          PREFIX/dev/ADDRESS/SERVICE/CHARACTERISTIC (value hex, time, decoded). Ends at Ctrl-C or
+          --duration, exit 0. The configuration's members are in the README.
+          examples:
+            gattclient --transport sim:counter*4 gateway --config gateway.json --duration 5   # a configuration file
+        """,
     "adapters": """
         gattclient adapters
           Without --transport: the kernel's adapters (hciN, address, up/down, powered, LE on, whether

@@ -76,3 +76,25 @@ struct EmulatorLEHostSimulationTests {
         await simulation.stop()
     }
 }
+
+/// Issue 21: `sim:NAME*N` copies with consecutive addresses, and the counting device.
+@Suite struct SimulationCopiesTests {
+    @Test func namesWithCountsParse() throws {
+        #expect(try Simulation.devices(named: ["sensortag*3", "counter"]) == [.sensortag, .counter])
+        #expect(try Simulation.copies(named: ["sensortag*3", "counter"]) == [.sensortag: 3, .counter: 1])
+        #expect(throws: Simulation.SimulationError.invalidCount("counter*0")) { try Simulation.devices(named: ["counter*0"]) }
+        #expect(throws: Simulation.SimulationError.invalidCount("counter*65")) { try Simulation.devices(named: ["counter*65"]) }
+        #expect(throws: Simulation.SimulationError.unknownDevice("lamp*2")) { try Simulation.devices(named: ["lamp*2"]) }
+        #expect(BluetoothAddress("C0:DE:00:00:00:FF")!.adding(1) == BluetoothAddress("C0:DE:00:00:01:00")!)
+        #expect(BluetoothAddress("54:6C:0E:FF:FF:FF")!.adding(1) == BluetoothAddress("54:6C:0E:00:00:00")!, "the company stays")
+    }
+
+    @Test func copiesHaveTheirOwnAddresses() async throws {
+        let simulation = try await Simulation.start(devices: [.sensortag, .counter], copies: [.sensortag: 2, .counter: 3])
+        #expect(simulation.sensorTags.map(\.address.description) == ["54:6C:0E:9A:3B:01", "54:6C:0E:9A:3B:02"])
+        #expect(simulation.counters.map(\.address.description) == ["C0:DE:00:00:00:01", "C0:DE:00:00:00:02", "C0:DE:00:00:00:03"])
+        #expect(simulation.counters.map(\.name) == ["Counter 1", "Counter 2", "Counter 3"])
+        #expect(simulation.counters[0].sent == 0, "nothing sent before a central subscribes")
+        await simulation.stop()
+    }
+}
