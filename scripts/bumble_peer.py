@@ -9,6 +9,11 @@ H4 parser). On the same virtual link, Bumble `Device`s act as advertising GATT p
                        26 descriptors), name only in the scan response
   --device bluefruit   an Adafruit Bluefruit LE UART: Nordic UART service, RX writes echoed
                        back as TX notifications
+  --counters N         N counting sensors (random static addresses C1:00:00:00:00:01 and up,
+                       named "Counter K"): the service C0DE0001-…, whose characteristic
+                       C0DE0002-… notifies a 4-octet little-endian counter --counter-rate times a
+                       second while notifications are on, counting what was sent (as our
+                       emulator's `sim:counter`); `counts` and `stop-counters` on stdin
   --device secure      a peripheral that needs pairing: a value readable only encrypted, one
                        writable only authenticated; pairing as --pairing, --pairing-mitm,
                        --pairing-io, --passkey say; `PAIRING ...` lines on stdout tell each step
@@ -51,7 +56,7 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * a peripheral's LE Connection Update runs the Connection Parameters Request procedure: our
     host gets LE Remote Connection Parameter Request and its Reply / Negative Reply decides.
 
-Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit]
+Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit] [--counters N]
                                       [--mtu N] [--acl-buffers N] [--extended-commands]
                                       [--lifetime S] [--verbose]
 """
@@ -677,6 +682,74 @@ def add_bluefruit(device: Device) -> None:
     ]))
 
 
+COUNTER_SERVICE = 'C0DE0001-0000-4000-8000-00805F9B34FB'
+COUNTER_CHARACTERISTIC = 'C0DE0002-0000-4000-8000-00805F9B34FB'
+
+
+class CounterState:
+    """What one counting device sent: `sent` notifications, the next value `next`."""
+
+    def __init__(self):
+        self.sent = 0
+        self.next = 0
+        self.stopped = False
+        self.task = None
+
+
+COUNTERS: dict = {}
+
+
+def add_counter(device: Device, name: str, rate: float, state: CounterState) -> None:
+    counter = Characteristic(UUID(COUNTER_CHARACTERISTIC), READ | NOTIFY, READABLE, bytes(4))
+    counter.descriptors = [cccd(device, counter)]
+    device.add_services([
+        gap_service(name, 0x0500, struct.pack('<HHHH', 24, 40, 0, 400)),
+        gatt_service(device),
+        Service(UUID(COUNTER_SERVICE), [counter]),
+    ])
+    device.advertising_data = bytes(AdvertisingData([
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, UUID(COUNTER_SERVICE).to_bytes()),
+    ]))
+    device.scan_response_data = bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, name.encode())]))
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        period = 1.0 / rate
+        due = loop.time()
+        while not state.stopped:
+            due += period
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            connection = peer_connection(device)
+            if connection is None or state.stopped:
+                break
+            try:
+                await device.notify_subscriber(connection, counter, state.next.to_bytes(4, 'little'))
+            except Exception:  # the link went while sending: not sent
+                break
+            state.sent += 1
+            state.next = (state.next + 1) & 0xFFFFFFFF
+        state.task = None
+
+    def on_subscription(_bearer, notify_enabled, _indicate_enabled):
+        if notify_enabled and state.task is None and not state.stopped:
+            state.task = asyncio.get_running_loop().create_task(run())
+        elif not notify_enabled and state.task is not None:
+            state.task.cancel()
+            state.task = None
+
+    counter.on('subscription', on_subscription)
+
+    def on_connection(connection):
+        def on_disconnection(_reason):
+            if state.task is not None:
+                state.task.cancel()
+                state.task = None
+        connection.on('disconnection', on_disconnection)
+
+    device.on('connection', on_connection)
+
+
 # kind -> (name, address, address type, builder)
 class FixedPairingDelegate(PairingDelegate):
     """Answers pairing as a device with fixed IO: displays or types PAIRING['passkey'], accepts
@@ -806,8 +879,21 @@ async def run_command(line: str, devices: dict) -> str:
     request-security KIND                   the peripheral sends an SMP Security Request
     new-rpa KIND                            (--privacy, no connection) a fresh resolvable private
                                             address from the IRK, advertised from now on
+    counts                                  every counter's ADDRESS=SENT:NEXT
+    stop-counters                           the counters stop notifying (their counts stay)
     """
     words = line.split()
+    if words == ['counts']:
+        return 'RESULT ok counts ' + ' '.join(
+            f'{address}={state.sent}:{state.next}' for address, state in COUNTERS.items())
+    if words == ['stop-counters']:
+        for state in COUNTERS.values():
+            state.stopped = True
+            if state.task is not None:
+                state.task.cancel()
+                state.task = None
+        return 'RESULT ok stop-counters'
+
     if len(words) < 2 or words[1] not in devices:
         return f'RESULT error unknown command or device: {line}'
     verb, device = words[0], devices[words[1]]
@@ -934,6 +1020,15 @@ async def run(arguments) -> None:
         build(device)
         device.gatt_server.max_mtu = arguments.mtu
         devices.append((kind, address_type, device))
+    for number in range(1, arguments.counters + 1):
+        address = f'C1:00:00:00:{number >> 8:02X}:{number & 0xFF:02X}'
+        controller = StrictController(f'counter-{number}', link=link)
+        device = make_device(f'Counter {number}', address, controller)
+        state = CounterState()
+        COUNTERS[address] = state
+        add_counter(device, f'Counter {number}', arguments.counter_rate, state)
+        device.gatt_server.max_mtu = arguments.mtu
+        devices.append((f'counter-{number}', 'random', device))
 
     server = await asyncio.start_server(
         lambda reader, writer: serve_host(host_controller, reader, writer),
@@ -982,6 +1077,9 @@ def main() -> None:
     parser.add_argument('--port', type=int, default=0, help='TCP port (default: any free port)')
     parser.add_argument('--device', action='append', choices=sorted(DEVICES), default=[],
                         help='a peripheral to put on the link (repeatable)')
+    parser.add_argument('--counters', type=int, default=0, help='counting sensors to put on the link (0...200)')
+    parser.add_argument('--counter-rate', type=float, default=20.0,
+                        help='notifications a second of each counter (default 20)')
     parser.add_argument('--lifetime', type=float, default=120.0,
                         help='exit after this many seconds (default 120)')
     parser.add_argument('--ignore-stdin', action='store_true',
@@ -1009,6 +1107,8 @@ def main() -> None:
                    passkey=arguments.passkey, keystore=arguments.keystore, privacy=arguments.privacy)
     if not 23 <= arguments.mtu <= 517:
         parser.error('--mtu must be within 23...517')
+    if not 0 <= arguments.counters <= 200 or not 0 < arguments.counter_rate <= 1000:
+        parser.error('--counters must be within 0...200 and --counter-rate within (0, 1000]')
     if arguments.acl_buffers < 1:
         parser.error('--acl-buffers must be at least 1')
     logging.basicConfig(level=logging.DEBUG if arguments.verbose else logging.WARNING,

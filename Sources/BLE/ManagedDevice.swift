@@ -62,8 +62,9 @@ public final class ManagedDevice: Sendable {
         /// A value of a subscribed characteristic (each one once), with its service where known.
         case notification(service: BluetoothUUID?, characteristic: BluetoothUUID, CharacteristicNotification)
         /// The link is back after a loss of `gap` (from the loss to the subscriptions restored):
-        /// what the device sent meanwhile was not received. `attempts`: connections tried.
-        case reconnected(gap: Duration, attempts: Int)
+        /// what the device sent meanwhile was not received. `attempts`: connections tried;
+        /// `restoredIn`: from seeing it advertise again to the subscriptions restored.
+        case reconnected(gap: Duration, attempts: Int, restoredIn: Duration)
         /// A connection attempt or a restore step failed (the device is tried again after `retryIn`).
         case attemptFailed(BLEError, retryIn: Duration)
     }
@@ -184,6 +185,7 @@ public final class ManagedDevice: Sendable {
         while !Task.isCancelled {
             set(.waiting)
             guard await waitForAdvertising(on: adapter) else { return }
+            let seen = ContinuousClock.now
             set(.connecting)
             attempts += 1
             let peripheral: Peripheral
@@ -219,7 +221,8 @@ public final class ManagedDevice: Sendable {
                 return lostAt != nil
             }
             if reconnect, let since = lostAt {
-                broadcast.yield(.reconnected(gap: ContinuousClock.now - since, attempts: attempts))
+                let now = ContinuousClock.now
+                broadcast.yield(.reconnected(gap: now - since, attempts: attempts, restoredIn: now - seen))
             }
             attempts = 0
             set(.connected)

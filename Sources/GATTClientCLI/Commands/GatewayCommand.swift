@@ -414,10 +414,11 @@ actor GatewayEngine {
             sink.send(topic: base + "/state", payload)
         case .notification(let service, let characteristic, let value):
             publishValue(value.value, service: service, characteristic: characteristic, read: false, base: base, sink: sink)
-        case .reconnected(let gap, let attempts):
+        case .reconnected(let gap, let attempts, let restoredIn):
             sink.send(topic: base + "/state", [
                 ("state", .string("reconnected")), ("gapSeconds", .number(JSONNumber(seconds(gap)) ?? JSONNumber(0))),
-                ("attempts", .integer(attempts)), ("time", time),
+                ("attempts", .integer(attempts)),
+                ("restoredSeconds", .number(JSONNumber(seconds(restoredIn)) ?? JSONNumber(0))), ("time", time),
             ])
         case .attemptFailed(let error, let retry):
             sink.send(topic: base + "/state", [
