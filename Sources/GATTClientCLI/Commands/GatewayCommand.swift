@@ -382,9 +382,12 @@ actor GatewayEngine {
             tasks.append(
                 Task {
                     while !Task.isCancelled {
-                        if let peripheral = device.peripheral, device.state == .connected,
-                            let value = try? await peripheral.read(read.characteristic)
-                        {
+                        // Read at once when the link is (back) up, then every `every` seconds.
+                        guard let peripheral = device.peripheral, device.state == .connected else {
+                            try? await Task.sleep(for: .milliseconds(100))
+                            continue
+                        }
+                        if let value = try? await peripheral.read(read.characteristic) {
                             let service = (try? await peripheral.services())?.first { service in
                                 service.characteristics.contains { $0.uuid == read.characteristic }
                             }?.uuid
