@@ -118,6 +118,7 @@ extension LEHost {
         }
         let peerType: LEPeerAddressType = candidates[0].type == .public ? .public : .random
         let policy: LEInitiatorFilterPolicy = filter ? .filterAcceptList : .peerAddress
+        var paused = false
         do throws(HCIError) {
             if filter {
                 _ = try await driver.send(LEClearFilterAcceptListCommand())
@@ -127,25 +128,54 @@ extension LEHost {
                             addressType: candidate.type == .public ? .public : .random, address: candidate.address))
                 }
             }
-            if usesExtendedCommands {
-                let phy = LEInitiatingPHYParameters(
-                    scanInterval: configuration.initiatorScanInterval, scanWindow: configuration.initiatorScanWindow,
-                    connectionParameters: parameters)
-                _ = try await driver.sendAccepted(
-                    LEExtendedCreateConnectionV1Command(
-                        initiatorFilterPolicy: policy, peerAddressType: peerType, peerAddress: filter ? .zero : address,
-                        le1M: phy))
-            } else {
-                _ = try await driver.sendAccepted(
-                    LECreateConnectionCommand(
-                        leScanInterval: configuration.initiatorScanInterval,
-                        leScanWindow: configuration.initiatorScanWindow, initiatorFilterPolicy: policy,
-                        peerAddressType: peerType, peerAddress: filter ? .zero : address,
-                        connectionParameters: parameters))
+            do {
+                try await createConnection(policy: policy, peerType: peerType, address: filter ? .zero : address, parameters: parameters)
+            } catch .commandFailed(let opcode, .commandDisallowed) {
+                // A controller that cannot initiate while it scans: the scan pauses for the
+                // attempt and resumes after it.
+                guard await pauseScanning() else { throw HCIError.commandFailed(opcode: opcode, status: .commandDisallowed) }
+                paused = true
+                try await createConnection(policy: policy, peerType: peerType, address: filter ? .zero : address, parameters: parameters)
             }
         } catch {
+            if paused { await resumeScanning() }
             throw .hci(error)
         }
+        do {
+            let connection = try await completeConnection(to: address, timeout: timeout)
+            if paused { await resumeScanning() }
+            return connection
+        } catch {
+            if paused { await resumeScanning() }
+            throw error
+        }
+    }
+
+    /// LE Extended Create Connection when the host uses the extended commands, else LE Create
+    /// Connection; Command Status only.
+    private func createConnection(
+        policy: LEInitiatorFilterPolicy, peerType: LEPeerAddressType, address: BluetoothAddress,
+        parameters: LEConnectionParameters
+    ) async throws(HCIError) {
+        if usesExtendedCommands {
+            let phy = LEInitiatingPHYParameters(
+                scanInterval: configuration.initiatorScanInterval, scanWindow: configuration.initiatorScanWindow,
+                connectionParameters: parameters)
+            _ = try await driver.sendAccepted(
+                LEExtendedCreateConnectionV1Command(
+                    initiatorFilterPolicy: policy, peerAddressType: peerType, peerAddress: address, le1M: phy))
+        } else {
+            _ = try await driver.sendAccepted(
+                LECreateConnectionCommand(
+                    leScanInterval: configuration.initiatorScanInterval, leScanWindow: configuration.initiatorScanWindow,
+                    initiatorFilterPolicy: policy, peerAddressType: peerType, peerAddress: address,
+                    connectionParameters: parameters))
+        }
+    }
+
+    /// Waits for the LE Connection Complete of the attempt sent; after `timeout` (or the calling
+    /// task's cancellation) cancels it and waits, bounded, for the cancelled completion.
+    private func completeConnection(to address: BluetoothAddress, timeout: Duration?) async throws(LEHostError) -> LEConnection {
         let timeout = timeout ?? configuration.connectTimeout
         let first = await wait(for: .connection, timeout: timeout, cancellable: true)
         switch first {

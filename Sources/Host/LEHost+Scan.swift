@@ -8,6 +8,11 @@ extension LEHost {
         var aggregator: ScanAggregator
         let continuation: AsyncThrowingStream<ScanEvent, Error>.Continuation
         let extended: Bool
+        var filterDuplicates = false
+        /// Scanning enabled in the controller (after its enable command).
+        var enabled = false
+        /// Disabled for a connection attempt the controller could not make while scanning.
+        var paused = false
     }
 
     /// Scans until the returned stream terminates — the consuming task is cancelled, or the
@@ -56,7 +61,7 @@ extension LEHost {
         scan = ScanSession(
             id: id,
             aggregator: ScanAggregator(mode: options.reportMode, maximumDevices: options.maximumDevices),
-            continuation: continuation, extended: extended)
+            continuation: continuation, extended: extended, filterDuplicates: options.filterDuplicates)
         let scanType: LEScanType = options.active ? .active : .passive
         let driver = driver
         let starting = Task { () async -> HCIError? in
@@ -91,6 +96,7 @@ extension LEHost {
             await disableScanning(extended: extended)
             return
         }
+        if scan?.id == id { scan?.enabled = true }
         logger.debug(
             "scanning (\(extended ? "extended" : "legacy"), \(options.active ? "active" : "passive"), duplicates \(options.filterDuplicates ? "filtered" : "reported"))"
         )
@@ -111,6 +117,39 @@ extension LEHost {
             _ = await starting?.value
             await previous?.value
             await self.disableScanning(extended: session.extended)
+        }
+    }
+
+    /// Disables the running scan for a connection attempt (a controller that cannot scan and
+    /// initiate at once, Vol 6, Part B, §4.6.4 supported states): the scan's stream stays open;
+    /// ``resumeScanning()`` enables it again. False when there was nothing to pause.
+    func pauseScanning() async -> Bool {
+        guard let session = scan, session.enabled, !session.paused else { return false }
+        scan?.paused = true
+        await disableScanning(extended: session.extended)
+        counters.withLock { $0.scanPauses += 1 }
+        logger.info("scanning paused for a connection attempt")
+        return true
+    }
+
+    /// Enables the paused scan again (when it is still wanted).
+    func resumeScanning() async {
+        guard let session = scan, session.paused, closedReason == nil else { return }
+        scan?.paused = false
+        do throws(HCIError) {
+            if session.extended {
+                _ = try await driver.send(
+                    LESetExtendedScanEnableCommand(enable: true, filterDuplicates: session.filterDuplicates ? .enabled : .disabled))
+            } else {
+                _ = try await driver.send(LESetScanEnableCommand(leScanEnable: true, filterDuplicates: session.filterDuplicates))
+            }
+            logger.info("scanning resumed")
+        } catch {
+            logger.warning("could not resume scanning: \(error)")
+            if scan?.id == session.id {
+                scan = nil
+                session.continuation.finish(throwing: LEHostError.hci(error))
+            }
         }
     }
 

@@ -75,6 +75,9 @@ public actor LEHost {
         public var failedCommands = 0
         /// Scan events dropped because the consumer was too slow.
         public var droppedScanEvents = 0
+        /// Times scanning was paused for a connection attempt the controller refused while
+        /// scanning (Command Disallowed), and resumed after it.
+        public var scanPauses = 0
         /// Data Buffer Overflow events: the controller dropped data (a flow control fault).
         public var dataBufferOverflows = 0
         /// Hardware Error events.

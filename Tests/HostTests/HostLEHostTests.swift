@@ -217,6 +217,40 @@ struct HostLEHostTests {
         await host.close()
     }
 
+    /// Issue 21: a controller that cannot initiate while it scans (Command Disallowed): the scan
+    /// pauses for the attempt, the connection is made, the scan resumes — its stream never ends.
+    @Test func scanningPausesForAConnectionTheControllerCannotMakeWhileScanning() async throws {
+        let controller = HostScriptedController(refusingCreateConnectionWhileScanning: true)
+        let host = try await Self.start(controller)
+        let scan = host.scan()
+        let consumer = Task { () -> Int in
+            var events = 0
+            do {
+                for try await _ in scan { events += 1 }
+            } catch {}
+            return events
+        }
+        _ = try await controller.next(.leSetScanEnable)
+        let peer = BluetoothAddress("00:11:22:33:44:55")!
+        async let connected = host.connect(to: peer, type: .public, timeout: .seconds(5))
+        _ = try await controller.next(.leCreateConnection)
+        let paused = try await controller.next(.leSetScanEnable)
+        #expect(paused.first == 0x00, "scanning disabled for the attempt")
+        _ = try await controller.next(.leCreateConnection)
+        try await controller.event(HostScriptedController.connectionComplete(handle: 0x0040, peer: peer, peerType: 0x00))
+        let connection = try await connected
+        #expect(connection.handle == 0x0040)
+        let resumed = try await controller.next(.leSetScanEnable)
+        #expect(resumed.first == 0x01, "scanning enabled again after the attempt")
+        #expect(host.statistics.scanPauses == 1)
+        // An advertising report after the resume still reaches the scan.
+        try await controller.event([0x3E, 12, 0x02, 0x01, 0x00, 0x00] + peer.littleEndianBytes + [0x00, 0xC5])
+        try await Task.sleep(for: .milliseconds(100))
+        consumer.cancel()
+        #expect(await consumer.value >= 1)
+        await host.close()
+    }
+
     /// Issue 20, item 4: what the controller reports of a link — parameter updates, LE Data Length
     /// Change, LE PHY Update Complete — reaches the connection's `linkEvents`, in order; a failed
     /// PHY update and another handle's events do not.

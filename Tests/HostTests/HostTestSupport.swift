@@ -20,7 +20,9 @@ final class HostScriptedController: Sendable {
 
     /// - Parameter extended: claim the LE Extended Advertising feature and the extended
     ///   scanning/initiating commands, so `LEHost` uses them.
-    init(extended: Bool = false) {
+    /// `refusingCreateConnectionWhileScanning`: LE Create Connection is answered Command
+    /// Disallowed while scanning is enabled (a controller that cannot scan and initiate at once).
+    init(extended: Bool = false, refusingCreateConnectionWhileScanning: Bool = false) {
         let (host, controller) = InMemoryTransport.makePair()
         hostTransport = host
         self.controller = controller
@@ -28,6 +30,7 @@ final class HostScriptedController: Sendable {
         log = CommandLog(commands.makeAsyncIterator())
         let seen = seen
         reader = Task {
+            var scanning = false
             do {
                 for try await packet in controller.packets where packet.type == .command {
                     guard packet.bytes.count >= 3 else { continue }
@@ -35,6 +38,11 @@ final class HostScriptedController: Sendable {
                     let parameters = Array(packet.bytes[3...])
                     seen.opcodes.withLock { $0.append(opcode) }
                     sink.yield((opcode, parameters))
+                    if opcode.rawValue == 0x200C, let enable = parameters.first { scanning = enable == 1 }
+                    if refusingCreateConnectionWhileScanning, scanning, opcode.rawValue == 0x200D {
+                        try await controller.send(.event, [0x0F, 4, 0x0C, 0x01, 0x0D, 0x20])  // Command Disallowed
+                        continue
+                    }
                     try await controller.send(.event, Self.answer(opcode, parameters, extended: extended))
                 }
             } catch {}
