@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
         .executableTarget(
             name: "gattbench",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "CGattBenchMalloc"],
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "BLE", "CGattBenchMalloc"],
             path: "Sources/gattbench/Swift"
         ),
         // Test helpers shared by the test targets (child processes spawned without leaks).

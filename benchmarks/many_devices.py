@@ -10,8 +10,10 @@ H4/TCP for our host, a second controller for Bumble's central), then, one after 
           device (duplicates, reordering, gaps), states, reconnect times; --disconnects random
           disconnects from the peripherals' side spread over the run, each followed by the
           device's return
+  library our library alone (`gattbench managed`: managed devices, a count per value, no
+          output) on a fresh link: the same work as Bumble's central
   bumble  Bumble's own host and GATT client (this script, in a second process) connects to the
-          same counters through the second controller and subscribes: the same work
+          same counters through the second controller and subscribes, counting each value
 
 For each: CPU per delivered notification (user + system time of the central's process over the
 loaded phase, from /proc), idle CPU with every link up and the counters stopped (10 s), resident
@@ -20,7 +22,7 @@ values sent (bumble_peer.py's own count). One JSON line of figures on stdout, a 
 
 Usage: python3 benchmarks/many_devices.py [--counters 32] [--rate 20] [--seconds 600]
                                           [--disconnects 100] [--gattclient .build/release/gattclient]
-                                          [--skip-bumble]
+                                          [--gattbench .build/release/gattbench] [--skip-bumble]
 """
 import argparse
 import asyncio
@@ -212,11 +214,10 @@ async def bumble_central(uri: str, addresses: list, seconds: float, report) -> N
         report('idle', counts)
 
 
-def run_bumble(peer: Peer, arguments) -> dict:
-    """Bumble's central in a child process of this script (its CPU measured from here)."""
-    child = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), '--bumble-central', peer.central_uri, '--seconds', str(arguments.seconds),
-         '--addresses', ','.join(peer.addresses)], stdout=subprocess.PIPE, text=True, bufsize=1)
+def run_child(peer: Peer, arguments, command: list) -> dict:
+    """A central in a child process (its CPU measured from here) that prints `connected N`,
+    `loaded N` and `idle N` (values counted so far) at the ends of its phases."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1)
     start_rss = rss_kib(child.pid)
     phases = {}
     marks = {}
@@ -232,7 +233,7 @@ def run_bumble(peer: Peer, arguments) -> dict:
             peer.command('stop-counters')
     child.wait(30)
     if len(phases) < 3:
-        return {'error': 'Bumble\'s central did not finish'}
+        return {'error': 'the central did not finish'}
     (t0, c0, rss), (t1, c1, _), (t2, c2, _) = marks['connected'], marks['loaded'], marks['idle']
     received = phases['loaded'] - phases['connected']
     return {
@@ -251,6 +252,7 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=600.0)
     parser.add_argument('--disconnects', type=int, default=100)
     parser.add_argument('--gattclient', default=os.path.join(ROOT, '.build', 'release', 'gattclient'))
+    parser.add_argument('--gattbench', default=os.path.join(ROOT, '.build', 'release', 'gattbench'))
     parser.add_argument('--skip-bumble', action='store_true')
     parser.add_argument('--bumble-central', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--addresses', default='', help=argparse.SUPPRESS)
@@ -267,15 +269,24 @@ def main() -> None:
         figures['ours'] = run_ours(peer, arguments)
     finally:
         peer.stop()
+    # Fresh links (and fresh counters) for the library alone and for Bumble's central: the same
+    # work, no disconnects.
+    peer = Peer(arguments.counters, arguments.rate, lifetime)
+    try:
+        figures['library'] = run_child(peer, arguments, [
+            arguments.gattbench, 'managed', peer.host_uri, str(arguments.seconds), ','.join(peer.addresses)])
+    finally:
+        peer.stop()
     if not arguments.skip_bumble:
-        # A fresh link (and fresh counters) for Bumble's central: the same work, no disconnects.
         peer = Peer(arguments.counters, arguments.rate, lifetime)
         try:
-            figures['bumble'] = run_bumble(peer, arguments)
+            figures['bumble'] = run_child(peer, arguments, [
+                sys.executable, os.path.abspath(__file__), '--bumble-central', peer.central_uri,
+                '--seconds', str(arguments.seconds), '--addresses', ','.join(peer.addresses)])
         finally:
             peer.stop()
     print(json.dumps(figures), flush=True)
-    for name in ('ours', 'bumble'):
+    for name in ('ours', 'library', 'bumble'):
         if name in figures:
             print(f'{name:7} ' + ', '.join(f'{key} {value}' for key, value in figures[name].items()), file=sys.stderr)
 

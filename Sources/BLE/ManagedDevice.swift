@@ -226,6 +226,9 @@ public final class ManagedDevice: Sendable {
             }
             attempts = 0
             set(.connected)
+            // A subscription asked for while the link was being restored: enabled now.
+            let missed = status.withLock { status in status.wishes.filter { status.active[$0.characteristic] == nil } }
+            for wish in missed { try? await enable(wish, on: peripheral) }
             // Until the link ends (or management does).
             var reason: DisconnectReason = .transportClosed
             for await state in states {

@@ -1,3 +1,4 @@
+import Bluetooth
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,6 +16,7 @@ let usage = """
            gattbench scan-soak [--minutes N]
            gattbench startup [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench decoder FILE.btsnoop
+           gattbench managed TRANSPORT SECONDS ADDRESS,...   (benchmarks/many_devices.py runs it)
 
     all (default): capture decoding on the 100k and 1M files (gattclient dump --summary, --json,
     text; the C floor; btmon -r and tshark -r when installed), PDU codec micro-benchmarks,
@@ -160,6 +162,10 @@ do {
     case "decoder":
         guard options.positional.count == 1 else { throw BenchError(usage) }
         try DecoderBenchmark(path: options.positional[0]).run()
+    case "managed":
+        guard options.positional.count == 3, let seconds = Double(options.positional[1]) else { throw BenchError(usage) }
+        let addresses = options.positional[2].split(separator: ",").compactMap { BluetoothAddress(String($0)) }
+        try await ManagedBenchmark(transport: options.positional[0], seconds: seconds, addresses: addresses).run()
     case "all":
         let started = Clock.monotonic
         print("gattbench — issue 10 performance suite")
