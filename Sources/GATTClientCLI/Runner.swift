@@ -226,9 +226,8 @@ final class Interrupts: Sendable {
 
     let endsNormally: Bool
     let stopsByItself: Bool
-    private let state = Mutex<
-        (happened: Bool, sources: [any DispatchSourceSignal], previous: [(Int32, sighandler_t?)], listeners: [Int: @Sendable () -> Void], next: Int)
-    >((false, [], [], [:], 0))
+    private let state = Mutex<(happened: Bool, listeners: [Int: @Sendable () -> Void], next: Int)>((false, [:], 0))
+    private let signals = SignalWatch()
 
     /// Calls `listener` at every Ctrl-C or SIGTERM until `removeListener` with the returned key.
     func addListener(_ listener: @escaping @Sendable () -> Void) -> Int {
@@ -254,18 +253,31 @@ final class Interrupts: Sendable {
     var happened: Bool { state.withLock { $0.happened } }
 
     func start(cancelling work: Task<(Int32, BufferedOutput), Never>) {
+        signals.start { [self] _ in
+            let listeners = self.state.withLock { state in
+                state.happened = true
+                return Array(state.listeners.values)
+            }
+            for listener in listeners { listener() }
+            if !self.stopsByItself { work.cancel() }
+        }
+    }
+
+    func stop() { signals.stop() }
+}
+
+/// SIGINT and SIGTERM taken from their default action (which would end the process before any
+/// clean-up) onto dispatch sources, until ``stop()`` puts the previous handlers back.
+final class SignalWatch: Sendable {
+    private let state = Mutex<(sources: [any DispatchSourceSignal], previous: [(Int32, sighandler_t?)])>(([], []))
+
+    /// Calls `handler` with the signal's number at every SIGINT or SIGTERM.
+    func start(_ handler: @escaping @Sendable (Int32) -> Void) {
         state.withLock { state in
             for number in [SIGINT, SIGTERM] {
                 state.previous.append((number, signal(number, SIG_IGN)))
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { [self] in
-                    let listeners = self.state.withLock { state in
-                        state.happened = true
-                        return Array(state.listeners.values)
-                    }
-                    for listener in listeners { listener() }
-                    if !self.stopsByItself { work.cancel() }
-                }
+                source.setEventHandler { handler(number) }
                 source.resume()
                 state.sources.append(source)
             }

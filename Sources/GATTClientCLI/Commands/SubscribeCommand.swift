@@ -82,22 +82,7 @@ struct SubscribeCommand {
                 received += 1
                 let elapsed = clock.now - start
                 let seconds = seconds(elapsed)
-                if options.json {
-                    var json = JSONWriter()
-                    json.beginObject()
-                    json.field("kind", "notification")
-                    json.field("handle", Int(notification.handle))
-                    json.field("value", hex: notification.value)
-                    json.field("indication", notification.isIndication)
-                    json.field("time", (seconds * 1_000_000).rounded() / 1_000_000)
-                    json.endObject()
-                    output.writeLine(bytes: json.bytes)
-                } else {
-                    output.writeLine(
-                        format6(seconds) + "  0x\(hex(notification.handle, 4)) "
-                            + "\(notification.isIndication ? "indication" : "notification"): "
-                            + ValueText.describe(notification.value, uuid: uuid))
-                }
+                output.writeLine(Self.line(notification, uuid: uuid, seconds: seconds, json: options.json))
                 output.flush()
                 if let count, received >= count { break loop }
             case .ended(let error):
@@ -117,6 +102,24 @@ struct SubscribeCommand {
 }
 
 extension SubscribeCommand {
+    /// One value as `subscribe` (and the shell) prints it: `seconds  0x0025 notification: HEX
+    /// decoded`, or a `notification` JSON line.
+    static func line(_ notification: GATTNotification, uuid: BluetoothUUID?, seconds: Double, json: Bool) -> String {
+        if json {
+            var line = JSONWriter()
+            line.beginObject()
+            line.field("kind", "notification")
+            line.field("handle", Int(notification.handle))
+            line.field("value", hex: notification.value)
+            line.field("indication", notification.isIndication)
+            line.field("time", (seconds * 1_000_000).rounded() / 1_000_000)
+            line.endObject()
+            return String(decoding: line.bytes, as: UTF8.self)
+        }
+        return format6(seconds) + "  0x\(hex(notification.handle, 4)) "
+            + "\(notification.isIndication ? "indication" : "notification"): " + ValueText.describe(notification.value, uuid: uuid)
+    }
+
     /// `subscribed to 0x0025 (UUID), CCCD 0x0026; waiting… (Ctrl-C to stop)` on standard error,
     /// and an `event` line under `--json`.
     static func announce(_ characteristic: Characteristic, indicate: Bool, json: Bool, output: inout BufferedOutput) {

@@ -83,8 +83,12 @@ public func printError(_ text: String, to descriptor: Int32 = STDERR_FILENO) {
         console.print(text, toErrors: true)
         return
     }
-    let line = Array((text + "\n").utf8)
-    line.withUnsafeBytes { raw in
+    writeAll(Array((text + "\n").utf8), to: descriptor)
+}
+
+/// Writes every byte of `bytes` to `descriptor` (retrying after EINTR; a failure drops the rest).
+func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+    bytes.withUnsafeBytes { raw in
         var offset = 0
         while offset < raw.count {
             let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)

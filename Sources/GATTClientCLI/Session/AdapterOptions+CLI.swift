@@ -194,15 +194,7 @@ struct CommandConnection {
     func close() async {
         if isLent { return }
         await peripheral.disconnect()
-        // The watcher reports the end (the state stream ends with it); bounded all the same.
-        if let watcher {
-            let bound = Task {
-                try? await Task.sleep(for: .seconds(1))
-                watcher.cancel()
-            }
-            await watcher.value
-            bound.cancel()
-        }
+        await ConnectionVisibility.finish(watcher)
         await adapter.close()
     }
 }

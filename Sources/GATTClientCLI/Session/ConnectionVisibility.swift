@@ -26,6 +26,18 @@ enum ConnectionVisibility {
         return lines
     }
 
+    /// Waits for `watcher` to report the link's end (its streams end with the link), at most a
+    /// second, then cancels it.
+    static func finish(_ watcher: Task<Void, Never>?) async {
+        guard let watcher else { return }
+        let bound = Task {
+            try? await Task.sleep(for: .seconds(1))
+            watcher.cancel()
+        }
+        await watcher.value
+        bound.cancel()
+    }
+
     /// Reports `peripheral`'s connection to `report` until the link ends: what it is now, then
     /// each change. The returned task ends with the link (or when cancelled).
     static func watch(_ peripheral: Peripheral, report: @escaping @Sendable (String) -> Void) async -> Task<Void, Never> {

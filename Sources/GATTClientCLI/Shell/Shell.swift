@@ -260,14 +260,7 @@ actor Shell {
         }
         subscriptions.removeAll()
         await connection.peripheral.disconnect()
-        if let watcher {
-            let bound = Task {
-                try? await Task.sleep(for: .seconds(1))
-                watcher.cancel()
-            }
-            await watcher.value
-            bound.cancel()
-        }
+        await ConnectionVisibility.finish(watcher)
         watcher = nil
         self.connection = nil
     }
@@ -326,14 +319,7 @@ actor Shell {
         subscriptions[characteristic.valueHandle] = (subscription, task)
         let what = handleText(characteristic.valueHandle, characteristic.uuid)
         if options.json {
-            var line = JSONWriter()
-            line.beginObject()
-            line.field("kind", "event")
-            line.field("event", "subscribed")
-            line.field("handle", Int(characteristic.valueHandle))
-            line.field("indications", indicate)
-            line.endObject()
-            console.print(String(decoding: line.bytes, as: UTF8.self))
+            console.print(Self.event("subscribed", handle: characteristic.valueHandle, indications: indicate))
         } else {
             console.print("subscribed to \(what)" + (characteristic.clientConfigurationHandle.map { ", CCCD 0x\(hex($0, 4))" } ?? ""))
         }
@@ -393,34 +379,27 @@ actor Shell {
         try await connection.client.unsubscribe(entry.subscription)
         entry.task.cancel()
         if options.json {
-            var line = JSONWriter()
-            line.beginObject()
-            line.field("kind", "event")
-            line.field("event", "unsubscribed")
-            line.field("handle", Int(handle))
-            line.endObject()
-            console.print(String(decoding: line.bytes, as: UTF8.self))
+            console.print(Self.event("unsubscribed", handle: handle))
         } else {
             console.print("unsubscribed from \(handleText(handle, entry.subscription.characteristic.uuid))")
         }
     }
 
-    /// A value as `subscribe` prints it: seconds since the shell started, handle, kind, value.
+    /// `{"kind":"event","event":NAME,"handle":H[,"indications":B]}`.
+    static func event(_ name: String, handle: UInt16, indications: Bool? = nil) -> String {
+        var line = JSONWriter()
+        line.beginObject()
+        line.field("kind", "event")
+        line.field("event", name)
+        line.field("handle", Int(handle))
+        if let indications { line.field("indications", indications) }
+        line.endObject()
+        return String(decoding: line.bytes, as: UTF8.self)
+    }
+
+    /// A value as `subscribe` prints it, timed from the shell's start.
     static func line(_ notification: GATTNotification, uuid: BluetoothUUID, since start: ContinuousClock.Instant, json: Bool) -> String {
-        let elapsed = seconds(ContinuousClock.now - start)
-        if json {
-            var line = JSONWriter()
-            line.beginObject()
-            line.field("kind", "notification")
-            line.field("handle", Int(notification.handle))
-            line.field("value", hex: notification.value)
-            line.field("indication", notification.isIndication)
-            line.field("time", (elapsed * 1_000_000).rounded() / 1_000_000)
-            line.endObject()
-            return String(decoding: line.bytes, as: UTF8.self)
-        }
-        return format6(elapsed) + "  0x\(hex(notification.handle, 4)) "
-            + "\(notification.isIndication ? "indication" : "notification"): " + ValueText.describe(notification.value, uuid: uuid)
+        SubscribeCommand.line(notification, uuid: uuid, seconds: seconds(ContinuousClock.now - start), json: json)
     }
 
     // MARK: - Help

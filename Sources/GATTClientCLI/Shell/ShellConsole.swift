@@ -83,17 +83,6 @@ final class ShellConsole: Sendable {
     }
 
     static func write(_ text: String, to descriptor: Int32) {
-        let bytes = Array(text.utf8)
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
+        writeAll(Array(text.utf8), to: descriptor)
     }
 }

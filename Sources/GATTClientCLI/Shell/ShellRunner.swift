@@ -61,12 +61,11 @@ func runShell(
 /// editor reads Ctrl-C as a key (the line is dropped); a SIGTERM there ends the shell.
 final class ShellSignals: Sendable {
     private struct State {
-        var sources: [any DispatchSourceSignal] = []
-        var previous: [(Int32, sighandler_t?)] = []
         var running: Task<Int32, Never>?
         var quit = false
     }
     private let state = Mutex(State())
+    private let signals = SignalWatch()
     private let shell: Shell
     private let console: ShellConsole
 
@@ -78,25 +77,10 @@ final class ShellSignals: Sendable {
     var quitRequested: Bool { state.withLock { $0.quit } }
 
     func start() {
-        state.withLock { state in
-            for number in [SIGINT, SIGTERM] {
-                state.previous.append((number, signal(number, SIG_IGN)))
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { [self] in interrupted(terminate: number == SIGTERM) }
-                source.resume()
-                state.sources.append(source)
-            }
-        }
+        signals.start { [self] number in interrupted(terminate: number == SIGTERM) }
     }
 
-    func stop() {
-        state.withLock { state in
-            for source in state.sources { source.cancel() }
-            for (number, handler) in state.previous { signal(number, handler ?? SIG_DFL) }
-            state.sources.removeAll()
-            state.previous.removeAll()
-        }
-    }
+    func stop() { signals.stop() }
 
     private func interrupted(terminate: Bool) {
         let running = state.withLock { state -> Task<Int32, Never>? in
