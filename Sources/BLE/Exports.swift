@@ -2,6 +2,12 @@
 // is enough for an app, and no lower module comes along whole.
 @_exported import struct ATT.ATTErrorCode
 @_exported import enum Bluetooth.AddressType
+@_exported import protocol Bluetooth.ByteDecodable
+@_exported import protocol Bluetooth.ByteEncodable
+@_exported import typealias Bluetooth.ByteCodable
+@_exported import struct Bluetooth.ByteCodingError
+@_exported import struct Bluetooth.MedFloat16
+@_exported import struct Bluetooth.MedFloat32
 @_exported import struct Bluetooth.BluetoothAddress
 @_exported import enum Bluetooth.BluetoothUUID
 @_exported import struct Emulator.Simulation
