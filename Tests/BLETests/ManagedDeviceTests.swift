@@ -86,7 +86,9 @@ struct ManagedDeviceTests {
             if dropped.contains(index) {
                 #expect(values.reconnects == 1 && values.disconnects == 1, "device \(index): the gap was said")
                 #expect(gaps <= 1, "device \(index): at most the one gap of the reconnect")
-                #expect(values.received.count == counter.sent, "device \(index): every value sent was received")
+                // The value the device pushed as its own disconnect went out may be lost with the
+                // link (it counts it sent): at most that one.
+                #expect(counter.sent - values.received.count <= 1, "device \(index): \(values.received.count) of \(counter.sent)")
             } else {
                 #expect(gaps == 0 && values.received.count == counter.sent, "device \(index): \(values.received.count) of \(counter.sent)")
                 #expect(values.reconnects == 0)

@@ -61,13 +61,14 @@ final class BumblePeer: @unchecked Sendable {
     }
 
     /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
+    /// `niceness`: run the peer at a lower scheduling priority (`nice -n`).
     init(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
-        readyTimeout: Double = 20, arguments extra: [String] = []
+        readyTimeout: Double = 20, arguments extra: [String] = [], niceness: Int = 0
     ) throws {
-        // The peer exits when its stdin closes.
+        // The peer exits when its stdin closes. `nice` execs python3: the same process.
         process = try ChildProcess(
-            ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
+            (niceness > 0 ? ["nice", "-n", String(niceness)] : []) + ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]
                 + kinds.flatMap { ["--device", $0] } + (extendedCommands ? ["--extended-commands"] : []) + extra,
             stdinPipe: true)
 
@@ -174,7 +175,7 @@ final class BumblePeer: @unchecked Sendable {
     /// concurrency thread (on Linux the pool is small and shared with Dispatch).
     static func start(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
-        arguments: [String] = []
+        arguments: [String] = [], niceness: Int = 0
     ) async throws -> BumblePeer {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
@@ -182,7 +183,7 @@ final class BumblePeer: @unchecked Sendable {
                     continuation.resume(
                         returning: try BumblePeer(
                             devices: kinds, mtu: mtu, extendedCommands: extendedCommands, lifetime: lifetime,
-                            arguments: arguments))
+                            arguments: arguments, niceness: niceness))
                 } catch {
                     continuation.resume(throwing: error)
                 }
