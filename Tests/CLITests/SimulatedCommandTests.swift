@@ -4,6 +4,7 @@ import Emulator
 import Foundation
 import GATT
 import Testing
+import TestSupport
 @testable import GATTClientCLI
 
 /// The product commands over `--transport sim`: our unchanged host over the virtual controller
@@ -27,7 +28,10 @@ import Testing
     }
 
     @Test func demoShowsTheWholeJob() async throws {
-        let lines = try await run { try await DemoCommand(sensorSeconds: 1.2).run(options: Self.options(json: false), output: &$0) }
+        // Two sensor periods at least (one second each), stretched under the sanitizer: a loaded
+        // suite once gave no reading within 1.2 s.
+        let seconds = max(2.5, 1.2 * testTimeoutScale)
+        let lines = try await run { try await DemoCommand(sensorSeconds: seconds).run(options: Self.options(json: false), output: &$0) }
         #expect(lines.contains { $0.hasPrefix("== 1. scan") })
         #expect(lines.contains { $0.contains("\"CC2650 SensorTag\"") })
         #expect(lines.contains { $0.contains("14 services, ATT_MTU 23") })
