@@ -6,6 +6,7 @@
 @_exported import protocol Bluetooth.ByteEncodable
 @_exported import typealias Bluetooth.ByteCodable
 @_exported import struct Bluetooth.ByteCodingError
+@_exported import protocol Bluetooth.MedicalFloat
 @_exported import struct Bluetooth.MedFloat16
 @_exported import struct Bluetooth.MedFloat32
 @_exported import struct Bluetooth.BluetoothAddress

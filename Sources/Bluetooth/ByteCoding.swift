@@ -96,11 +96,47 @@ extension Array: ByteDecodable, ByteEncodable where Element == UInt8 {
 
 // MARK: - IEEE 11073-20601 floats
 
+/// What SFLOAT and FLOAT share: `mantissa` × 10^`exponent`, and five special values.
+public protocol MedicalFloat: Hashable, Sendable, CustomStringConvertible {
+    static var nan: Self { get }
+    /// Not at this resolution.
+    static var nres: Self { get }
+    static var infinity: Self { get }
+    static var negativeInfinity: Self { get }
+    static var reserved: Self { get }
+    var mantissa: Int { get }
+    var exponent: Int { get }
+}
+
+extension MedicalFloat {
+    /// The value: NaN for NaN, NRes and reserved; ±infinity.
+    public var doubleValue: Double {
+        switch self {
+        case .infinity: return .infinity
+        case .negativeInfinity: return -.infinity
+        case .nan, .nres, .reserved: return .nan
+        default: return Double(mantissa) * pow10(exponent)
+        }
+    }
+
+    /// The decimal value (`36.45`), or `NaN`, `NRes`, `+INFINITY`, `-INFINITY`, `reserved`.
+    public var description: String {
+        switch self {
+        case .nan: return "NaN"
+        case .nres: return "NRes"
+        case .infinity: return "+INFINITY"
+        case .negativeInfinity: return "-INFINITY"
+        case .reserved: return "reserved"
+        default: return decimal(mantissa, exponent)
+        }
+    }
+}
+
 /// IEEE 11073-20601 SFLOAT (`medfloat16`): a 12-bit signed mantissa and a 4-bit signed base-10
 /// exponent, with the special values NaN, NRes (not at this resolution), ±INFINITY and a
 /// reserved code. Health devices report measurements in it (Blood Pressure, Glucose).
 /// - SeeAlso: IEEE 11073-20601, §F.8; Bluetooth Assigned Numbers §2.4.1 (format 0x16)
-public struct MedFloat16: RawRepresentable, Hashable, Sendable, ByteCodable, CustomStringConvertible {
+public struct MedFloat16: RawRepresentable, MedicalFloat, ByteCodable {
     public let rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
@@ -126,15 +162,6 @@ public struct MedFloat16: RawRepresentable, Hashable, Sendable, ByteCodable, Cus
     /// NaN, NRes, ±INFINITY or the reserved code.
     public var isSpecial: Bool { exponent == 0 && (mantissa >= 2046 || mantissa <= -2046) }
 
-    /// The value: NaN for NaN, NRes and reserved; ±infinity.
-    public var doubleValue: Double {
-        switch self {
-        case .infinity: return .infinity
-        case .negativeInfinity: return -.infinity
-        case .nan, .nres, .reserved: return .nan
-        default: return Double(mantissa) * pow10(exponent)
-        }
-    }
 
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
         rawValue = try UInt16(decoding: bytes)
@@ -142,22 +169,12 @@ public struct MedFloat16: RawRepresentable, Hashable, Sendable, ByteCodable, Cus
 
     public func encoded() -> [UInt8] { rawValue.encoded() }
 
-    public var description: String {
-        switch self {
-        case .nan: return "NaN"
-        case .nres: return "NRes"
-        case .infinity: return "+INFINITY"
-        case .negativeInfinity: return "-INFINITY"
-        case .reserved: return "reserved"
-        default: return decimal(mantissa, exponent)
-        }
-    }
 }
 
 /// IEEE 11073-20601 FLOAT (`medfloat32`): a 24-bit signed mantissa and an 8-bit signed base-10
 /// exponent, with NaN, NRes, ±INFINITY and a reserved code.
 /// - SeeAlso: IEEE 11073-20601, §F.6; Bluetooth Assigned Numbers §2.4.1 (format 0x17)
-public struct MedFloat32: RawRepresentable, Hashable, Sendable, ByteCodable, CustomStringConvertible {
+public struct MedFloat32: RawRepresentable, MedicalFloat, ByteCodable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
@@ -183,15 +200,6 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, ByteCodable, Cus
     /// NaN, NRes, ±INFINITY or the reserved code.
     public var isSpecial: Bool { exponent == 0 && (mantissa >= 8_388_606 || mantissa <= -8_388_606) }
 
-    /// The value: NaN for NaN, NRes and reserved; ±infinity.
-    public var doubleValue: Double {
-        switch self {
-        case .infinity: return .infinity
-        case .negativeInfinity: return -.infinity
-        case .nan, .nres, .reserved: return .nan
-        default: return Double(mantissa) * pow10(exponent)
-        }
-    }
 
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
         rawValue = try UInt32(decoding: bytes)
@@ -199,16 +207,6 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, ByteCodable, Cus
 
     public func encoded() -> [UInt8] { rawValue.encoded() }
 
-    public var description: String {
-        switch self {
-        case .nan: return "NaN"
-        case .nres: return "NRes"
-        case .infinity: return "+INFINITY"
-        case .negativeInfinity: return "-INFINITY"
-        case .reserved: return "reserved"
-        default: return decimal(mantissa, exponent)
-        }
-    }
 }
 
 /// 10^exponent, exactly for the small exponents health devices use.
