@@ -90,6 +90,8 @@ public final class ManagedDevice: Sendable {
 
     private let status = Mutex(Status())
     private let broadcast = Broadcast<Event>()
+    /// The states alone (current first), for waiters that must not buffer every value.
+    private let stateBroadcast = Broadcast<State>(latest: .waiting)
     private let runner = Mutex<Task<Void, Never>?>(nil)
 
     init(peer: PeerAddress, options: ManagedDeviceOptions) {
@@ -101,6 +103,10 @@ public final class ManagedDevice: Sendable {
     public func events() -> AsyncStream<Event> { broadcast.subscribe() }
 
     public var state: State { status.withLock { $0.state } }
+
+    /// The device's states from now on, the current one first, for one caller each; finishes
+    /// after `.removed`. (``events()`` has them too, among the values.)
+    public func states() -> AsyncStream<State> { stateBroadcast.subscribe() }
 
     /// The connected peripheral, nil while the link is down.
     public var peripheral: Peripheral? { status.withLock { $0.peripheral } }
@@ -175,7 +181,10 @@ public final class ManagedDevice: Sendable {
             status.state = state
             return true
         }
-        if changed { broadcast.yield(.state(state)) }
+        if changed {
+            broadcast.yield(.state(state))
+            stateBroadcast.yield(state, final: state == .removed)
+        }
     }
 
     private func run(on adapter: Adapter) async {

@@ -381,20 +381,19 @@ actor GatewayEngine {
         for read in entry.reads {
             tasks.append(
                 Task {
-                    while !Task.isCancelled {
-                        // Read at once when the link is (back) up, then every `every` seconds.
-                        guard let peripheral = device.peripheral, device.state == .connected else {
-                            try? await Task.sleep(for: .milliseconds(100))
-                            continue
+                    // Each time the link is (back) up: a read at once, then every `every` seconds
+                    // while it stays up.
+                    for await state in device.states() where state == .connected {
+                        while !Task.isCancelled, device.state == .connected, let peripheral = device.peripheral {
+                            if let value = try? await peripheral.read(read.characteristic) {
+                                let service = (try? await peripheral.services())?.first { service in
+                                    service.characteristics.contains { $0.uuid == read.characteristic }
+                                }?.uuid
+                                Self.publishValue(
+                                    value, service: service, characteristic: read.characteristic, read: true, base: base, sink: sink)
+                            }
+                            try? await Task.sleep(for: .milliseconds(Int(read.every * 1000)))
                         }
-                        if let value = try? await peripheral.read(read.characteristic) {
-                            let service = (try? await peripheral.services())?.first { service in
-                                service.characteristics.contains { $0.uuid == read.characteristic }
-                            }?.uuid
-                            Self.publishValue(
-                                value, service: service, characteristic: read.characteristic, read: true, base: base, sink: sink)
-                        }
-                        try? await Task.sleep(for: .milliseconds(Int(read.every * 1000)))
                     }
                 })
         }

@@ -31,7 +31,9 @@ struct ManagedBenchmark {
                 })
             devices.append(device)
         }
-        while !devices.allSatisfy({ $0.state == .connected }) { try await Task.sleep(for: .milliseconds(50)) }
+        for device in devices {
+            for await state in device.states() where state == .connected { break }
+        }
         print("connected \(received.count.withLock { $0 })")
         try await Task.sleep(for: .seconds(seconds))
         print("loaded \(received.count.withLock { $0 })")
