@@ -36,6 +36,13 @@ public enum ConnectionParameterPolicy {
             timeout: request.timeout)
     }
 
+    /// Connection parameters the host would send, checked.
+    public static func invalidity(_ parameters: LEConnectionParameters) -> String? {
+        invalidity(
+            intervalMin: parameters.connectionIntervalMin, intervalMax: parameters.connectionIntervalMax,
+            latency: parameters.maxLatency, timeout: parameters.supervisionTimeout)
+    }
+
     /// `parameters` for a central with `links` connections (the new one counted): the interval
     /// at least `perLink` per link (1.25 ms steps, at most 4 s), so the connection events of every
     /// link fit in one interval; the maximum raised to the minimum when below it, and the

@@ -110,8 +110,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     /// gives it; after v1 the size pairing negotiated, or 16), nil while it is not.
     public var encryptionKeySize: Int? { state.withLock { $0.encryptionKeySize } }
 
-    func encryptionChanged(enabled: Bool, keySize: Int?) {
-        state.withLock { $0.encryptionKeySize = enabled ? (keySize ?? $0.encryptionKeySize ?? 16) : nil }
+    func setEncryptionKeySize(_ keySize: Int?) {
+        state.withLock { $0.encryptionKeySize = keySize }
     }
 
     func reportEncryption(_ outcome: LEEncryptionOutcome) { encryptionContinuation.yield(outcome) }

@@ -6,20 +6,24 @@ import Security
 import Synchronization
 
 /// The user-space LE host on one controller: the `HCIControllerDriver` and `UserSpaceL2CAP`
-/// wired together, with scanning, connecting, disconnecting and connection parameter handling.
+/// wired together, with scanning, connecting, disconnecting, connection parameter handling,
+/// encryption and advertising.
 ///
-/// `start(transport:)` initialises the controller (Reset, version, features, supported
-/// commands, BD_ADDR, event masks including LE Meta and the LE subevents below, buffer sizes)
-/// and starts three pumps, each one task for the host's lifetime (never one per packet):
-/// controller → host (ACL to L2CAP, events to L2CAP and to this actor), L2CAP's outputs →
-/// controller, and the host's own control commands (replies to the peer's parameter requests).
-/// Malformed packets from the controller are logged and counted (`statistics`), never fatal.
+/// The logic is ``LEHostCore``, a value state machine; this actor runs it. `start(transport:)`
+/// initialises the controller (Reset, version, features, supported commands, BD_ADDR, event
+/// masks including LE Meta and the LE subevents below, buffer sizes), then routes the driver's
+/// inbound packets here: each is handled in the driver's reader task, in arrival order — ACL
+/// data to L2CAP, events to L2CAP and to the core — with no hop per packet. The core's commands
+/// go to the driver in order, their outcomes come back to the core before the next packet from
+/// the controller is handled; one task carries L2CAP's outputs to the controller. Malformed
+/// packets from the controller are logged and counted (`statistics`), never fatal.
 ///
 /// Every wait is bounded: commands by the driver's command timeout, a connect by its timeout
 /// (then LE Create Connection Cancel and a bounded wait for the cancelled completion),
-/// disconnects and parameter updates by `Configuration`. One LE Create Connection is pending at
-/// a time per controller (later connects queue behind it); any number of connections may be up.
-/// Call `close()` when done: it closes the transport and ends the pumps.
+/// disconnects and parameter updates by `Configuration`; one timer is armed for the core's
+/// next deadline. One LE Create Connection is pending at a time per controller (later connects
+/// queue behind it); any number of connections may be up. Call `close()` when done: it closes
+/// the transport and ends the host.
 /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §4.1 (buffers), §7.8.12–§7.8.13, §7.8.18, §7.8.31–§7.8.32
 public actor LEHost {
     public struct Configuration: Sendable {
@@ -101,51 +105,36 @@ public actor LEHost {
     public nonisolated let configuration: Configuration
     /// Whether scanning and initiating use the extended commands.
     public nonisolated let usesExtendedCommands: Bool
+    /// Whether advertising uses the extended commands (LE Set Extended Advertising *): when the
+    /// host chose the extended command set (a controller refuses legacy advertising commands
+    /// once extended ones were used) and the controller claims them.
+    public nonisolated let usesExtendedAdvertising: Bool
 
     let logger: Logger
-    let counters = Mutex(Statistics())
-    let scanIDs = Mutex<UInt64>(0)
-    /// Scans whose stream ended and that are not yet stopped (or not yet started).
-    let terminatedScans = Mutex<Set<UInt64>>([])
-
-    enum ControlCommand: Sendable {
-        case remoteParameterReply(handle: UInt16, LEConnectionParameters)
-        case remoteParameterNegativeReply(handle: UInt16, HCIStatus)
-        case disconnect(handle: UInt16, HCIStatus)
-        /// LE Long Term Key Request Reply (`key`) or Negative Reply (nil).
-        case longTermKeyReply(handle: UInt16, key: [UInt8]?)
-    }
-
-    let control: AsyncStream<ControlCommand>.Continuation
-    private let controlCommands: AsyncStream<ControlCommand>
-    private var pumps: [Task<Void, Never>] = []
-    var closedReason: String?
-
-    // Connections and waits (LEHost+Connect.swift).
-    var connections: [UInt16: LEConnection] = [:]
-    /// The devices the pending LE Create Connection may complete with (one, or the Filter
-    /// Accept List's entries).
-    var pendingConnect: [(address: BluetoothAddress, type: AddressType)]?
-    var connectBusy = false
-    var connectQueue: [CheckedContinuation<Void, Never>] = []
-    var waiters: [UInt64: Waiter] = [:]
-    var expectations: [Awaited: Signal?] = [:]
-    /// Answers LE Long Term Key Request where we are peripheral (``setLongTermKeyProvider(_:)``).
-    var longTermKeyProvider: LongTermKeyProvider?
-    var nextWaiterID: UInt64 = 0
-
-    // Scanning (LEHost+Scan.swift).
-    var scan: ScanSession?
-    var scanStop: Task<Void, Never>?
-    /// The enabling commands of the scan being started: a stop waits for them (else it could
-    /// disable before they enable, and the scan would stay on).
-    var scanStarting: Task<HCIError?, Never>?
-
-    // Advertising, the peripheral role (LEHost+Advertise.swift).
-    var advertising: AdvertisingSession?
-
     /// Times the host's waits (connection timeouts), and the controller driver's command timeout.
     let clock: any BluetoothClock
+
+    /// The core and what the runner keeps beside it: the objects and continuations its actions name.
+    struct Shared {
+        var core: LEHostCore
+        var connections: [UInt16: LEConnection] = [:]
+        var waiters: [LEHostCore.RequestID: CheckedContinuation<LEHostCore.Result, Never>] = [:]
+        var scans: [LEHostCore.RequestID: AsyncThrowingStream<ScanEvent, Error>.Continuation] = [:]
+        var advertising: (id: LEHostCore.RequestID, continuation: AsyncStream<LEConnection>.Continuation)?
+        /// Answers LE Long Term Key Request where we are peripheral (``setLongTermKeyProvider(_:)``).
+        var longTermKeyProvider: LongTermKeyProvider?
+        var lastRequest: UInt64 = 0
+        var timer: ScheduledTimer?
+        var armedDeadline: Duration?
+
+        mutating func nextRequest() -> LEHostCore.RequestID {
+            lastRequest += 1
+            return LEHostCore.RequestID(rawValue: lastRequest)
+        }
+    }
+
+    let shared: Mutex<Shared>
+    private var outputPump: Task<Void, Never>?
 
     private init(
         driver: HCIControllerDriver, l2cap: UserSpaceL2CAP, info: ControllerInfo, configuration: Configuration,
@@ -157,21 +146,32 @@ public actor LEHost {
         self.info = info
         self.configuration = configuration
         self.logger = logger
+        let commands = info.supportedCommands
+        let extended: Bool
         switch configuration.commandSet {
-        case .legacy: usesExtendedCommands = false
-        case .extended: usesExtendedCommands = true
+        case .legacy: extended = false
+        case .extended: extended = true
         case .automatic:
-            let commands = info.supportedCommands
-            usesExtendedCommands =
+            extended =
                 info.leFeatures?.contains(.leExtendedAdvertising) == true
                 && commands?.supports(.leSetExtendedScanParameters) == true
                 && commands?.supports(.leSetExtendedScanEnable) == true
                 && commands?.supports(.leExtendedCreateConnectionV1) == true
         }
-        (controlCommands, control) = AsyncStream.makeStream(of: ControlCommand.self)
+        usesExtendedCommands = extended
+        usesExtendedAdvertising =
+            extended && commands?.supports(.leSetExtendedAdvertisingParametersV1) == true
+            && commands?.supports(.leSetExtendedAdvertisingData) == true
+            && commands?.supports(.leSetExtendedScanResponseData) == true
+            && commands?.supports(.leSetExtendedAdvertisingEnable) == true
+        shared = Mutex(
+            Shared(
+                core: LEHostCore(
+                    configuration: configuration, usesExtendedCommands: extended,
+                    usesExtendedAdvertising: usesExtendedAdvertising)))
     }
 
-    /// Opens the host on `transport`: initialises the controller and starts the pumps. On a
+    /// Opens the host on `transport`: initialises the controller and starts the host. On a
     /// failure the transport is closed. `clock` times every wait of the host and its driver.
     public static func start(
         transport: any HCITransport, configuration: Configuration = Configuration(),
@@ -201,93 +201,48 @@ public actor LEHost {
             throw .closed("\(error)")
         }
         let host = LEHost(driver: driver, l2cap: l2cap, info: info, configuration: configuration, clock: clock, logger: logger)
-        await host.startPumps()
+        await host.run()
         logger.info(
             "LE host on \(info.address): \(host.usesExtendedCommands ? "extended" : "legacy") scanning and initiating")
         return host
     }
 
     /// What went wrong without failing anything so far.
-    public nonisolated var statistics: Statistics { counters.withLock { $0 } }
+    public nonisolated var statistics: Statistics { shared.withLock { $0.core.statistics } }
 
     /// The connections that are up.
-    public var activeConnections: [LEConnection] { connections.values.sorted { $0.handle < $1.handle } }
-
-    /// Closes the transport: pending operations fail, channels fail with
-    /// `L2CAPError.transportClosed`, the scan stream finishes, the pumps end. Idempotent.
-    public func close(reason: String = "closed by the host") async {
-        await driver.close(reason: reason)
-        ended(reason)
+    public var activeConnections: [LEConnection] {
+        shared.withLock { $0.connections.values.sorted { $0.handle < $1.handle } }
     }
 
-    // MARK: - Pumps
+    /// Whether the host is advertising (or accepting connections between advertising runs).
+    public var isAdvertising: Bool { shared.withLock { $0.core.isAdvertising } }
 
-    private func startPumps() {
-        let inbound = driver.inbound
+    /// Closes the transport: pending operations fail, channels fail with
+    /// `L2CAPError.transportClosed`, the scan stream finishes. Idempotent.
+    public func close(reason: String = "closed by the host") async {
+        await driver.close(reason: reason)
+        step { core, _ in core.close(reason: reason) }
+        outputPump?.cancel()
+    }
+
+    func checkOpen() throws(LEHostError) {
+        if let reason = shared.withLock({ $0.core.closedReason }) { throw .closed(reason) }
+    }
+
+    // MARK: - Running the core
+
+    private func run() {
+        driver.route { [weak self] inbound in self?.inbound(inbound) }
         let l2cap = l2cap
         let driver = driver
         let logger = logger
-        pumps.append(
-            Task { [weak self] in
-                for await packet in inbound {
-                    switch packet.type {
-                    case .acl:
-                        var reader = ByteReader(packet.bytes)
-                        do {
-                            l2cap.receive(try ACLDataPacket(parsing: &reader))
-                        } catch {
-                            logger.warning("malformed ACL data packet \(Hex.encode(packet.bytes)): \(error)")
-                            self?.counters.withLock { $0.malformedACLPackets += 1 }
-                        }
-                    case .event:
-                        let event: HCIEvent
-                        do {
-                            event = try HCIEvent(bytes: packet.bytes)
-                        } catch {
-                            logger.warning("malformed HCI event \(Hex.encode(packet.bytes)): \(error)")
-                            self?.counters.withLock { $0.malformedEvents += 1 }
-                            continue
-                        }
-                        l2cap.receive(event)
-                        switch event {
-                        case .leMeta, .disconnectionComplete, .encryptionChange:
-                            await self?.handle(event)
-                        case .unknown(let code, _) where code == .encryptionKeyRefreshComplete:
-                            await self?.handle(event)
-                        case .dataBufferOverflow:
-                            logger.error("controller: \(event)")
-                            self?.counters.withLock { $0.dataBufferOverflows += 1 }
-                        case .hardwareError:
-                            logger.error("controller: \(event)")
-                            self?.counters.withLock { $0.hardwareErrors += 1 }
-                        default:
-                            break
-                        }
-                    default:
-                        logger.debug("ignored \(packet.type) packet from the controller")
-                    }
-                }
-                l2cap.shutDown("the controller's inbound stream ended")
-                await self?.ended("the transport closed")
-            })
-        pumps.append(
-            Task { [weak self] in
-                for await output in l2cap.outputs {
+        outputPump = Task { [weak self] in
+            for await output in l2cap.outputs {
+                switch output {
+                case .acl(let packet):
                     do throws(HCIError) {
-                        switch output {
-                        case .acl(let packet):
-                            try await driver.sendACL(packet)
-                        case .updateConnectionParameters(let handle, let request):
-                            // L2CAP accepted the peer's request (we are central): apply it.
-                            let parameters = LEConnectionParameters(
-                                connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
-                                maxLatency: request.peripheralLatency, supervisionTimeout: request.timeoutMultiplier)
-                            _ = try await driver.sendAccepted(
-                                LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters))
-                        case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(
-                                DisconnectCommand(connectionHandle: handle, reason: reason))
-                        }
+                        try await driver.sendACL(packet)
                     } catch {
                         if case .transportClosed = error {
                             // The host is closing: the link ends with the transport.
@@ -295,127 +250,368 @@ public actor LEHost {
                             continue
                         }
                         logger.warning("could not perform L2CAP's \(output): \(error)")
-                        self?.counters.withLock { $0.failedCommands += 1 }
+                        self?.shared.withLock { $0.core.count(.failedCommand) }
                     }
-                }
-            })
-        let commands = controlCommands
-        pumps.append(
-            Task { [weak self] in
-                for await command in commands {
-                    do throws(HCIError) {
-                        switch command {
-                        case .remoteParameterReply(let handle, let parameters):
-                            _ = try await driver.send(
-                                LERemoteConnectionParameterRequestReplyCommand(
-                                    connectionHandle: handle, connectionParameters: parameters))
-                        case .remoteParameterNegativeReply(let handle, let reason):
-                            _ = try await driver.send(
-                                LERemoteConnectionParameterRequestNegativeReplyCommand(
-                                    connectionHandle: handle, reason: reason))
-                        case .disconnect(let handle, let reason):
-                            _ = try await driver.sendAccepted(
-                                DisconnectCommand(connectionHandle: handle, reason: reason))
-                        case .longTermKeyReply(let handle, let key?):
-                            _ = try await driver.send(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: key))
-                        case .longTermKeyReply(let handle, nil):
-                            _ = try await driver.send(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle))
-                        }
-                    } catch {
-                        if case .transportClosed = error {
-                            logger.debug("\(command) not sent: \(error)")
-                            continue
-                        }
-                        logger.warning("could not perform \(command): \(error)")
-                        self?.counters.withLock { $0.failedCommands += 1 }
-                    }
-                }
-            })
-    }
-
-    /// The transport is gone (or the host closed): fail everything that waits.
-    func ended(_ reason: String) {
-        guard closedReason == nil else { return }
-        closedReason = reason
-        l2cap.shutDown(reason)
-        control.finish()
-        for (id, waiter) in waiters {
-            waiters[id] = nil
-            waiter.timer.cancel()
-            waiter.continuation.resume(returning: .closed(reason))
-        }
-        for waiting in connectQueue { waiting.resume() }
-        connectQueue.removeAll()
-        if let scan {
-            scan.continuation.finish(throwing: LEHostError.closed(reason))
-            self.scan = nil
-        }
-        advertisingEnded()
-        for connection in connections.values { connection.hostEnded() }
-        connections.removeAll()
-        logger.debug("LE host ended: \(reason)")
-    }
-
-    func checkOpen() throws(LEHostError) {
-        if let closedReason { throw .closed(closedReason) }
-    }
-
-    // MARK: - Events
-
-    func handle(_ event: HCIEvent) {
-        switch event {
-        case .disconnectionComplete(let complete):
-            disconnected(complete)
-        case .encryptionChange(let change):
-            encryptionChanged(change)
-        case .unknown:
-            if let refresh = EncryptionKeyRefreshCompleteEvent(event) { keyRefreshed(refresh) }
-        case .leMeta(let meta):
-            switch meta {
-            case .advertisingReport, .extendedAdvertisingReport, .directedAdvertisingReport:
-                scanReport(meta)
-            case .connectionComplete(let complete):
-                connectionCompleted(ConnectionCompletion(complete))
-            case .enhancedConnectionComplete(let complete):
-                connectionCompleted(ConnectionCompletion(complete))
-            case .connectionUpdateComplete(let complete):
-                connectionUpdated(complete)
-            case .remoteConnectionParameterRequest(let request):
-                remoteParameterRequest(request)
-            case .dataLengthChange(let change):
-                connections[change.connectionHandle]?.linkChanged(
-                    .dataLengthChanged(
-                        maxTXOctets: change.maxTXOctets, maxTXTime: change.maxTXTime, maxRXOctets: change.maxRXOctets,
-                        maxRXTime: change.maxRXTime))
-            case .phyUpdateComplete(let update):
-                if update.status == .success {
-                    connections[update.connectionHandle]?.linkChanged(.phyUpdated(tx: update.txPHY, rx: update.rxPHY))
-                }
-            case .unknown:
-                if let request = LELongTermKeyRequestEvent(meta) { longTermKeyRequested(request) }
-            default:
-                logger.debug("LE event: \(meta)")
-            }
-        default:
-            break
-        }
-    }
-
-    private func remoteParameterRequest(_ request: LERemoteConnectionParameterRequestEvent) {
-        let handle = request.connectionHandle
-        if let why = ConnectionParameterPolicy.invalidity(request) {
-            logger.info("connection 0x\(String(handle, radix: 16)): refused the peer's parameters (\(why))")
-            counters.withLock { $0.refusedParameterRequests += 1 }
-            control.yield(.remoteParameterNegativeReply(handle: handle, .unacceptableConnectionParameters))
-        } else {
-            logger.debug("connection 0x\(String(handle, radix: 16)): accepted the peer's parameters")
-            counters.withLock { $0.acceptedParameterRequests += 1 }
-            control.yield(
-                .remoteParameterReply(
-                    handle: handle,
-                    LEConnectionParameters(
+                case .updateConnectionParameters(let handle, let request):
+                    // L2CAP accepted the peer's request (we are central): apply it.
+                    let parameters = LEConnectionParameters(
                         connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
-                        maxLatency: request.maxLatency, supervisionTimeout: request.timeout)))
+                        maxLatency: request.peripheralLatency, supervisionTimeout: request.timeoutMultiplier)
+                    self?.step { core, now in
+                        core.control(LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters), now: now)
+                    }
+                case .disconnect(let handle, let reason):
+                    self?.step { core, now in core.control(DisconnectCommand(connectionHandle: handle, reason: reason), now: now) }
+                }
+            }
+        }
+    }
+
+    /// A packet from the controller (in the driver's reader task, in arrival order).
+    private nonisolated func inbound(_ inbound: HCIControllerDriver.Inbound) {
+        switch inbound {
+        case .packet(let packet):
+            switch packet.type {
+            case .acl:
+                var reader = ByteReader(packet.bytes)
+                do {
+                    l2cap.receive(try ACLDataPacket(parsing: &reader))
+                } catch {
+                    logger.warning("malformed ACL data packet \(Hex.encode(packet.bytes)): \(error)")
+                    shared.withLock { $0.core.count(.malformedACLPacket) }
+                }
+            case .event:
+                let event: HCIEvent
+                do {
+                    event = try HCIEvent(bytes: packet.bytes)
+                } catch {
+                    logger.warning("malformed HCI event \(Hex.encode(packet.bytes)): \(error)")
+                    shared.withLock { $0.core.count(.malformedEvent) }
+                    return
+                }
+                l2cap.receive(event)
+                switch event {
+                case .leMeta, .disconnectionComplete, .encryptionChange, .dataBufferOverflow, .hardwareError:
+                    step { core, now in core.receive(event, now: now) }
+                case .unknown(let code, _) where code == .encryptionKeyRefreshComplete:
+                    step { core, now in core.receive(event, now: now) }
+                default:
+                    break
+                }
+            default:
+                logger.debug("ignored \(packet.type) packet from the controller")
+            }
+        case .ended(let reason):
+            l2cap.shutDown("the controller's inbound stream ended")
+            step { core, _ in core.close(reason: reason) }
+        }
+    }
+
+    /// Runs one input of the core under the lock, re-arms the timer, then performs the actions.
+    nonisolated func step(_ input: (inout LEHostCore, Duration) -> [LEHostCore.Action]) {
+        let now = clock.now
+        let actions = shared.withLock { shared -> [LEHostCore.Action] in
+            let actions = input(&shared.core, now)
+            rearmTimer(&shared, now: now)
+            return actions
+        }
+        perform(actions)
+    }
+
+    private nonisolated func rearmTimer(_ shared: inout Shared, now: Duration) {
+        let deadline = shared.core.nextDeadline
+        guard deadline != shared.armedDeadline else { return }
+        shared.timer?.cancel()
+        shared.armedDeadline = deadline
+        guard let deadline else {
+            shared.timer = nil
+            return
+        }
+        shared.timer = clock.schedule(after: max(.zero, deadline - now)) { [weak self] in
+            self?.timerFired(for: deadline)
+        }
+    }
+
+    private nonisolated func timerFired(for deadline: Duration) {
+        let current = shared.withLock { shared -> Bool in
+            guard shared.armedDeadline == deadline else { return false }
+            shared.armedDeadline = nil
+            shared.timer = nil
+            return true
+        }
+        if current { step { core, now in core.expire(now: now) } }
+    }
+
+    /// Performs the core's actions, in order, outside the lock (finishing a stream may call its
+    /// termination handler, which feeds the core).
+    private nonisolated func perform(_ actions: [LEHostCore.Action]) {
+        for action in actions {
+            switch action {
+            case .command(let token, let packet):
+                driver.submit(packet) { [weak self] outcome in
+                    self?.step { core, now in core.commandFinished(token, outcome, now: now) }
+                }
+            case .complete(let id, let result):
+                shared.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: result)
+            case .openLink(let completion):
+                openLink(completion)
+            case .linkDown(let handle, let reason):
+                shared.withLock { $0.connections.removeValue(forKey: handle) }?.ended(reason)
+            case .parametersUpdated(let handle, let parameters):
+                shared.withLock { $0.connections[handle] }?.updated(parameters)
+            case .linkEvent(let handle, let event):
+                shared.withLock { $0.connections[handle] }?.linkChanged(event)
+            case .encryption(let handle, let outcome, let keySize):
+                if let connection = shared.withLock({ $0.connections[handle] }) {
+                    connection.setEncryptionKeySize(keySize)
+                    connection.reportEncryption(outcome)
+                }
+            case .scanEvents(let id, let events):
+                guard let continuation = shared.withLock({ $0.scans[id] }) else { continue }
+                var dropped = 0
+                for event in events {
+                    if case .dropped = continuation.yield(event) { dropped += 1 }
+                }
+                if dropped > 0 { shared.withLock { $0.core.count(.droppedScanEvents(dropped)) } }
+            case .scanEnded(let id, let error):
+                let continuation = shared.withLock { $0.scans.removeValue(forKey: id) }
+                if let error { continuation?.finish(throwing: error) } else { continuation?.finish() }
+            case .accepted(let handle):
+                let (connection, stream) = shared.withLock { ($0.connections[handle], $0.advertising?.continuation) }
+                guard let connection, let stream, case .enqueued = stream.yield(connection) else {
+                    step { core, now in core.acceptedConnectionDropped(handle, now: now) }
+                    continue
+                }
+            case .advertisingEnded:
+                shared.withLock { shared in
+                    defer { shared.advertising = nil }
+                    return shared.advertising?.continuation
+                }?.finish()
+            case .longTermKeyRequest(let handle, let rand, let ediv):
+                let (connection, provider) = shared.withLock { ($0.connections[handle], $0.longTermKeyProvider) }
+                guard let connection, let provider else {
+                    step { core, now in core.longTermKeyReply(handle: handle, key: nil, now: now) }
+                    continue
+                }
+                Task { [weak self] in
+                    let key = await provider(connection, rand, ediv)
+                    self?.step { core, now in core.longTermKeyReply(handle: handle, key: key, now: now) }
+                }
+            case .hostEnded(let reason):
+                l2cap.shutDown(reason)
+                let (connections, timer) = shared.withLock { shared in
+                    defer {
+                        shared.connections.removeAll()
+                        shared.timer = nil
+                        shared.armedDeadline = nil
+                    }
+                    return (Array(shared.connections.values), shared.timer)
+                }
+                timer?.cancel()
+                for connection in connections { connection.hostEnded() }
+            case .log(let level, let message):
+                logger.log(level, message)
+            }
+        }
+    }
+
+    /// Opens a new link on L2CAP, here, before the next packet from the controller is handled,
+    /// so no ACL data of the link is missed.
+    private nonisolated func openLink(_ completion: LEConnectionCompletion) {
+        do throws(L2CAPError) {
+            let channel = try l2cap.connectionOpened(handle: completion.handle, role: completion.role)
+            let connection = LEConnection(
+                handle: completion.handle, peerAddress: completion.peerAddress,
+                peerAddressType: completion.peerAddressType, role: completion.role,
+                parameters: completion.parameters, channel: channel)
+            shared.withLock { $0.connections[completion.handle] = connection }
+            step { core, now in core.linkOpened(completion.handle, now: now) }
+        } catch {
+            logger.error("L2CAP refused connection 0x\(String(completion.handle, radix: 16)): \(error)")
+            step { core, now in core.linkRefused(completion.handle, now: now) }
+        }
+    }
+
+    /// Submits `request` and waits for its result; `cancellable`: the calling task's
+    /// cancellation is passed to the core (a connect then sends LE Create Connection Cancel).
+    func submit(_ request: LEHostCore.Request, cancellable: Bool = false) async -> LEHostCore.Result {
+        let id = shared.withLock { $0.nextRequest() }
+        let body = {
+            await withCheckedContinuation { (continuation: CheckedContinuation<LEHostCore.Result, Never>) in
+                self.shared.withLock { $0.waiters[id] = continuation }
+                self.step { core, now in core.request(request, id, now: now) }
+            }
+        }
+        guard cancellable else { return await body() }
+        return await withTaskCancellationHandler {
+            await body()
+        } onCancel: {
+            self.step { core, now in core.cancel(id, now: now) }
+        }
+    }
+
+    /// The connection a connect result names.
+    func connection(_ result: LEHostCore.Result) throws(LEHostError) -> LEConnection {
+        switch result {
+        case .connected(let handle):
+            guard let connection = shared.withLock({ $0.connections[handle] }) else { throw .notConnected(handle: handle) }
+            return connection
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result \(result)")
+        }
+    }
+
+    // MARK: - Connecting
+
+    /// Connects to `address` as central: LE Extended Create Connection when the host uses the
+    /// extended commands, else LE Create Connection; waits for the matching LE (Enhanced)
+    /// Connection Complete; after `timeout` (or when the calling task is cancelled) sends LE
+    /// Create Connection Cancel and waits, bounded, for the cancelled completion. Connects queue
+    /// behind a pending one (one LE Create Connection per controller).
+    /// - Returns: the connection, its ATT channel open on L2CAP.
+    public func connect(
+        to address: BluetoothAddress, type: AddressType, timeout: Duration? = nil,
+        parameters: LEConnectionParameters? = nil
+    ) async throws(LEHostError) -> LEConnection {
+        try connection(
+            await submit(
+                .connect([.init(address: address, type: type)], timeout: timeout, parameters: parameters), cancellable: true))
+    }
+
+    /// Connects to `address` as public or random device, whichever the initiator finds first:
+    /// one LE Create Connection through the Filter Accept List holding both (Vol 6, Part B,
+    /// §4.3.5, initiator filter policy 0x01), which this call clears and fills. Timeout and
+    /// cancellation as ``connect(to:type:timeout:parameters:)``.
+    public func connect(
+        toEitherType address: BluetoothAddress, timeout: Duration? = nil, parameters: LEConnectionParameters? = nil
+    ) async throws(LEHostError) -> LEConnection {
+        try connection(
+            await submit(
+                .connect(
+                    [.init(address: address, type: .public), .init(address: address, type: .random)], timeout: timeout,
+                    parameters: parameters),
+                cancellable: true))
+    }
+
+    /// Disconnects (HCI_Disconnect) and waits, bounded, for Disconnection Complete.
+    /// - Returns: the reason reported by Disconnection Complete.
+    @discardableResult
+    public func disconnect(
+        _ connection: LEConnection, reason: HCIStatus = .remoteUserTerminatedConnection
+    ) async throws(LEHostError) -> HCIStatus {
+        if let reason = connection.disconnectionReason { return reason }
+        switch await submit(.disconnect(handle: connection.handle, reason: reason)) {
+        case .disconnected(let reason): return reason
+        case .failed(let error):
+            // Down before the request reached the controller: its reason.
+            if let reason = connection.disconnectionReason { return reason }
+            throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Asks for new connection parameters (HCI_LE_Connection_Update) and waits, bounded, for
+    /// LE Connection Update Complete.
+    public func updateParameters(
+        _ connection: LEConnection, _ parameters: LEConnectionParameters
+    ) async throws(LEHostError) -> LEConnection.Parameters {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        switch await submit(.updateParameters(handle: connection.handle, parameters)) {
+        case .updated(let parameters): return parameters
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Encrypts `connection` as central (HCI_LE_Enable_Encryption, §7.8.24) with a Long Term
+    /// Key (least significant octet first) and the EDIV and Rand that name it, and waits,
+    /// bounded by `configuration.encryptionTimeout`, for Encryption Change or Encryption Key
+    /// Refresh Complete.
+    public func encrypt(
+        _ connection: LEConnection, longTermKey: [UInt8], ediv: UInt16, rand: UInt64
+    ) async throws(LEHostError) -> LEEncryptionOutcome {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        switch await submit(.encrypt(handle: connection.handle, longTermKey: longTermKey, ediv: ediv, rand: rand)) {
+        case .encryption(let outcome): return outcome
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    // MARK: - Scanning
+
+    /// Scans until the returned stream terminates — the consuming task is cancelled, or the
+    /// stream and its iterator are released (iterate it in place: `for try await e in
+    /// host.scan()`; breaking out then ends it) — which disables scanning. Legacy or extended
+    /// scanning per `options.procedure` and the host's command set; reports merged per device by
+    /// a `ScanAggregator`. One scan at a time: a second one finishes with `.scanInProgress`.
+    /// The stream fails with `LEHostError` when the controller refuses to scan or the host closes.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.10, §7.8.11, §7.8.64, §7.8.65
+    public nonisolated func scan(_ options: LEScanParameters = LEScanParameters()) -> AsyncThrowingStream<ScanEvent, Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: ScanEvent.self, throwing: Error.self, bufferingPolicy: .bufferingNewest(max(1, options.bufferLimit)))
+        let id = shared.withLock { shared in
+            let id = shared.nextRequest()
+            shared.scans[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.step { core, now in core.stopScan(id, now: now) }
+        }
+        step { core, now in core.request(.scan(options), id, now: now) }
+        return stream
+    }
+
+    // MARK: - Advertising
+
+    /// Starts advertising as `parameters` say and returns the connections centrals make to us
+    /// (role peripheral, their ATT channel open on L2CAP), in order. The controller stops
+    /// advertising when a central connects; the host advertises again while fewer than
+    /// `maximumConnections` accepted connections are up, and after every disconnect.
+    ///
+    /// The stream finishes on `stopAdvertising()` or when the host closes; ending its iteration
+    /// stops advertising. Accepted connections stay up until the caller (or the peer) ends them.
+    /// - Throws: `.invalidArgument` for bad parameters or when already advertising, `.hci` when
+    ///   the controller refuses a command.
+    public func advertise(_ parameters: LEAdvertisingParameters) async throws(LEHostError) -> AsyncStream<LEConnection> {
+        try checkOpen()
+        if let why = parameters.invalidity { throw .invalidArgument(why) }
+        let (stream, continuation) = AsyncStream.makeStream(of: LEConnection.self, bufferingPolicy: .bufferingOldest(8))
+        let id = shared.withLock { shared -> LEHostCore.RequestID? in
+            guard shared.advertising == nil else { return nil }
+            let id = shared.nextRequest()
+            shared.advertising = (id, continuation)
+            return id
+        }
+        guard let id else { throw .invalidArgument("already advertising") }
+        continuation.onTermination = { [weak self] _ in
+            self?.step { core, now in core.advertisingStreamEnded(id, now: now) }
+        }
+        let result = await withCheckedContinuation { (waiter: CheckedContinuation<LEHostCore.Result, Never>) in
+            shared.withLock { $0.waiters[id] = waiter }
+            step { core, now in core.request(.advertise(parameters), id, now: now) }
+        }
+        switch result {
+        case .done: return stream
+        case .failed(let error):
+            shared.withLock { shared in
+                if shared.advertising?.id == id { shared.advertising = nil }
+            }
+            continuation.finish()
+            throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Stops advertising (LE Set (Extended) Advertising Enable off) and finishes the stream of
+    /// connections. Connections already accepted stay up.
+    public func stopAdvertising() async throws(LEHostError) {
+        guard shared.withLock({ $0.core.isAdvertising }) else { return }
+        switch await submit(.stopAdvertising) {
+        case .failed(let error): throw error
+        default: return
         }
     }
 }

@@ -1,17 +1,37 @@
 import Bluetooth
+import Synchronization
 
 /// Runs `HCICommandFlow` over an `HCITransport`: the one place where commands, events and
 /// time meet I/O for a controller.
 ///
 /// One reader task drains the transport, feeding events to the flow and passing everything
-/// else (LE Meta and other events, ACL data) to `inbound` in arrival order. Commands wait for
-/// their outcome; a timer task sleeps until the flow's next deadline (one task per deadline
-/// change, never per packet). When the transport closes, every pending command fails with
-/// `HCIError.transportClosed` and `inbound` finishes.
+/// else (LE Meta and other events, ACL data) on in arrival order: to `inbound`, or, once
+/// ``route(_:)`` has set a handler, to the handler, called in the reader task itself (no hop
+/// per packet). Commands wait for their outcome (``execute(_:)``) or report it to a callback
+/// (``submit(_:then:)``); a timer sleeps until the flow's next deadline (re-armed when it
+/// changes, never per packet). When the transport closes, every pending command fails with
+/// `HCIError.transportClosed` and `inbound` finishes (the handler gets `.ended`).
 public actor HCIControllerDriver {
+    /// What the reader hands a routed handler.
+    public enum Inbound: Sendable {
+        /// An event that is not command flow (code, length, parameters) or ACL/SCO/ISO data.
+        case packet(HCITransportPacket)
+        /// The transport closed; nothing follows.
+        case ended(String)
+    }
+
     /// Controller-to-host packets that are not command flow: events (code, length, parameters)
-    /// and ACL/SCO/ISO data, in arrival order.
+    /// and ACL/SCO/ISO data, in arrival order, until a handler is routed (``route(_:)``).
     public nonisolated let inbound: AsyncStream<HCITransportPacket>
+    /// The routed handler, read by the reader task per packet.
+    private let router = Mutex<(@Sendable (Inbound) -> Void)?>(nil)
+    /// Commands submitted with a callback, in submission order (one consumer task).
+    private let submissions: AsyncStream<(HCICommandPacket, @Sendable (HCICommandFlow.Outcome) -> Void)>
+    private let submissionsContinuation:
+        AsyncStream<(HCICommandPacket, @Sendable (HCICommandFlow.Outcome) -> Void)>.Continuation
+    private var submissionTask: Task<Void, Never>?
+    /// Callbacks of submitted commands, by ticket.
+    private var callbacks: [HCICommandTicket: @Sendable (HCICommandFlow.Outcome) -> Void] = [:]
 
     private let transport: any HCITransport
     private let logger: Logger
@@ -40,18 +60,38 @@ public actor HCIControllerDriver {
         self.clock = clock
         self.flow = HCICommandFlow(commandTimeout: commandTimeout)
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: HCITransportPacket.self)
+        (submissions, submissionsContinuation) = AsyncStream.makeStream(
+            of: (HCICommandPacket, @Sendable (HCICommandFlow.Outcome) -> Void).self)
+    }
+
+    /// From now on, packets that are not command flow go to `handler`, called in the reader
+    /// task in arrival order (and `.ended` once the transport closes), instead of `inbound`.
+    /// The handler must not block: it runs before the next packet is read.
+    public nonisolated func route(_ handler: @escaping @Sendable (Inbound) -> Void) {
+        router.withLock { $0 = handler }
     }
 
     /// Starts reading from the transport (idempotent; the first command starts it too).
     /// `inbound` buffers without bound, so its consumer should keep reading.
     public func start() {
+        startSubmissions()
         guard readerTask == nil else { return }
         let packets = transport.packets
         readerTask = Task { [weak self] in
             do {
                 for try await packet in packets {
                     guard let self else { return }
-                    await self.received(packet)
+                    // Command flow goes through the actor; everything else straight to the
+                    // routed handler, in this task, so no packet waits for a hop.
+                    if packet.type == .event, let code = packet.bytes.first,
+                        code == CommandCompleteEvent.eventCode.rawValue || code == CommandStatusEvent.eventCode.rawValue
+                    {
+                        await self.received(packet)
+                    } else if let handler = self.router.withLock({ $0 }) {
+                        handler(.packet(packet))
+                    } else {
+                        await self.received(packet)
+                    }
                 }
                 await self?.transportEnded("the transport's packet stream ended")
             } catch {
@@ -78,6 +118,37 @@ public actor HCIControllerDriver {
         return await withCheckedContinuation { continuation in
             waiters[ticket] = continuation
         }
+    }
+
+    /// Sends `packet` (subject to flow control, after every command submitted before it) and
+    /// reports its outcome to `then`, called on this actor: an outcome that comes with an event
+    /// is reported before the next packet from the controller is handled.
+    public nonisolated func submit(
+        _ packet: HCICommandPacket, then: @escaping @Sendable (HCICommandFlow.Outcome) -> Void
+    ) {
+        if case .terminated = submissionsContinuation.yield((packet, then)) {
+            then(.failed(.transportClosed("the controller driver is closed")))
+        }
+    }
+
+    private func startSubmissions() {
+        guard submissionTask == nil else { return }
+        let submissions = submissions
+        submissionTask = Task { [weak self] in
+            for await (packet, then) in submissions {
+                guard let self else {
+                    then(.failed(.transportClosed("the controller driver is gone")))
+                    continue
+                }
+                await self.submitted(packet, then)
+            }
+        }
+    }
+
+    private func submitted(_ packet: HCICommandPacket, _ then: @escaping @Sendable (HCICommandFlow.Outcome) -> Void) {
+        let (ticket, actions) = flow.submit(packet, now: now)
+        callbacks[ticket] = then
+        perform(actions)
     }
 
     /// Sends a command answered by Command Complete and returns its typed return parameters.
@@ -144,14 +215,25 @@ public actor HCIControllerDriver {
         case .event:
             perform(flow.receiveEvent(packet.bytes, now: now))
         default:
+            deliver(packet)
+        }
+    }
+
+    private func deliver(_ packet: HCITransportPacket) {
+        if let handler = router.withLock({ $0 }) {
+            handler(.packet(packet))
+        } else {
             inboundContinuation.yield(packet)
         }
     }
 
     private func transportEnded(_ reason: String) {
-        if closedReason == nil { closedReason = reason }
+        let first = closedReason == nil
+        if first { closedReason = reason }
         perform(flow.close(reason: reason))
+        submissionsContinuation.finish()
         inboundContinuation.finish()
+        if first, let handler = router.withLock({ $0 }) { handler(.ended(reason)) }
         timer?.cancel()
         timer = nil
         armedDeadline = nil
@@ -163,13 +245,15 @@ public actor HCIControllerDriver {
             case .send(let packet):
                 outbox.append(packet)
             case .finish(let ticket, let outcome):
-                if let waiter = waiters.removeValue(forKey: ticket) {
+                if let callback = callbacks.removeValue(forKey: ticket) {
+                    callback(outcome)
+                } else if let waiter = waiters.removeValue(forKey: ticket) {
                     waiter.resume(returning: outcome)
                 } else {
                     early[ticket] = outcome
                 }
             case .deliver(let event):
-                inboundContinuation.yield((.event, event))
+                deliver((.event, event))
             case .discard(let event, let error):
                 logger.warning("discarded a malformed command-flow event \(Hex.encode(event)): \(error)")
             }
