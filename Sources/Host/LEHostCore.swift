@@ -589,10 +589,8 @@ public struct LEHostCore: Sendable {
                 } else {
                     controlFailed("advertising again", error, into: &actions)
                 }
-            } else if advertising?.id != id, closedReason == nil {
-                // Stopped while the enable was on its way: switch it off again.
-                if let disable = try? advertisingEnable(false) { send(disable, .advertisingStop(nil), into: &actions) }
-            } else {
+            } else if advertising?.id == id {
+                // (Stopped while the enable was on its way: the stop's disable follows it, in order.)
                 actions.append(.log(.debug, "advertising again"))
             }
         case .advertisingStop(let id):

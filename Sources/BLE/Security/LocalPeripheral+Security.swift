@@ -11,7 +11,12 @@ import Synchronization
 package final class CentralSecurity: Sendable {
     let pendingLevel = Mutex<SecurityLevel?>(nil)
     let level = Mutex<SecurityLevel?>(nil)
-    let apply = Mutex<(@Sendable (SecurityLevel) async -> Void)?>(nil)
+    /// Boxed: a closure kept in the generic `Mutex` itself gains a reabstraction thunk per access.
+    final class Applier: Sendable {
+        let apply: @Sendable (SecurityLevel) async -> Void
+        init(_ apply: @escaping @Sendable (SecurityLevel) async -> Void) { self.apply = apply }
+    }
+    let apply = Mutex<Applier?>(nil)
     /// The server's client for this central, once served.
     let client = Mutex<GATTServer.ClientID?>(nil)
     /// The highest level a Security Request of ours asked for on this link.
@@ -30,14 +35,15 @@ package final class CentralSecurity: Sendable {
         as client: GATTServer.ClientID, _ apply: @escaping @Sendable (SecurityLevel) async -> Void
     ) async {
         self.client.withLock { $0 = client }
-        self.apply.withLock { $0 = apply }
+        let applier = Applier(apply)
+        self.apply.withLock { $0 = applier }
         if let level = level.withLock({ $0 }) { await apply(level) }
     }
 
     /// The link is now at `newLevel` (encryption enabled with a known key, or pairing done).
     func enter(_ newLevel: SecurityLevel) async {
         level.withLock { $0 = newLevel }
-        if let apply = apply.withLock({ $0 }) { await apply(newLevel) }
+        if let applier = apply.withLock({ $0 }) { await applier.apply(newLevel) }
     }
 }
 

@@ -23,8 +23,14 @@ public actor HCIControllerDriver {
     /// Controller-to-host packets that are not command flow: events (code, length, parameters)
     /// and ACL/SCO/ISO data, in arrival order, until a handler is routed (``route(_:)``).
     public nonisolated let inbound: AsyncStream<HCITransportPacket>
-    /// The routed handler, read by the reader task per packet.
-    private let router = Mutex<(@Sendable (Inbound) -> Void)?>(nil)
+    /// The routed handler, read by the reader task per packet. Boxed in a class: a closure kept
+    /// in the generic `Mutex` itself gains a reabstraction thunk at every `withLock` (read and
+    /// written back), a chain that grows per packet.
+    private final class Route: Sendable {
+        let handler: @Sendable (Inbound) -> Void
+        init(_ handler: @escaping @Sendable (Inbound) -> Void) { self.handler = handler }
+    }
+    private let router = Mutex<Route?>(nil)
     /// Commands submitted with a callback, in submission order (one consumer task).
     private let submissions: AsyncStream<(HCICommandPacket, @Sendable (HCICommandFlow.Outcome) -> Void)>
     private let submissionsContinuation:
@@ -68,7 +74,8 @@ public actor HCIControllerDriver {
     /// task in arrival order (and `.ended` once the transport closes), instead of `inbound`.
     /// The handler must not block: it runs before the next packet is read.
     public nonisolated func route(_ handler: @escaping @Sendable (Inbound) -> Void) {
-        router.withLock { $0 = handler }
+        let route = Route(handler)
+        router.withLock { $0 = route }
     }
 
     /// Starts reading from the transport (idempotent; the first command starts it too).
@@ -87,8 +94,8 @@ public actor HCIControllerDriver {
                         code == CommandCompleteEvent.eventCode.rawValue || code == CommandStatusEvent.eventCode.rawValue
                     {
                         await self.received(packet)
-                    } else if let handler = self.router.withLock({ $0 }) {
-                        handler(.packet(packet))
+                    } else if let route = self.router.withLock({ $0 }) {
+                        route.handler(.packet(packet))
                     } else {
                         await self.received(packet)
                     }
@@ -220,8 +227,8 @@ public actor HCIControllerDriver {
     }
 
     private func deliver(_ packet: HCITransportPacket) {
-        if let handler = router.withLock({ $0 }) {
-            handler(.packet(packet))
+        if let route = router.withLock({ $0 }) {
+            route.handler(.packet(packet))
         } else {
             inboundContinuation.yield(packet)
         }
@@ -233,7 +240,7 @@ public actor HCIControllerDriver {
         perform(flow.close(reason: reason))
         submissionsContinuation.finish()
         inboundContinuation.finish()
-        if first, let handler = router.withLock({ $0 }) { handler(.ended(reason)) }
+        if first, let route = router.withLock({ $0 }) { route.handler(.ended(reason)) }
         timer?.cancel()
         timer = nil
         armedDeadline = nil
