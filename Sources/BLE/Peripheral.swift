@@ -263,6 +263,14 @@ public actor Peripheral {
         }
     }
 
+    /// Subscribes to a discovered characteristic (a device model's, which knows its service).
+    func subscribe(_ characteristic: RemoteCharacteristic) async throws(BLEError) -> Subscription {
+        let what = "subscribing to \(characteristic.uuid)"
+        return try await withSecurityRetry { () async throws(BLEError) -> Subscription in
+            try await subscribe(characteristic, doing: what)
+        }
+    }
+
     private func subscribe(_ characteristic: RemoteCharacteristic, doing what: String) async throws(BLEError) -> Subscription {
         let properties = characteristic.properties
         guard properties.contains(.notify) || properties.contains(.indicate) else {

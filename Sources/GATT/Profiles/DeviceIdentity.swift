@@ -94,6 +94,13 @@ public struct PnPID: Hashable, Sendable, CustomStringConvertible {
         productVersion = word(5)
     }
 
+    public init(vendorIDSource: UInt8, vendorID: UInt16, productID: UInt16, productVersion: UInt16) {
+        self.vendorIDSource = vendorIDSource
+        self.vendorID = vendorID
+        self.productID = productID
+        self.productVersion = productVersion
+    }
+
     /// The vendor's name where the source is the Bluetooth SIG and the company is known.
     public var vendorName: String? { vendorIDSource == 1 ? CompanyIdentifiers.name(for: vendorID) : nil }
 
@@ -121,6 +128,11 @@ public struct SystemID: Hashable, Sendable, CustomStringConvertible {
         organizationallyUniqueIdentifier = value[5..<8].reversed().reduce(0) { $0 << 8 | UInt32($1) }
     }
 
+    public init(manufacturerIdentifier: UInt64, organizationallyUniqueIdentifier: UInt32) {
+        self.manufacturerIdentifier = manufacturerIdentifier & 0xFF_FFFF_FFFF
+        self.organizationallyUniqueIdentifier = organizationallyUniqueIdentifier & 0xFF_FFFF
+    }
+
     /// `manufacturer 0x0000000000, OUI 54:6C:0E`.
     public var description: String {
         let manufacturer = String(manufacturerIdentifier, radix: 16)
@@ -130,5 +142,30 @@ public struct SystemID: Hashable, Sendable, CustomStringConvertible {
         }
         return "manufacturer 0x" + String(repeating: "0", count: max(0, 10 - manufacturer.count)) + manufacturer
             + ", OUI " + oui.joined(separator: ":")
+    }
+}
+
+extension PnPID: ByteCodable {
+    /// Exactly 7 octets.
+    public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+        guard let value = PnPID(value: bytes) else { throw ByteCodingError(expected: 7, actual: bytes.count, field: "PnP ID") }
+        self = value
+    }
+
+    public func encoded() -> [UInt8] {
+        [vendorIDSource] + vendorID.encoded() + productID.encoded() + productVersion.encoded()
+    }
+}
+
+extension SystemID: ByteCodable {
+    /// Exactly 8 octets.
+    public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+        guard let value = SystemID(value: bytes) else { throw ByteCodingError(expected: 8, actual: bytes.count, field: "System ID") }
+        self = value
+    }
+
+    public func encoded() -> [UInt8] {
+        (0..<5).map { UInt8(truncatingIfNeeded: manufacturerIdentifier >> (8 * UInt64($0))) }
+            + (0..<3).map { UInt8(truncatingIfNeeded: organizationallyUniqueIdentifier >> (8 * UInt32($0))) }
     }
 }

@@ -53,7 +53,7 @@ struct SensorTagCommand {
 
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let client = session.client
-        var enabled: [(SensorTag.Sensor, Characteristic)] = []
+        var enabled: [(SensorTag.Sensor, GATT.Characteristic)] = []
         var subscriptions: [GATTSubscription] = []
         let events = CommandEvents<Reading>(duration: duration)
         var failure: (any Error)?

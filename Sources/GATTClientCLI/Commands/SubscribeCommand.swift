@@ -41,7 +41,7 @@ struct SubscribeCommand {
                 }
                 SessionDiagnostics.note("wrote \(value.count) octet\(value.count == 1 ? "" : "s") to 0x\(hex(handle, 4))", verbosity: options.verbosity)
             }
-            let characteristic: Characteristic
+            let characteristic: GATT.Characteristic
             switch target {
             case .uuid(let wanted):
                 characteristic = try await client.locateCharacteristic(uuid: wanted)
@@ -122,7 +122,7 @@ extension SubscribeCommand {
 
     /// `subscribed to 0x0025 (UUID), CCCD 0x0026; waiting… (Ctrl-C to stop)` on standard error,
     /// and an `event` line under `--json`.
-    static func announce(_ characteristic: Characteristic, indicate: Bool, json: Bool, output: inout BufferedOutput) {
+    static func announce(_ characteristic: GATT.Characteristic, indicate: Bool, json: Bool, output: inout BufferedOutput) {
         let cccd = characteristic.clientConfigurationHandle
         SessionDiagnostics.say(
             "subscribed to \(handleText(characteristic.valueHandle, characteristic.uuid))"
@@ -159,7 +159,7 @@ extension SubscribeCommand {
     /// The characteristic whose value is at `handle`, with its descriptors: its declaration (one
     /// Read By Type over the handle before) and the descriptors after it (Find Information up to
     /// the next declaration), no full discovery.
-    static func characteristic(at handle: UInt16, client: GATTClient, peer: PeerAddress) async throws -> Characteristic {
+    static func characteristic(at handle: UInt16, client: GATTClient, peer: PeerAddress) async throws -> GATT.Characteristic {
         let mtu = await client.mtu
         // The declaration is the attribute before the value: one Read By Type of 0x2803 there.
         var declared: CharacteristicDeclaration?
@@ -181,7 +181,7 @@ extension SubscribeCommand {
                 "no characteristic value at handle 0x\(hex(handle, 4)) (no characteristic declaration at 0x\(hex(handle &- 1, 4)));"
                     + " `gattclient services \(peer.address)` lists the value handles", kind: "notFound", handle: handle)
         }
-        var characteristic = Characteristic(
+        var characteristic = GATT.Characteristic(
             uuid: declared.uuid, declarationHandle: handle - 1, valueHandle: handle, properties: declared.properties)
         // The CCCD follows the value: descriptor discovery from the next handle stops at the
         // next declaration.

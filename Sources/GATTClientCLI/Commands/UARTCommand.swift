@@ -36,7 +36,7 @@ struct UARTCommand {
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
         let client = session.client
-        let rx: Characteristic
+        let rx: GATT.Characteristic
         let subscription: GATTSubscription
         do {
             // The service by UUID, then its characteristics and descriptors: a few requests,
@@ -146,7 +146,7 @@ struct UARTCommand {
     }
 
     /// Writes in chunks of ATT_MTU − 3 (never inside a UTF-8 sequence).
-    private func write(_ bytes: [UInt8], rx: Characteristic, client: GATTClient) async throws {
+    private func write(_ bytes: [UInt8], rx: GATT.Characteristic, client: GATTClient) async throws {
         let noResponse = !withResponse && rx.properties.contains(.writeWithoutResponse)
         for chunk in NordicUART.chunks(bytes, mtu: await client.mtu) {
             if noResponse {

@@ -34,7 +34,7 @@ enum ServicesJSON {
         guard let services = root["services"]?.array, services.allSatisfy({ $0.members != nil }) else {
             throw Failure(description: "\(path): no \"services\" list (expected the output of `gattclient services ADDR --json`)")
         }
-        var database: [Service] = []
+        var database: [GATT.Service] = []
         for (index, service) in services.enumerated() {
             let place = "\(path): services[\(index)]"
             guard let uuid = service["uuid"]?.string.flatMap(BluetoothUUID.init),
@@ -42,7 +42,7 @@ enum ServicesJSON {
             else {
                 throw Failure(description: "\(place) needs uuid, start and end")
             }
-            var characteristics: [Characteristic] = []
+            var characteristics: [GATT.Characteristic] = []
             for (ci, characteristic) in try objects(service["characteristics"], "\(place).characteristics").enumerated() {
                 guard let cuuid = characteristic["uuid"]?.string.flatMap(BluetoothUUID.init),
                     let declaration = handle(characteristic["declarationHandle"]),
@@ -61,12 +61,12 @@ enum ServicesJSON {
                     descriptors.append(Descriptor(handle: dhandle, uuid: duuid))
                 }
                 characteristics.append(
-                    Characteristic(
+                    GATT.Characteristic(
                         uuid: cuuid, declarationHandle: declaration, valueHandle: value, properties: properties,
                         descriptors: descriptors))
             }
             database.append(
-                Service(
+                GATT.Service(
                     uuid: uuid, startHandle: start, endHandle: end, isPrimary: service["primary"]?.bool ?? true,
                     characteristics: characteristics))
         }

@@ -326,7 +326,7 @@ actor Shell {
     }
 
     /// The characteristic `target` names (by UUID, or by its value handle).
-    private static func locate(_ target: AttributeSelector, client: GATTClient, peer: PeerAddress) async throws -> Characteristic {
+    private static func locate(_ target: AttributeSelector, client: GATTClient, peer: PeerAddress) async throws -> GATT.Characteristic {
         switch target {
         case .uuid(let uuid):
             do {

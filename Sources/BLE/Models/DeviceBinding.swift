@@ -1,0 +1,389 @@
+import Bluetooth
+import GATT
+import Synchronization
+
+/// What a model knows of its device, synchronously: read through `@DeviceState(\.state)` and
+/// the like. Before the model is bound: `.disconnected(.local)` and nil elsewhere.
+public struct DeviceSnapshot: Sendable {
+    public var state: PeripheralState = .disconnected(.local)
+    public var peer: PeerAddress?
+    /// The advertised name, where the model was connected from an advertisement.
+    public var name: String?
+    /// The RSSI of the advertisement it was connected from (dBm).
+    public var rssi: Int?
+    /// The ATT_MTU while connected.
+    public var mtu: Int?
+
+    public init() {}
+}
+
+/// Connects the model's device again (a bound model whose link ended), binding the same model.
+public struct ConnectAction: Sendable {
+    let run: @Sendable () async throws(BLEError) -> Void
+    public func callAsFunction() async throws(BLEError) { try await run() }
+}
+
+/// Ends the model's link (and, for a retrieved device, stops reconnecting).
+public struct DisconnectAction: Sendable {
+    let run: @Sendable () async -> Void
+    public func callAsFunction() async { await run() }
+}
+
+/// What `@DeviceAction(\.connect)` and `@DeviceAction(\.disconnect)` give.
+public struct DeviceActions: Sendable {
+    public var connect: ConnectAction
+    public var disconnect: DisconnectAction
+
+    static let unbound = DeviceActions(
+        connect: ConnectAction { () async throws(BLEError) in
+            throw BLEError("connect: the model is not bound to a device (connect it with Adapter.connect(to:as:) or retrieve)", kind: "usage", exitCode: .usage)
+        },
+        disconnect: DisconnectAction {})
+}
+
+/// A value of the model's device state (``DeviceSnapshot``), read synchronously.
+@propertyWrapper
+public struct DeviceState<Value: Sendable>: Sendable {
+    let keyPath: KeyPath<DeviceSnapshot, Value> & Sendable
+    let box = DeviceBox()
+
+    public init(_ keyPath: KeyPath<DeviceSnapshot, Value> & Sendable) { self.keyPath = keyPath }
+
+    public var wrappedValue: Value { box.snapshot[keyPath: keyPath] }
+}
+
+/// An action on the model's device (``DeviceActions``).
+@propertyWrapper
+public struct DeviceAction<Action: Sendable>: Sendable {
+    let keyPath: KeyPath<DeviceActions, Action> & Sendable
+    let box = DeviceBox()
+
+    public init(_ keyPath: KeyPath<DeviceActions, Action> & Sendable) { self.keyPath = keyPath }
+
+    public var wrappedValue: Action { box.actions[keyPath: keyPath] }
+}
+
+/// Which devices a model is looked for by; several criteria are ORed.
+public enum DiscoveryCriteria: Hashable, Sendable {
+    case advertisedService(BluetoothUUID)
+    case name(String)
+    /// A company identifier of the manufacturer specific data.
+    case manufacturer(UInt16)
+
+    func matches(_ advertisement: Advertisement) -> Bool {
+        switch self {
+        case .advertisedService(let uuid): return advertisement.serviceUUIDs.contains(uuid)
+        case .name(let name): return advertisement.name == name
+        case .manufacturer(let company): return advertisement.manufacturerData.contains { $0.companyID == company }
+        }
+    }
+}
+
+/// The box of a `@DeviceState` or `@DeviceAction`: which device it belongs to, once bound.
+final class DeviceBox: Sendable {
+    private let context = Mutex<ModelContext?>(nil)
+
+    func attach(_ context: ModelContext) { self.context.withLock { $0 = context } }
+    var snapshot: DeviceSnapshot { context.withLock { $0 }?.snapshot ?? DeviceSnapshot() }
+    var actions: DeviceActions { context.withLock { $0 }?.actions ?? .unbound }
+}
+
+protocol AnyDeviceProperty: Sendable {
+    func attach(_ context: ModelContext)
+}
+
+extension DeviceState: AnyDeviceProperty {
+    func attach(_ context: ModelContext) { box.attach(context) }
+}
+
+extension DeviceAction: AnyDeviceProperty {
+    func attach(_ context: ModelContext) { box.attach(context) }
+}
+
+// MARK: - Binding a model to a device
+
+/// One bound model: its device, its link, its parts. Every copy of the model reaches it through
+/// the boxes of its properties.
+final class ModelContext: Sendable {
+    let adapter: Adapter
+    let peer: PeerAddress
+    let parts: ModelParts
+    let modelName: String
+    /// A retrieved device: kept connected by the adapter's managed device.
+    let managed: ManagedDevice?
+
+    private struct State: Sendable {
+        var snapshot = DeviceSnapshot()
+        var peripheral: Peripheral?
+        var subscriptions: [Subscription] = []
+        var watcher: Task<Void, Never>?
+        var router: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    init(adapter: Adapter, peer: PeerAddress, parts: ModelParts, modelName: String, managed: ManagedDevice?) {
+        self.adapter = adapter
+        self.peer = peer
+        self.parts = parts
+        self.modelName = modelName
+        self.managed = managed
+        state.withLock { $0.snapshot.peer = peer }
+        for property in parts.deviceProperties { property.attach(self) }
+    }
+
+    var snapshot: DeviceSnapshot { state.withLock { $0.snapshot } }
+
+    var actions: DeviceActions {
+        DeviceActions(
+            connect: ConnectAction { [self] () async throws(BLEError) in try await connectAgain() },
+            disconnect: DisconnectAction { [self] in await disconnect() })
+    }
+
+    func advertised(_ advertisement: Advertisement) {
+        state.withLock {
+            $0.snapshot.name = advertisement.name ?? $0.snapshot.name
+            $0.snapshot.rssi = advertisement.rssi
+        }
+    }
+
+    private var warning: @Sendable (String) -> Void { adapter.options.warning }
+
+    // MARK: Connecting (a model connected by Adapter.connect(to:as:))
+
+    func connect(timeout: Duration) async throws(BLEError) {
+        state.withLock { $0.snapshot.state = .connecting }
+        let peripheral: Peripheral
+        do {
+            peripheral = try await adapter.connect(to: peer, timeout: timeout)
+        } catch {
+            state.withLock { $0.snapshot.state = .disconnected(.local) }
+            throw error
+        }
+        do {
+            try await bind(to: peripheral)
+        } catch {
+            await peripheral.disconnect()
+            unbind()
+            throw error
+        }
+        watch(peripheral)
+    }
+
+    private func connectAgain() async throws(BLEError) {
+        if let managed {
+            // A retrieved device connects by itself whenever it is in range: wait for that.
+            for await state in managed.states() {
+                if state == .connected { return }
+                if state == .removed { break }
+            }
+            throw BLEError("connect: \(peer) is no longer retrieved (disconnect was called)", kind: "usage", exitCode: .usage)
+        }
+        if case .connected = snapshot.state { return }
+        try await connect(timeout: .seconds(30))
+    }
+
+    func disconnect() async {
+        if let managed {
+            await adapter.stopManaging(managed)
+        }
+        let peripheral = state.withLock { $0.peripheral }
+        await peripheral?.disconnect()
+        unbind()
+    }
+
+    /// Binds every service and characteristic of the model on `peripheral`: required services
+    /// present, values read where `autoRead`, notifications on where `notify`.
+    func bind(to peripheral: Peripheral) async throws(BLEError) {
+        let services = try await peripheral.services()
+        var bound: [(property: any AnyCharacteristicProperty, binding: CharacteristicBinding)] = []
+        for service in parts.services {
+            let remote = services.first { $0.uuid == service.serviceID }
+            if remote == nil, service.isRequired {
+                throw BLEError(
+                    "\(peer) has no \(service.serviceName) service (\(service.serviceID)), which \(modelName) requires",
+                    kind: "notFound", exitCode: .unavailable)
+            }
+            for property in service.characteristics {
+                let characteristic = remote?.characteristics.first { $0.uuid == property.characteristicID }
+                let absence =
+                    remote == nil
+                    ? "\(peer) has no \(service.serviceName) service (\(service.serviceID))"
+                    : "the \(service.serviceName) service of \(peer) has no characteristic \(property.characteristicID)"
+                let binding = characteristic.map { CharacteristicBinding(peripheral: peripheral, characteristic: $0) }
+                property.bind(binding, absence: absence, warning: warning, spansReconnects: managed != nil)
+                if let binding { bound.append((property, binding)) }
+            }
+        }
+        state.withLock {
+            $0.peripheral = peripheral
+            $0.snapshot.state = .connected
+        }
+        let mtu = await peripheral.mtu
+        state.withLock { $0.snapshot.mtu = mtu }
+        for (property, binding) in bound where property.readsOnConnect && binding.characteristic.properties.contains(.read) {
+            do {
+                try await property.read(on: binding)
+            } catch {
+                warning("warning: \(modelName): reading \(property.characteristicID) on connecting: \(error)")
+            }
+        }
+        for (property, binding) in bound where property.notifies {
+            let properties = binding.characteristic.properties
+            guard properties.contains(.notify) || properties.contains(.indicate) else {
+                warning("warning: \(modelName): \(property.characteristicID) can neither notify nor indicate; not subscribed")
+                continue
+            }
+            if let managed {
+                // Kept on every connection by the managed device; values routed by `route`.
+                try await managed.subscribe(to: property.characteristicID)
+                continue
+            }
+            let subscription = try await peripheral.subscribe(binding.characteristic)
+            state.withLock { $0.subscriptions.append(subscription) }
+            Task {
+                // Ends with the link (an error) or the unbinding's cancel.
+                do throws(BLEError) {
+                    for try await notification in subscription { property.deliver(notification.value) }
+                } catch {}
+            }
+        }
+    }
+
+    /// Follows the link: when it ends, the properties are unbound (and their streams end).
+    private func watch(_ peripheral: Peripheral) {
+        let task = Task { [self] in
+            for await state in peripheral.states() {
+                self.state.withLock { $0.snapshot.state = state }
+                if case .disconnected = state {
+                    unbind()
+                    return
+                }
+            }
+        }
+        state.withLock { $0.watcher = task }
+    }
+
+    /// Returns once the current link ended (at once when there is none).
+    func linkEnded() async {
+        guard let peripheral = state.withLock({ $0.peripheral }) else { return }
+        for await state in peripheral.states() {
+            if case .disconnected = state { return }
+        }
+    }
+
+    private func unbind() {
+        let (subscriptions, watcher) = state.withLock { state in
+            defer {
+                state.subscriptions.removeAll()
+                state.peripheral = nil
+                state.watcher = nil
+                state.snapshot.mtu = nil
+                if case .connected = state.snapshot.state { state.snapshot.state = .disconnected(.local) }
+                if case .connecting = state.snapshot.state { state.snapshot.state = .disconnected(.local) }
+            }
+            return (state.subscriptions, state.watcher)
+        }
+        watcher?.cancel()
+        for service in parts.services {
+            for property in service.characteristics { property.linkEnded() }
+        }
+        Task { for subscription in subscriptions { await subscription.cancel() } }
+    }
+
+    // MARK: Retrieved devices (kept connected by a managed device)
+
+    /// Follows the managed device: binds the model on each connection, routes the values of its
+    /// subscriptions (each once, across reconnects), unbinds on each loss.
+    func follow() {
+        guard let managed else { return }
+        let events = managed.events()
+        let task = Task { [self] in
+            var handled: ObjectIdentifier?
+            for await event in events {
+                switch event {
+                case .state(let managedState):
+                    switch managedState {
+                    case .connected:
+                        guard let peripheral = managed.peripheral, handled != ObjectIdentifier(peripheral) else { break }
+                        handled = ObjectIdentifier(peripheral)
+                        do {
+                            try await bind(to: peripheral)
+                        } catch {
+                            warning("warning: \(modelName): binding \(peer): \(error)")
+                        }
+                    case .connecting:
+                        state.withLock { $0.snapshot.state = .connecting }
+                    case .waiting, .removed:
+                        handled = nil
+                        unbind()
+                        if managedState == .removed { return }
+                    case .disconnected(let reason):
+                        handled = nil
+                        unbind()
+                        state.withLock { $0.snapshot.state = .disconnected(reason) }
+                    }
+                case .notification(let service, let characteristic, let notification):
+                    for model in parts.services where service == nil || model.serviceID == service {
+                        for property in model.characteristics where property.characteristicID == characteristic {
+                            property.deliver(notification.value)
+                        }
+                    }
+                case .reconnected, .attemptFailed:
+                    break
+                }
+            }
+        }
+        state.withLock { $0.router = task }
+    }
+}
+
+// MARK: - The adapter's model API
+
+extension Adapter {
+    /// Connects to the device `advertisement` came from and binds a `D` model to it.
+    public func connect<D: BluetoothDevice>(
+        to advertisement: Advertisement, as type: D.Type, timeout: Duration = .seconds(30)
+    ) async throws(BLEError) -> D {
+        try await connect(to: advertisement.peer, as: type, timeout: timeout, advertisement: advertisement)
+    }
+
+    /// Connects to `peer` and binds a `D` model to it: every `@Service` found (a required one
+    /// missing fails the connect, and the link is ended), `autoRead` values read, `notify`
+    /// characteristics subscribed. The model's values end with the link; `@DeviceAction(\.connect)`
+    /// connects again.
+    public func connect<D: BluetoothDevice>(
+        to peer: PeerAddress, as type: D.Type, timeout: Duration = .seconds(30)
+    ) async throws(BLEError) -> D {
+        try await connect(to: peer, as: type, timeout: timeout, advertisement: nil)
+    }
+
+    private func connect<D: BluetoothDevice>(
+        to peer: PeerAddress, as type: D.Type, timeout: Duration, advertisement: Advertisement?
+    ) async throws(BLEError) -> D {
+        try await connectModel(to: peer, as: type, timeout: timeout, advertisement: advertisement).model
+    }
+
+    func connectModel<D: BluetoothDevice>(
+        to peer: PeerAddress, as type: D.Type, timeout: Duration, advertisement: Advertisement?
+    ) async throws(BLEError) -> (model: D, context: ModelContext) {
+        let device = D()
+        let context = ModelContext(adapter: self, peer: peer, parts: ModelParts(device), modelName: "\(D.self)", managed: nil)
+        if let advertisement { context.advertised(advertisement) }
+        try await context.connect(timeout: timeout)
+        return (device, context)
+    }
+
+    /// A `D` model bound to a known device for as long as the app wants it: connected whenever
+    /// the device is in range, and after a link loss reconnected (re-encrypted with its bond,
+    /// re-subscribed, the cached database reused) until `@DeviceAction(\.disconnect)` is called.
+    /// Its values' streams span reconnects; `@DeviceAction(\.connect)` waits, without a timeout,
+    /// until it is connected.
+    public func retrieve<D: BluetoothDevice>(_ type: D.Type, peer: PeerAddress) async -> D {
+        let device = D()
+        let managed = manage(peer)
+        let context = ModelContext(adapter: self, peer: peer, parts: ModelParts(device), modelName: "\(D.self)", managed: managed)
+        context.follow()
+        return device
+    }
+}

@@ -1,0 +1,193 @@
+import BLE
+import Emulator
+import Synchronization
+import Testing
+import TestSupport
+
+// Models written as an app would, against the public contract only (`import BLE`, nothing
+// internal): issue 22.
+
+/// The emulated CC2650 SensorTag's standard services, one of its sensors, and a service it lacks.
+struct TagModel: BluetoothDevice {
+    struct IRTemperature: BluetoothService {
+        static let id = BluetoothUUID("F000AA00-0451-4000-B000-000000000000")!
+        @Characteristic(id: BluetoothUUID("F000AA02-0451-4000-B000-000000000000")!) var configuration: UInt8?
+        @Characteristic(id: BluetoothUUID("F000AA03-0451-4000-B000-000000000000")!) var period: UInt8?
+        @Characteristic(id: 0x2A6E, autoRead: false) var missing: Int16?
+    }
+
+    struct Glucose: BluetoothService {
+        static let id: BluetoothUUID = 0x1808
+        @Characteristic(id: 0x2A18, notify: true) var measurement: [UInt8]?
+    }
+
+    @Service var battery = BatteryService()
+    @Service var information = DeviceInformationService()
+    @Service var temperature = IRTemperature()
+    @Service(required: false) var glucose = Glucose()
+    @DeviceState(\.state) var state: PeripheralState
+    @DeviceState(\.mtu) var mtu: Int?
+    @DeviceState(\.peer) var peer: PeerAddress?
+    @DeviceAction(\.connect) var connect: ConnectAction
+    @DeviceAction(\.disconnect) var disconnect: DisconnectAction
+
+    init() {}
+}
+
+/// A model that requires a service the SensorTag lacks.
+struct GlucoseMeter: BluetoothDevice {
+    @Service var glucose = TagModel.Glucose()
+    init() {}
+}
+
+/// The battery level read as the wrong type: every value fails to decode.
+struct MistypedBattery: BluetoothDevice {
+    struct Battery: BluetoothService {
+        static let id: BluetoothUUID = 0x180F
+        @Characteristic(id: 0x2A19, notify: true, autoRead: false) var level: UInt16?
+    }
+    @Service var battery = Battery()
+    init() {}
+}
+
+/// The emulated counter: a 32-bit little-endian count notified every 50 ms.
+struct CounterModel: BluetoothDevice {
+    struct Counting: BluetoothService {
+        static let id = BluetoothUUID("C0DE0001-0000-4000-8000-00805F9B34FB")!
+        @Characteristic(id: BluetoothUUID("C0DE0002-0000-4000-8000-00805F9B34FB")!, notify: true) var count: UInt32?
+    }
+    @Service var counting = Counting()
+    @DeviceState(\.state) var state: PeripheralState
+    @DeviceAction(\.disconnect) var disconnect: DisconnectAction
+    init() {}
+}
+
+@Suite("BLE: device models", .serialized, .timeLimit(.minutes(2)))
+struct DeviceModelTests {
+    static let tag = PeerAddress(address: EmulatedSensorTag.defaultAddress, type: .public)
+
+    @Test func anUnboundModelShowsTheEmptySnapshot() async {
+        let model = TagModel()
+        #expect(model.state == .disconnected(.local))
+        #expect(model.mtu == nil && model.peer == nil)
+        #expect(model.battery.level == nil)
+        #expect(!model.battery.$level.isPresent)
+        await #expect(throws: BLEError.self) { try await model.connect() }
+    }
+
+    @Test func connectingBindsReadsAndFollowsTheStandardServices() async throws {
+        let simulation = try await Simulation.start(devices: [.sensortag])
+        let adapter = try await Adapter.simulated(simulation)
+        let model = try await adapter.connect(to: Self.tag, as: TagModel.self)
+        #expect(model.state == .connected)
+        #expect(model.peer == Self.tag)
+        #expect((model.mtu ?? 0) >= 23)
+        // autoRead values, typed.
+        #expect(model.battery.level == 100)
+        #expect(model.information.manufacturerName == "Texas Instruments")
+        #expect(model.information.modelNumber == "CC2650 SensorTag")
+        #expect(model.information.pnpID == PnPID(vendorIDSource: 1, vendorID: 0x000D, productID: 0, productVersion: 0x0110))
+        #expect(model.information.systemID?.organizationallyUniqueIdentifier == 0x546C0E)
+        #expect(model.temperature.configuration == 0, "sensor off")
+        // An absent characteristic, an absent optional service: not present, named in the error.
+        #expect(!model.temperature.$missing.isPresent && model.temperature.missing == nil)
+        #expect(!model.glucose.$measurement.isPresent)
+        do {
+            _ = try await model.glucose.$measurement.read()
+            Issue.record("read of an absent characteristic succeeded")
+        } catch {
+            #expect(error.message.contains("Glucose") && error.message.contains("1808"), "\(error.message)")
+        }
+        // Writes and reads typed.
+        try await model.temperature.$configuration.write(1)
+        #expect(try await model.temperature.$configuration.read() == 1)
+        #expect(model.temperature.configuration == 1)
+        // Notifications, typed and in order; a copy of the model sees the same values.
+        let copy = model
+        let levels = model.battery.$level.values()
+        let changed = Mutex<[UInt8]>([])
+        model.battery.$level.onChange { level in changed.withLock { $0.append(level) } }
+        for level: UInt8 in [90, 80, 70] { await simulation.sensorTag!.setBatteryLevel(level) }
+        var received: [UInt8] = []
+        for await level in levels {
+            received.append(level)
+            if received.count == 3 { break }
+        }
+        #expect(received == [90, 80, 70])
+        #expect(copy.battery.level == 70)
+        // Ending the link ends the values and the binding; connecting again binds the same model.
+        let after = model.battery.$level.values()
+        await model.disconnect()
+        #expect(model.state == .disconnected(.local))
+        var ended = true
+        for await _ in after { ended = false }
+        #expect(ended, "the values end with the link")
+        #expect(!model.battery.$level.isPresent)
+        try await model.connect()
+        #expect(model.state == .connected && model.battery.$level.isPresent)
+        #expect(try await model.battery.$level.read() == 70)
+        #expect(changed.withLock { $0 }.starts(with: [90, 80, 70]), "onChange in order")
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    @Test func aRequiredServiceMissingFailsTheConnectAndEndsTheLink() async throws {
+        let simulation = try await Simulation.start(devices: [.sensortag])
+        let adapter = try await Adapter.simulated(simulation)
+        do {
+            _ = try await adapter.connect(to: Self.tag, as: GlucoseMeter.self)
+            Issue.record("connected a model whose required service is absent")
+        } catch {
+            #expect(error.kind == "notFound")
+            #expect(error.message.contains("has no Glucose service (1808), which GlucoseMeter requires"), "\(error.message)")
+        }
+        // The link was ended: a second connect works.
+        let model = try await adapter.connect(to: Self.tag, as: TagModel.self)
+        #expect(model.battery.level == 100)
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    @Test func valuesThatDoNotDecodeAreSkippedAndCounted() async throws {
+        let simulation = try await Simulation.start(devices: [.sensortag])
+        let adapter = try await Adapter.simulated(simulation)
+        let model = try await adapter.connect(to: Self.tag, as: MistypedBattery.self)
+        await #expect(throws: BLEError.self) { _ = try await model.battery.$level.read() }
+        await simulation.sensorTag!.setBatteryLevel(50)
+        #expect(await waitFor(10) { model.battery.$level.decodeFailures == 1 })
+        #expect(model.battery.level == nil)
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    @Test func aRetrievedModelKeepsItsValuesComingAcrossReconnects() async throws {
+        let simulation = try await Simulation.start(devices: [.counter])
+        let adapter = try await Adapter.simulated(simulation)
+        let counter = simulation.counters[0]
+        let model = await adapter.retrieve(CounterModel.self, peer: PeerAddress(address: counter.address, type: .random))
+        let counts = model.counting.$count.values()
+        var received: [UInt32] = []
+        var iterator = counts.makeAsyncIterator()
+        while received.count < 10, let value = await iterator.next() { received.append(value) }
+        #expect(model.state == .connected)
+        // The peripheral ends the link; the model reconnects with no app code, values keep coming.
+        await counter.peripheral.disconnect()
+        let before = received.last ?? 0
+        while received.count < 30, let value = await iterator.next() { received.append(value) }
+        #expect(received.count == 30, "the stream spans the reconnect")
+        #expect(zip(received, received.dropFirst()).allSatisfy { $0 < $1 }, "in order, no duplicates")
+        #expect((received.last ?? 0) > before + 5)
+        #expect(model.state == .connected)
+        await model.disconnect()
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    func waitFor(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
+        for _ in 0..<Int(seconds * 20) {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+}
