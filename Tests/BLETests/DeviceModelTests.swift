@@ -183,6 +183,50 @@ struct DeviceModelTests {
         await simulation.stop()
     }
 
+    @Test func nearbyDevicesListsMatchingDevicesAndDropsTheUnheard() async throws {
+        let simulation = try await Simulation.start(devices: [.counter, .sensortag], copies: [.counter: 3])
+        let adapter = try await Adapter.simulated(simulation)
+        // No criteria: the model's required service, as advertised (the SensorTag's is not).
+        let lists = adapter.nearbyDevices(CounterModel.self, by: [], leavingAfter: .milliseconds(600))
+        var iterator = lists.makeAsyncIterator()
+        var list: [Advertisement] = []
+        while list.count < 3, let next = try await iterator.next() { list = next }
+        #expect(Set(list.map(\.peer.address)) == Set(simulation.counters.map(\.address)))
+        // A connected counter stops advertising: it leaves the list after the window.
+        let first = simulation.counters[0]
+        let model = try await adapter.connect(to: list.first { $0.peer.address == first.address }!, as: CounterModel.self)
+        while list.contains(where: { $0.peer.address == first.address }), let next = try await iterator.next() { list = next }
+        #expect(list.count == 2 && !list.contains { $0.peer.address == first.address })
+        // By name, ORed with a service nobody advertises.
+        let named = adapter.nearbyDevices(TagModel.self, by: .name("CC2650 SensorTag"), .advertisedService(0x1808))
+        var namedIterator = named.makeAsyncIterator()
+        let tags = try await namedIterator.next()
+        #expect(tags?.map(\.peer.address) == [EmulatedSensorTag.defaultAddress])
+        await model.disconnect()
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    @Test func autoConnectYieldsEachMatchingDeviceConnected() async throws {
+        let simulation = try await Simulation.start(devices: [.counter, .bluefruit], copies: [.counter: 3])
+        let adapter = try await Adapter.simulated(simulation)
+        var models: [CounterModel] = []
+        for try await model in adapter.autoConnect(CounterModel.self) {
+            #expect(model.state == .connected)
+            models.append(model)
+            if models.count == 3 { break }
+        }
+        // Each is bound and notifying.
+        for model in models {
+            var values = model.counting.$count.values().makeAsyncIterator()
+            let value = await values.next()
+            #expect(value != nil)
+        }
+        for model in models { await model.disconnect() }
+        await adapter.close()
+        await simulation.stop()
+    }
+
     func waitFor(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
         for _ in 0..<Int(seconds * 20) {
             if condition() { return true }
