@@ -15,6 +15,8 @@ let package = Package(
         .executableTarget(
             name: "bluefruit-uart", dependencies: [.product(name: "BLE", package: library)], path: "BluefruitUART"),
         .executableTarget(
+            name: "sensortag-model", dependencies: [.product(name: "BLE", package: library)], path: "SensorTagModel"),
+        .executableTarget(
             name: "central-peripheral", dependencies: [.product(name: "BLE", package: library)],
             path: "CentralPeripheral"),
     ],
