@@ -27,6 +27,8 @@ public struct Simulation: Sendable {
         case thermometer
         /// ``EmulatedCounter``: notifies a counter every 50 ms; only when named.
         case counter
+        /// ``EmulatedHeartRateMonitor``: Heart Rate, Battery, Device Information; only when named.
+        case heartrate
 
         /// The devices of a bare `sim`.
         public static let defaultSet: [Device] = [.sensortag, .bluefruit]
@@ -61,6 +63,8 @@ public struct Simulation: Sendable {
     public let sensorTags: [EmulatedSensorTag]
     public let bluefruits: [EmulatedBluefruit]
     public let counters: [EmulatedCounter]
+    public let heartRateMonitors: [EmulatedHeartRateMonitor]
+    public var heartRateMonitor: EmulatedHeartRateMonitor? { heartRateMonitors.first }
 
     /// The most copies of one device (`sim:counter*64`).
     public static let maximumCopies = 64
@@ -109,6 +113,7 @@ public struct Simulation: Sendable {
         var sensorTags: [EmulatedSensorTag] = []
         var bluefruits: [EmulatedBluefruit] = []
         var counters: [EmulatedCounter] = []
+        var heartRateMonitors: [EmulatedHeartRateMonitor] = []
         var thermometer: EmulatedThermometer?
         func count(_ device: Device) -> Int { devices.contains(device) ? max(1, min(copies[device] ?? 1, maximumCopies)) : 0 }
         func suffix(_ copy: Int) -> String { copy == 0 ? "" : "-\(copy + 1)" }
@@ -134,6 +139,13 @@ public struct Simulation: Sendable {
                 link.add(device)
                 counters.append(device)
             }
+            for copy in 0..<count(.heartrate) {
+                let device = try EmulatedHeartRateMonitor(
+                    address: EmulatedHeartRateMonitor.defaultAddress.adding(copy), clock: clock,
+                    logger: logger.child("heartrate" + suffix(copy)))
+                link.add(device)
+                heartRateMonitors.append(device)
+            }
             if devices.contains(.thermometer) {
                 let device = try EmulatedThermometer(clock: clock, logger: logger.child("thermometer"), display: display)
                 link.add(device)
@@ -146,7 +158,7 @@ public struct Simulation: Sendable {
             to: link, clock: clock, configuration: configuration, logger: logger.child("controller"))
         return Simulation(
             hostTransport: host, controller: controller, link: link, thermometer: thermometer, sensorTags: sensorTags,
-            bluefruits: bluefruits, counters: counters)
+            bluefruits: bluefruits, counters: counters, heartRateMonitors: heartRateMonitors)
     }
 
     /// Stops the controller (the host's transport closes).

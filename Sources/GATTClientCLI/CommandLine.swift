@@ -212,10 +212,12 @@ public let usageText: String = {
 
     usage: gattclient [GLOBAL OPTIONS] COMMAND ...
 
-    simulated devices (--transport sim; sim:thermometer adds the third):
+    simulated devices (--transport sim; sim:thermometer, sim:heartrate, sim:counter*N add the others):
       54:6C:0E:9A:3B:01          CC2650 SensorTag (public address)
       E8:7F:3A:21:9C:05/random   Adafruit Bluefruit LE UART
       C4:7E:11:09:2A:1C/random   Secure Thermometer (needs pairing; shows its passkey in the log)
+      D1:7E:A8:70:00:01/random   Heart Rate Monitor (Heart Rate, Battery, Device Information)
+      C0:DE:00:00:00:01/random   Counter 1 (a 32-bit count notified every 50 ms; copy N adds N - 1)
 
     commands:
 
@@ -228,7 +230,7 @@ public let usageText: String = {
     global options (before or after the command):
       --transport URI, -t URI   the controller: hci0 (default) | hci:N (the kernel's host) | hci-user:N |
                                 tcp:HOST:PORT | unix:PATH | serial:DEV[@BAUD] (our host in user space) |
-                                sim[:sensortag,bluefruit,thermometer] | replay:FILE (a recorded session)
+                                sim[:sensortag,bluefruit,thermometer,heartrate,counter*N] | replay:FILE (a recorded session)
       --json                    JSON Lines on stdout, each with a "kind" (see the README's table)
       --record FILE.btsnoop     keep the session's HCI (or ATT) traffic as btsnoop (mode 0600)
       --timeout S               bound on connecting and on each wait (default 30)

@@ -235,3 +235,56 @@ struct DeviceModelTests {
         return condition()
     }
 }
+
+/// A heart-rate monitor model: the standard services only.
+struct HeartRateMonitor: BluetoothDevice {
+    @Service var heartRate = HeartRateService()
+    @Service var battery = BatteryService()
+    @Service var information = DeviceInformationService()
+    init() {}
+}
+
+@Suite("BLE: standard models on the emulated heart-rate monitor", .serialized, .timeLimit(.minutes(2)))
+struct HeartRateModelTests {
+    @Test func measurementsAreTypedAndInOrderAndTheControlPointResets() async throws {
+        let simulation = try await Simulation.start(devices: [.heartrate])
+        let adapter = try await Adapter.simulated(simulation)
+        let monitor = simulation.heartRateMonitor!
+        let model = try await adapter.connect(
+            to: PeerAddress(address: monitor.address, type: .random), as: HeartRateMonitor.self)
+        #expect(model.heartRate.bodySensorLocation == .chest)
+        #expect(model.battery.level == 87)
+        #expect(model.information.modelNumber == "HRM-1" && model.information.manufacturerName == "SwiftBLEHost")
+        #expect(model.heartRate.measurement == nil, "notify only: not read")
+        // The monitor's sequence, from its first measurement (notifications were enabled on connecting).
+        var received: [HeartRateMeasurement] = []
+        for await measurement in model.heartRate.$measurement.values() {
+            received.append(measurement)
+            if received.count == 12 { break }
+        }
+        // Where in the sequence the stream began (a value may have come before it was asked for).
+        let first = (0..<400).first { index in
+            (0..<received.count).allSatisfy { offset in
+                var expected = EmulatedHeartRateMonitor.measurement(index + offset, energy: 0)
+                expected.energyExpended = received[offset].energyExpended
+                return received[offset] == expected
+            }
+        }
+        #expect(first != nil, "the monitor's sequence, in order: \(received)")
+        for (offset, measurement) in received.enumerated() where measurement.energyExpended != nil {
+            #expect(measurement.energyExpended == (first ?? 0) + offset + 1, "energy counts every measurement")
+        }
+        #expect(received.filter { $0.energyExpended != nil }.count >= 1, "every tenth carries the energy expended")
+        // Reset Energy Expended; anything else is refused with the service's own error.
+        try await model.heartRate.$controlPoint.write(HeartRateService.resetEnergyExpended)
+        #expect(monitor.resets == 1)
+        do {
+            try await model.heartRate.$controlPoint.write(0x02)
+            Issue.record("the control point took 0x02")
+        } catch {
+            #expect(error.attError?.rawValue == 0x80, "\(error)")
+        }
+        await adapter.close()
+        await simulation.stop()
+    }
+}

@@ -30,3 +30,19 @@ public struct DeviceInformationService: BluetoothService {
 
     public init() {}
 }
+
+/// Heart Rate Service (0x180D): the measurement (notified), where the sensor sits, and the
+/// control point (write 1 to reset the energy expended).
+/// - SeeAlso: Heart Rate Service 1.0, §3
+public struct HeartRateService: BluetoothService {
+    public static let id: BluetoothUUID = 0x180D
+
+    @Characteristic(id: 0x2A37, notify: true) public var measurement: HeartRateMeasurement?
+    @Characteristic(id: 0x2A38) public var bodySensorLocation: BodySensorLocation?
+    @Characteristic(id: 0x2A39, autoRead: false) public var controlPoint: UInt8?
+
+    /// Control Point: Reset Energy Expended (0x01).
+    public static let resetEnergyExpended: UInt8 = 0x01
+
+    public init() {}
+}

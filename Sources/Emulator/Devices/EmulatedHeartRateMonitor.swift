@@ -1,0 +1,205 @@
+import ATT
+import Bluetooth
+import GATT
+import HCI
+import L2CAP
+import Synchronization
+
+/// An emulated heart-rate monitor (`sim:heartrate`): the Heart Rate Service (a measurement
+/// notified every `period` while a central has notifications on, the body sensor location, the
+/// control point that resets the energy expended), Battery and Device Information. The
+/// measurements follow a fixed sequence (``measurement(_:)``), so a test knows each value it
+/// should receive. A random static address; the two service UUIDs in its advertising data, its
+/// name in the scan response.
+public final class EmulatedHeartRateMonitor: VirtualPeripheral {
+    public static let defaultAddress = BluetoothAddress("D1:7E:A8:70:00:01")!
+    public static let heartRateService: BluetoothUUID = 0x180D
+    public static let measurementUUID: BluetoothUUID = 0x2A37
+    public static let bodySensorLocationUUID: BluetoothUUID = 0x2A38
+    public static let controlPointUUID: BluetoothUUID = 0x2A39
+    public static let name = "Heart Rate Monitor"
+
+    public let address: BluetoothAddress
+    public let addressType = AddressType.random
+    public let advertisingData: [UInt8]
+    public let scanResponseData: [UInt8]
+    public let isConnectable = true
+    public let peripheral: GATTPeripheral
+    let firmware: HeartRateFirmware
+
+    public init(
+        address: BluetoothAddress = EmulatedHeartRateMonitor.defaultAddress, period: Duration = .milliseconds(250),
+        clock: any BluetoothClock = SystemClock(), logger: Logger = .disabled
+    ) throws(GATTError) {
+        self.address = address
+        // Flags 0x06, Complete List of 16-bit Service UUIDs (180D, 180F); the name in the scan response.
+        advertisingData = [0x02, 0x01, 0x06, 0x05, 0x03, 0x0D, 0x18, 0x0F, 0x18]
+        scanResponseData = [UInt8(Self.name.utf8.count + 1), 0x09] + Array(Self.name.utf8)
+        let database = try AttributeDatabase(services: Self.services())
+        firmware = HeartRateFirmware(
+            measurement: database.valueHandle(of: Self.measurementUUID) ?? 0,
+            controlPoint: database.valueHandle(of: Self.controlPointUUID) ?? 0, period: period, clock: clock)
+        peripheral = GATTPeripheral(
+            database: database, rxMTU: ATTPDU.defaultLEMTU, firmware: firmware, clock: clock, logger: logger)
+    }
+
+    /// The `index`-th measurement it notifies (from 0): a heart rate between 60 and 99 bpm,
+    /// sensor contact detected, the energy expended (kJ since the last reset) in every tenth,
+    /// one RR-Interval (two in every fifth), 60 / rate seconds each.
+    public static func measurement(_ index: Int, energy: Int) -> HeartRateMeasurement {
+        let rate = 60 + (index * 7) % 40
+        let interval = (60.0 / Double(rate) * 1024).rounded() / 1024
+        return HeartRateMeasurement(
+            heartRate: rate, sensorContact: .detected, energyExpended: index % 10 == 0 ? energy : nil,
+            rrIntervals: index % 5 == 0 ? [interval, interval] : [interval])
+    }
+
+    /// GAP, GATT, Heart Rate, Battery, Device Information.
+    public static func services() -> [ServiceDefinition] {
+        func text(_ uuid: UInt16, _ value: String) -> CharacteristicDefinition {
+            CharacteristicDefinition(uuid: .bit16(uuid), properties: [.read], value: Array(value.utf8))
+        }
+        return [
+            ServiceDefinition(
+                uuid: GATTUUID.genericAccess,
+                characteristics: [
+                    CharacteristicDefinition(uuid: GATTUUID.deviceName, properties: [.read], value: Array(name.utf8)),
+                    // Appearance: Heart Rate Sensor, Heart Rate Belt (0x0341).
+                    CharacteristicDefinition(
+                        uuid: GATTUUID.appearance, properties: [.read], value: [0x41, 0x03], isFixedLength: true),
+                ]),
+            StandardServices.genericAttributeWithServiceChangedOnly(),
+            ServiceDefinition(
+                uuid: heartRateService,
+                characteristics: [
+                    CharacteristicDefinition(
+                        uuid: measurementUUID, properties: [.notify], value: [], maximumLength: 20,
+                        descriptors: [.clientConfiguration()]),
+                    CharacteristicDefinition(
+                        uuid: bodySensorLocationUUID, properties: [.read], value: BodySensorLocation.chest.encoded(),
+                        maximumLength: 1, isFixedLength: true),
+                    CharacteristicDefinition(
+                        uuid: controlPointUUID, properties: [.write], value: [0], maximumLength: 1, isFixedLength: true),
+                ]),
+            ServiceDefinition(
+                uuid: .bit16(0x180F),
+                characteristics: [
+                    CharacteristicDefinition(
+                        uuid: .bit16(0x2A19), properties: [.read, .notify], value: [87], maximumLength: 1,
+                        isFixedLength: true, descriptors: [.clientConfiguration()])
+                ]),
+            ServiceDefinition(
+                uuid: .bit16(0x180A),
+                characteristics: [text(0x2A29, "SwiftBLEHost"), text(0x2A24, "HRM-1"), text(0x2A26, "1.0")]),
+        ]
+    }
+
+    /// Measurements notified so far.
+    public var sent: Int { firmware.counts.sent }
+    /// Energy Expended resets (control point 0x01) so far.
+    public var resets: Int { firmware.counts.resets }
+
+    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
+    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
+    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        await peripheral.connectionParametersChanged(parameters)
+    }
+}
+
+/// The monitor's firmware: a timer per period while notifications are on, each tick the next
+/// measurement of the sequence; the control point's Reset Energy Expended.
+final class HeartRateFirmware: GATTPeripheralFirmware {
+    struct Counts: Sendable {
+        var sent = 0
+        var energy = 0
+        var resets = 0
+    }
+
+    private struct State: Sendable {
+        var counts = Counts()
+        var generation = 0
+        var running: GATTPeripheral?
+        var timer: ScheduledTimer?
+    }
+
+    let measurement: UInt16
+    let controlPoint: UInt16
+    let period: Duration
+    let clock: any BluetoothClock
+    private let state = Mutex(State())
+
+    init(measurement: UInt16, controlPoint: UInt16, period: Duration, clock: any BluetoothClock) {
+        self.measurement = measurement
+        self.controlPoint = controlPoint
+        self.period = period
+        self.clock = clock
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// Heart Rate Service 1.0, §3.3.1: only Reset Energy Expended (0x01); anything else is
+    /// Control Point Not Supported (0x80).
+    func checkWrite(handle: UInt16, value: [UInt8]) -> ATTErrorCode? {
+        guard handle == controlPoint else { return nil }
+        return value == [0x01] ? nil : ATTErrorCode(rawValue: 0x80)
+    }
+
+    func handle(_ event: GATTPeripheralEvent, peripheral: GATTPeripheral) async {
+        switch event {
+        case .subscriptionChanged(let valueHandle, let configuration) where valueHandle == measurement:
+            if configuration.contains(.notifications) { start(peripheral) } else { halt() }
+        case .valueWritten(let handle, [0x01]) where handle == controlPoint:
+            state.withLock {
+                $0.counts.energy = 0
+                $0.counts.resets += 1
+            }
+        case .disconnected:
+            halt()
+        default:
+            break
+        }
+    }
+
+    private func start(_ peripheral: GATTPeripheral) {
+        let generation: Int? = state.withLock { state in
+            guard state.running == nil else { return nil }
+            state.running = peripheral
+            state.generation += 1
+            return state.generation
+        }
+        if let generation { schedule(generation) }
+    }
+
+    private func halt() {
+        state.withLock { state in
+            state.running = nil
+            state.generation += 1
+            state.timer?.cancel()
+            state.timer = nil
+        }
+    }
+
+    private func schedule(_ generation: Int) {
+        let next = clock.schedule(after: period) { [weak self] in await self?.tick(generation) }
+        let current = state.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
+            state.timer = next
+            return true
+        }
+        if !current { next.cancel() }
+    }
+
+    private func tick(_ generation: Int) async {
+        let (value, peripheral): (HeartRateMeasurement?, GATTPeripheral?) = state.withLock { state in
+            guard state.generation == generation, state.running != nil else { return (nil, nil) }
+            state.counts.energy += 1
+            return (EmulatedHeartRateMonitor.measurement(state.counts.sent, energy: state.counts.energy), state.running)
+        }
+        guard let value, let peripheral else { return }
+        let outcome = try? await peripheral.push(value.encoded(), handle: measurement, indication: false)
+        let sent = outcome == .sent
+        if sent { state.withLock { $0.counts.sent += 1 } }
+        if sent { schedule(generation) } else { halt() }
+    }
+}
