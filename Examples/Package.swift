@@ -17,6 +17,8 @@ let package = Package(
         .executableTarget(
             name: "sensortag-model", dependencies: [.product(name: "BLE", package: library)], path: "SensorTagModel"),
         .executableTarget(
+            name: "heart-rate-model", dependencies: [.product(name: "BLE", package: library)], path: "HeartRateModel"),
+        .executableTarget(
             name: "central-peripheral", dependencies: [.product(name: "BLE", package: library)],
             path: "CentralPeripheral"),
     ],

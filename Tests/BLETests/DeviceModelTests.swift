@@ -58,6 +58,7 @@ struct CounterModel: BluetoothDevice {
     }
     @Service var counting = Counting()
     @DeviceState(\.state) var state: PeripheralState
+    @DeviceAction(\.connect) var connect: ConnectAction
     @DeviceAction(\.disconnect) var disconnect: DisconnectAction
     init() {}
 }
@@ -166,6 +167,10 @@ struct DeviceModelTests {
         let counter = simulation.counters[0]
         let model = await adapter.retrieve(CounterModel.self, peer: PeerAddress(address: counter.address, type: .random))
         let counts = model.counting.$count.values()
+        // Its connect waits (no timeout) until the device is connected and the model bound.
+        try await model.connect()
+        #expect(model.state == .connected && model.counting.$count.isPresent)
+        #expect(model.counting.count != nil, "read on connecting")
         var received: [UInt32] = []
         var iterator = counts.makeAsyncIterator()
         while received.count < 10, let value = await iterator.next() { received.append(value) }

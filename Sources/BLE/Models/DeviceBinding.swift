@@ -121,6 +121,9 @@ final class ModelContext: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether the model is bound now (true once every read and subscription of a connection is
+    /// done): what a retrieved device's connect waits for.
+    private let bound = Broadcast<Bool>(latest: false)
 
     init(adapter: Adapter, peer: PeerAddress, parts: ModelParts, modelName: String, managed: ManagedDevice?) {
         self.adapter = adapter
@@ -171,12 +174,10 @@ final class ModelContext: Sendable {
     }
 
     private func connectAgain() async throws(BLEError) {
-        if let managed {
-            // A retrieved device connects by itself whenever it is in range: wait for that.
-            for await state in managed.states() {
-                if state == .connected { return }
-                if state == .removed { break }
-            }
+        if managed != nil {
+            // A retrieved device connects by itself whenever it is in range: wait until it is
+            // connected and the model bound.
+            for await isBound in bound.subscribe() where isBound { return }
             throw BLEError("connect: \(peer) is no longer retrieved (disconnect was called)", kind: "usage", exitCode: .usage)
         }
         if case .connected = snapshot.state { return }
@@ -196,7 +197,7 @@ final class ModelContext: Sendable {
     /// present, values read where `autoRead`, notifications on where `notify`.
     func bind(to peripheral: Peripheral) async throws(BLEError) {
         let services = try await peripheral.services()
-        var bound: [(property: any AnyCharacteristicProperty, binding: CharacteristicBinding)] = []
+        var found: [(property: any AnyCharacteristicProperty, binding: CharacteristicBinding)] = []
         for service in parts.services {
             let remote = services.first { $0.uuid == service.serviceID }
             if remote == nil, service.isRequired {
@@ -212,23 +213,22 @@ final class ModelContext: Sendable {
                     : "the \(service.serviceName) service of \(peer) has no characteristic \(property.characteristicID)"
                 let binding = characteristic.map { CharacteristicBinding(peripheral: peripheral, characteristic: $0) }
                 property.bind(binding, absence: absence, warning: warning, spansReconnects: managed != nil)
-                if let binding { bound.append((property, binding)) }
+                if let binding { found.append((property, binding)) }
             }
         }
+        let mtu = await peripheral.mtu
         state.withLock {
             $0.peripheral = peripheral
-            $0.snapshot.state = .connected
+            $0.snapshot.mtu = mtu
         }
-        let mtu = await peripheral.mtu
-        state.withLock { $0.snapshot.mtu = mtu }
-        for (property, binding) in bound where property.readsOnConnect && binding.characteristic.properties.contains(.read) {
+        for (property, binding) in found where property.readsOnConnect && binding.characteristic.properties.contains(.read) {
             do {
                 try await property.read(on: binding)
             } catch {
                 warning("warning: \(modelName): reading \(property.characteristicID) on connecting: \(error)")
             }
         }
-        for (property, binding) in bound where property.notifies {
+        for (property, binding) in found where property.notifies {
             let properties = binding.characteristic.properties
             guard properties.contains(.notify) || properties.contains(.indicate) else {
                 warning("warning: \(modelName): \(property.characteristicID) can neither notify nor indicate; not subscribed")
@@ -248,6 +248,8 @@ final class ModelContext: Sendable {
                 } catch {}
             }
         }
+        state.withLock { $0.snapshot.state = .connected }
+        _ = bound.yield(true)
     }
 
     /// Follows the link: when it ends, the properties are unbound (and their streams end).
@@ -285,6 +287,7 @@ final class ModelContext: Sendable {
             return (state.subscriptions, state.watcher)
         }
         watcher?.cancel()
+        _ = bound.yield(false)
         for service in parts.services {
             for property in service.characteristics { property.linkEnded() }
         }
@@ -317,7 +320,10 @@ final class ModelContext: Sendable {
                     case .waiting, .removed:
                         handled = nil
                         unbind()
-                        if managedState == .removed { return }
+                        if managedState == .removed {
+                            bound.finish()
+                            return
+                        }
                     case .disconnected(let reason):
                         handled = nil
                         unbind()
