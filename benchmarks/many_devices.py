@@ -91,6 +91,11 @@ class Peer:
         fields = self.command('counts').split()[3:]
         return {field.split('=')[0]: int(field.split('=')[1].split(':')[0]) for field in fields}
 
+    def next_values(self) -> dict:
+        """The value each counter would notify next."""
+        fields = self.command('counts').split()[3:]
+        return {field.split('=')[0]: int(field.split('=')[1].split(':')[1]) for field in fields}
+
     def stop(self):
         if self.process.poll() is None:
             self.process.stdin.close()
@@ -109,37 +114,61 @@ def run_ours(peer: Peer, arguments) -> dict:
     total = arguments.seconds + 300
     gateway = subprocess.Popen(
         [arguments.gattclient, '--no-cache', '--transport', peer.host_uri, 'gateway', '--config', path,
-         '--duration', str(total)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+         '--duration', str(total)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     values: dict = {address: [] for address in peer.addresses}
+    # Per device, how many values had arrived at each disconnect: a value missing right there was
+    # in flight as the link went (queued in the peripheral's controller), not lost by the host.
+    gaps_at: dict = {address: [] for address in peer.addresses}
     connected: set = set()
     restored: list = []
     start_rss = rss_kib(gateway.pid)
 
+    # The gateway's output read with os.read, lines split here: `select` on the pipe and a
+    # buffered `readline` would leave lines that arrived together in Python's buffer, unseen
+    # until more output comes (the last values of a stream never would).
+    fd = gateway.stdout.fileno()
+    pending = bytearray()
+
+    def lines():
+        while True:
+            end = pending.find(b'\n')
+            if end < 0:
+                return
+            line = bytes(pending[:end])
+            del pending[:end + 1]
+            yield line
+
     def pump(until: float, stop_when=None):
         while time.monotonic() < until:
-            ready, _, _ = select.select([gateway.stdout], [], [], 0.2)
+            ready, _, _ = select.select([fd], [], [], 0.2)
             if not ready:
                 if stop_when and stop_when():
                     return True
                 continue
-            line = gateway.stdout.readline()
-            if not line:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
                 return False
-            message = json.loads(line)
-            topic, payload = message['topic'], message['payload']
-            address = topic.split('/')[2]
-            if topic.endswith('/state'):
-                if payload['state'] == 'connected':
-                    connected.add(address)
-                elif payload['state'] == 'disconnected':
-                    connected.discard(address)
-                elif payload['state'] == 'reconnected':
-                    restored.append(payload['restoredSeconds'])
-            elif topic.endswith(COUNTER):
-                values[address].append(int.from_bytes(bytes.fromhex(payload['value']), 'little'))
+            pending.extend(chunk)
+            for line in lines():
+                handle(line)
             if stop_when and stop_when():
                 return True
         return stop_when is None
+
+    def handle(line: bytes):
+        message = json.loads(line)
+        topic, payload = message['topic'], message['payload']
+        address = topic.split('/')[2]
+        if topic.endswith('/state'):
+            if payload['state'] == 'connected':
+                connected.add(address)
+            elif payload['state'] == 'disconnected':
+                connected.discard(address)
+                gaps_at[address].append(len(values[address]))
+            elif payload['state'] == 'reconnected':
+                restored.append(payload['restoredSeconds'])
+        elif topic.endswith(COUNTER):
+            values[address].append(int.from_bytes(bytes.fromhex(payload['value']), 'little'))
 
     began = time.monotonic()
     pump(began + 240, lambda: len(connected) == len(peer.addresses))
@@ -164,16 +193,34 @@ def run_ours(peer: Peer, arguments) -> dict:
     pump(idle_start + 10)
     idle_cpu = (cpu_seconds(gateway.pid) - idle_cpu0) / (time.monotonic() - idle_start)
     sent = peer.counts()
+    next_values = peer.next_values()
     gateway.terminate()
     gateway.wait(10)
     os.unlink(path)
     received = {address: len(v) for address, v in values.items()}
+    # Values missing between the first and the last received, and those of them just after a gap.
+    missing = missing_at_gaps = missing_first = missing_last = 0
+    for address, v in values.items():
+        if not v:
+            continue
+        missing_first += v[0]  # each counter starts at 0
+        if address in next_values:
+            missing_last += max(0, next_values[address] - 1 - v[-1])
+            if next_values[address] - 1 != v[-1]:
+                print(f'{address}: last values {v[-3:]}, the counter\'s next {next_values[address]}, '
+                      f'disconnects after value counts {gaps_at[address]} of {len(v)}', file=sys.stderr)
+        lost = set(range(v[0], v[-1] + 1)) - set(v)
+        missing += len(lost)
+        after_gap = {v[index - 1] + 1 for index in gaps_at[address] if 0 < index <= len(v)}
+        missing_at_gaps += len(lost & after_gap)
     duplicates = sum(len(v) - len(set(v)) for v in values.values())
     reordered = sum(sum(1 for a, b in zip(v, v[1:]) if b <= a) for v in values.values())
     return {
         'connectSeconds': round(connect_seconds, 2),
         'received': sum(received.values()), 'sent': sum(sent.values()),
         'devicesReceivedAll': sum(1 for address in peer.addresses if received[address] == sent.get(address)),
+        'missing': missing, 'missingInFlightAtADisconnect': missing_at_gaps,
+        'missingBeforeFirst': missing_first, 'missingAfterLast': missing_last,
         'duplicates': duplicates, 'reordered': reordered,
         'disconnects': arguments.disconnects, 'reconnects': len(restored),
         'restoredMaxSeconds': round(max(restored), 3) if restored else None,
@@ -254,6 +301,7 @@ def main() -> None:
     parser.add_argument('--gattclient', default=os.path.join(ROOT, '.build', 'release', 'gattclient'))
     parser.add_argument('--gattbench', default=os.path.join(ROOT, '.build', 'release', 'gattbench'))
     parser.add_argument('--skip-bumble', action='store_true')
+    parser.add_argument('--only-ours', action='store_true', help='the gateway run alone (its accounting)')
     parser.add_argument('--bumble-central', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--addresses', default='', help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -269,6 +317,9 @@ def main() -> None:
         figures['ours'] = run_ours(peer, arguments)
     finally:
         peer.stop()
+    if arguments.only_ours:
+        print(json.dumps(figures), flush=True)
+        return
     # Fresh links (and fresh counters) for the library alone and for Bumble's central: the same
     # work, no disconnects.
     peer = Peer(arguments.counters, arguments.rate, lifetime)

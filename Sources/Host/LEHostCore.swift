@@ -444,14 +444,16 @@ public struct LEHostCore: Sendable {
         link.open = true
         links[handle] = link
         if link.acceptedByAdvertising {
+            guard var session = advertising else {
+                // Advertising stopped while the link was being opened: nobody takes it.
+                return actions + acceptedConnectionDropped(handle, now: now)
+            }
             actions.append(.log(.info, "\(Self.describe(link)) accepted: \(link.parameters)"))
-            if var session = advertising {
-                session.accepted.insert(handle)
-                advertising = session
-                actions.append(.accepted(handle: handle))
-                if session.accepted.count < session.parameters.maximumConnections {
-                    resumeAdvertising(now: now, into: &actions)
-                }
+            session.accepted.insert(handle)
+            advertising = session
+            actions.append(.accepted(handle: handle))
+            if session.accepted.count < session.parameters.maximumConnections {
+                resumeAdvertising(now: now, into: &actions)
             }
             return actions
         }
@@ -643,14 +645,7 @@ public struct LEHostCore: Sendable {
         var actions: [Action] = []
         guard closedReason == nil else { return actions }
         closedReason = reason
-        var failed: [RequestID] = []
-        if let current = attempt {
-            if case .resumingScan(.connected) = current.phase {
-                actions.append(.complete(current.id, .failed(.closed(reason))))
-            } else {
-                failed.append(current.id)
-            }
-        }
+        var failed: [RequestID] = attempt.map { [$0.id] } ?? []
         failed += attemptQueue.map(\.id)
         failed += procedures.keys
         if let session = advertising, !session.started { failed.append(session.id) }
