@@ -82,8 +82,10 @@ public final class ManagedDevice: Sendable {
         var wishes: [Wish] = []
         /// Written (with response) on every connection, before the subscriptions.
         var writes: [(characteristic: BluetoothUUID, value: [UInt8])] = []
-        /// The subscriptions of the current link, by characteristic.
+        /// The subscriptions of the current link, by characteristic, and the tasks that forward
+        /// their values.
         var active: [BluetoothUUID: Subscription] = [:]
+        var pumps: [BluetoothUUID: Task<Void, Never>] = [:]
         var connections = 0
         var reconnects = 0
     }
@@ -142,6 +144,7 @@ public final class ManagedDevice: Sendable {
     public func unsubscribe(from characteristic: BluetoothUUID) async {
         let subscription = status.withLock { status -> Subscription? in
             status.wishes.removeAll { $0.characteristic == characteristic }
+            status.pumps[characteristic] = nil
             return status.active.removeValue(forKey: characteristic)
         }
         await subscription?.cancel()
@@ -165,6 +168,7 @@ public final class ManagedDevice: Sendable {
         let (peripheral, subscriptions) = status.withLock { status -> (Peripheral?, [Subscription]) in
             defer {
                 status.active = [:]
+                status.pumps = [:]
                 status.peripheral = nil
             }
             return (status.peripheral, Array(status.active.values))
@@ -248,7 +252,7 @@ public final class ManagedDevice: Sendable {
             }
             if Task.isCancelled { return }
             lostAt = ContinuousClock.now
-            await dropLink(peripheral)
+            await linkLost(peripheral)
             set(.disconnected(reason))
         }
     }
@@ -300,7 +304,7 @@ public final class ManagedDevice: Sendable {
         }
         await stale?.cancel()
         let (broadcast, characteristic) = (broadcast, wish.characteristic)
-        Task {
+        let pump = Task {
             do {
                 for try await value in subscription {
                     broadcast.yield(.notification(service: service, characteristic: characteristic, value))
@@ -309,13 +313,39 @@ public final class ManagedDevice: Sendable {
                 // The link ended (the loop reports it) or the subscription was cancelled.
             }
         }
+        status.withLock { $0.pumps[wish.characteristic] = pump }
     }
+
+    /// The link went: every value it delivered is forwarded before the loss is said. Each
+    /// subscription ends by itself with the link, after the values it holds (cancelling it would
+    /// drop them); its forwarding task is awaited, at most `drainTimeout`.
+    private func linkLost(_ peripheral: Peripheral) async {
+        let pumps = status.withLock { status -> [Task<Void, Never>] in
+            defer {
+                status.active = [:]
+                status.pumps = [:]
+                status.peripheral = nil
+            }
+            return Array(status.pumps.values)
+        }
+        let bound = Task {
+            try? await Task.sleep(for: Self.drainTimeout)
+            for pump in pumps { pump.cancel() }
+        }
+        for pump in pumps { await pump.value }
+        bound.cancel()
+        await peripheral.disconnect()
+    }
+
+    /// How long a lost link's values may take to be forwarded (they are already in memory).
+    static let drainTimeout: Duration = .seconds(5)
 
     /// Forgets the link's subscriptions (their streams ended with it) and the peripheral.
     private func dropLink(_ peripheral: Peripheral) async {
         let subscriptions = status.withLock { status -> [Subscription] in
             defer {
                 status.active = [:]
+                status.pumps = [:]
                 status.peripheral = nil
             }
             return Array(status.active.values)

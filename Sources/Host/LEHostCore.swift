@@ -12,26 +12,35 @@ public struct LEConnectionCompletion: Hashable, Sendable {
     public var peerAddress: BluetoothAddress
     public var parameters: LEConnection.Parameters
 
-    public init(_ event: LEConnectionCompleteEvent) {
-        status = event.status
-        handle = event.connectionHandle
-        role = event.role
-        peerAddressType = event.peerAddressType
-        peerAddress = event.peerAddress
-        parameters = .init(
-            interval: event.connectionInterval, peripheralLatency: event.peripheralLatency,
-            supervisionTimeout: event.supervisionTimeout)
+    public init(
+        status: HCIStatus, handle: UInt16, role: LERole, peerAddressType: LEAddressType, peerAddress: BluetoothAddress,
+        parameters: LEConnection.Parameters
+    ) {
+        self.status = status
+        self.handle = handle
+        self.role = role
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.parameters = parameters
     }
 
+    public init(_ event: LEConnectionCompleteEvent) {
+        self.init(
+            status: event.status, handle: event.connectionHandle, role: event.role, peerAddressType: event.peerAddressType,
+            peerAddress: event.peerAddress,
+            parameters: .init(
+                interval: event.connectionInterval, peripheralLatency: event.peripheralLatency,
+                supervisionTimeout: event.supervisionTimeout))
+    }
+
+    /// The enhanced event's local and peer resolvable private addresses are not kept.
     public init(_ event: LEEnhancedConnectionCompleteEvent) {
-        status = event.status
-        handle = event.connectionHandle
-        role = event.role
-        peerAddressType = event.peerAddressType
-        peerAddress = event.peerAddress
-        parameters = .init(
-            interval: event.connectionInterval, peripheralLatency: event.peripheralLatency,
-            supervisionTimeout: event.supervisionTimeout)
+        self.init(
+            status: event.status, handle: event.connectionHandle, role: event.role, peerAddressType: event.peerAddressType,
+            peerAddress: event.peerAddress,
+            parameters: .init(
+                interval: event.connectionInterval, peripheralLatency: event.peripheralLatency,
+                supervisionTimeout: event.supervisionTimeout))
     }
 }
 

@@ -115,7 +115,8 @@ final class ModelContext: Sendable {
     private struct State: Sendable {
         var snapshot = DeviceSnapshot()
         var peripheral: Peripheral?
-        var subscriptions: [Subscription] = []
+        /// The tasks forwarding the values of this link's subscriptions to the properties.
+        var pumps: [Task<Void, Never>] = []
         var watcher: Task<Void, Never>?
         var router: Task<Void, Never>?
     }
@@ -167,7 +168,7 @@ final class ModelContext: Sendable {
             try await bind(to: peripheral)
         } catch {
             await peripheral.disconnect()
-            unbind()
+            await linkLost()
             throw error
         }
         watch(peripheral)
@@ -190,6 +191,22 @@ final class ModelContext: Sendable {
         }
         let peripheral = state.withLock { $0.peripheral }
         await peripheral?.disconnect()
+        await linkLost()
+    }
+
+    /// The link is gone: the values it delivered reach the properties (each subscription ends by
+    /// itself with the link, after them; at most 5 s), then the properties are unbound.
+    private func linkLost() async {
+        let pumps = state.withLock { state in
+            defer { state.pumps.removeAll() }
+            return state.pumps
+        }
+        let bound = Task {
+            try? await Task.sleep(for: .seconds(5))
+            for pump in pumps { pump.cancel() }
+        }
+        for pump in pumps { await pump.value }
+        bound.cancel()
         unbind()
     }
 
@@ -240,13 +257,13 @@ final class ModelContext: Sendable {
                 continue
             }
             let subscription = try await peripheral.subscribe(binding.characteristic)
-            state.withLock { $0.subscriptions.append(subscription) }
-            Task {
-                // Ends with the link (an error) or the unbinding's cancel.
+            let pump = Task {
+                // Ends with the link, after every value it delivered.
                 do throws(BLEError) {
                     for try await notification in subscription { property.deliver(notification.value) }
                 } catch {}
             }
+            state.withLock { $0.pumps.append(pump) }
         }
         state.withLock { $0.snapshot.state = .connected }
         _ = bound.yield(true)
@@ -256,11 +273,12 @@ final class ModelContext: Sendable {
     private func watch(_ peripheral: Peripheral) {
         let task = Task { [self] in
             for await state in peripheral.states() {
-                self.state.withLock { $0.snapshot.state = state }
                 if case .disconnected = state {
-                    unbind()
+                    await linkLost()
+                    self.state.withLock { $0.snapshot.state = state }
                     return
                 }
+                self.state.withLock { $0.snapshot.state = state }
             }
         }
         state.withLock { $0.watcher = task }
@@ -275,23 +293,21 @@ final class ModelContext: Sendable {
     }
 
     private func unbind() {
-        let (subscriptions, watcher) = state.withLock { state in
+        let watcher = state.withLock { state in
             defer {
-                state.subscriptions.removeAll()
                 state.peripheral = nil
                 state.watcher = nil
                 state.snapshot.mtu = nil
                 if case .connected = state.snapshot.state { state.snapshot.state = .disconnected(.local) }
                 if case .connecting = state.snapshot.state { state.snapshot.state = .disconnected(.local) }
             }
-            return (state.subscriptions, state.watcher)
+            return state.watcher
         }
         watcher?.cancel()
         _ = bound.yield(false)
         for service in parts.services {
             for property in service.characteristics { property.linkEnded() }
         }
-        Task { for subscription in subscriptions { await subscription.cancel() } }
     }
 
     // MARK: Retrieved devices (kept connected by a managed device)

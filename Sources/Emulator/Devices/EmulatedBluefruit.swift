@@ -40,9 +40,6 @@ public final class EmulatedBluefruit: VirtualPeripheral {
 
     /// GAP, GATT, Nordic UART and Device Information, as devices.md lists them.
     public static func services() -> [ServiceDefinition] {
-        func text(_ uuid: UInt16, _ value: String) -> CharacteristicDefinition {
-            CharacteristicDefinition(uuid: .bit16(uuid), properties: [.read], value: Array(value.utf8))
-        }
         return [
             ServiceDefinition(
                 uuid: GATTUUID.genericAccess,
@@ -70,10 +67,10 @@ public final class EmulatedBluefruit: VirtualPeripheral {
             ServiceDefinition(
                 uuid: .bit16(0x180A),
                 characteristics: [
-                    text(0x2A29, "Adafruit Industries"),
-                    text(0x2A24, "BLEFRIEND32"),
-                    text(0x2A26, "0.8.1"),
-                    text(0x2A28, "S110 8.0.0, 0.2"),
+                    .text(0x2A29, "Adafruit Industries"),
+                    .text(0x2A24, "BLEFRIEND32"),
+                    .text(0x2A26, "0.8.1"),
+                    .text(0x2A28, "S110 8.0.0, 0.2"),
                 ]),
         ]
     }

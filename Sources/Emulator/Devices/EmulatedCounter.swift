@@ -66,9 +66,9 @@ public final class EmulatedCounter: VirtualPeripheral {
     }
 
     /// Notifications sent (each one the next counter value).
-    public var sent: Int { firmware.counts.sent }
+    public var sent: Int { firmware.current.sent }
     /// The value the next notification carries.
-    public var next: UInt32 { firmware.counts.next }
+    public var next: UInt32 { firmware.current.next }
 
     /// Stops notifying (the counter stays where it is).
     public func stop() { firmware.stop() }
@@ -81,98 +81,48 @@ public final class EmulatedCounter: VirtualPeripheral {
     }
 }
 
-/// The counter's firmware: a timer per period while notifications are on; each tick pushes the
-/// next value and counts it when it was sent. Holds the peripheral only while it runs.
+/// The counter's firmware: while notifications are on, each period pushes the next value and
+/// counts it when it was sent (``PeriodicPush``).
 final class CounterFirmware: GATTPeripheralFirmware {
     struct Counts: Sendable {
         var sent = 0
         var next: UInt32 = 0
     }
 
-    private struct State: Sendable {
-        var counts = Counts()
-        var stopped = false
-        /// Bumped at every start and halt: a tick of an older run does nothing.
-        var generation = 0
-        var running: GATTPeripheral?
-        var timer: ScheduledTimer?
-    }
-
     let handle: UInt16
-    let period: Duration
-    let clock: any BluetoothClock
-    private let state = Mutex(State())
+    /// Shared with the loop's tick (a class: the tick is made before `self` is).
+    private let counts = SharedState(Counts())
+    private let loop: PeriodicPush
 
     init(handle: UInt16, period: Duration, clock: any BluetoothClock) {
         self.handle = handle
-        self.period = period
-        self.clock = clock
+        let counts = counts
+        loop = PeriodicPush(period: period, clock: clock) { peripheral in
+            let value = counts.lock.withLock { $0.next }
+            let outcome = try? await peripheral.push(value.encoded(), handle: handle, indication: false)
+            guard outcome == .sent else { return false }
+            counts.lock.withLock {
+                $0.sent += 1
+                $0.next &+= 1
+            }
+            return true
+        }
     }
 
-    var counts: Counts { state.withLock { $0.counts } }
+    var current: Counts { counts.lock.withLock { $0 } }
 
     func checkWrite(handle: UInt16, value: [UInt8]) -> ATTErrorCode? { nil }
 
     func handle(_ event: GATTPeripheralEvent, peripheral: GATTPeripheral) async {
         switch event {
         case .subscriptionChanged(let valueHandle, let configuration) where valueHandle == handle:
-            if configuration.contains(.notifications) { start(peripheral) } else { halt() }
+            if configuration.contains(.notifications) { loop.start(peripheral) } else { loop.halt() }
         case .disconnected:
-            halt()
+            loop.halt()
         default:
             break
         }
     }
 
-    func stop() {
-        state.withLock { $0.stopped = true }
-        halt()
-    }
-
-    private func start(_ peripheral: GATTPeripheral) {
-        let generation: Int? = state.withLock { state in
-            guard state.running == nil, !state.stopped else { return nil }
-            state.running = peripheral
-            state.generation += 1
-            return state.generation
-        }
-        if let generation { schedule(generation) }
-    }
-
-    private func halt() {
-        state.withLock { state in
-            state.running = nil
-            state.generation += 1
-            state.timer?.cancel()
-            state.timer = nil
-        }
-    }
-
-    private func schedule(_ generation: Int) {
-        let next = clock.schedule(after: period) { [weak self] in await self?.tick(generation) }
-        let current = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
-            state.timer = next
-            return true
-        }
-        if !current { next.cancel() }
-    }
-
-    private func tick(_ generation: Int) async {
-        let (value, peripheral): (UInt32, GATTPeripheral?) = state.withLock { state in
-            guard state.generation == generation else { return (0, nil) }
-            return (state.counts.next, state.running)
-        }
-        guard let peripheral else { return }
-        let bytes = [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)]
-        let outcome = try? await peripheral.push(bytes, handle: handle, indication: false)
-        let sent = outcome == .sent
-        state.withLock { state in
-            if sent {
-                state.counts.sent += 1
-                state.counts.next &+= 1
-            }
-        }
-        if sent { schedule(generation) } else { halt() }
-    }
+    func stop() { loop.stop() }
 }

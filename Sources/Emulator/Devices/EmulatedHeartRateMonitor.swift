@@ -56,9 +56,6 @@ public final class EmulatedHeartRateMonitor: VirtualPeripheral {
 
     /// GAP, GATT, Heart Rate, Battery, Device Information.
     public static func services() -> [ServiceDefinition] {
-        func text(_ uuid: UInt16, _ value: String) -> CharacteristicDefinition {
-            CharacteristicDefinition(uuid: .bit16(uuid), properties: [.read], value: Array(value.utf8))
-        }
         return [
             ServiceDefinition(
                 uuid: GATTUUID.genericAccess,
@@ -90,14 +87,14 @@ public final class EmulatedHeartRateMonitor: VirtualPeripheral {
                 ]),
             ServiceDefinition(
                 uuid: .bit16(0x180A),
-                characteristics: [text(0x2A29, "SwiftBLEHost"), text(0x2A24, "HRM-1"), text(0x2A26, "1.0")]),
+                characteristics: [.text(0x2A29, "SwiftBLEHost"), .text(0x2A24, "HRM-1"), .text(0x2A26, "1.0")]),
         ]
     }
 
     /// Measurements notified so far.
-    public var sent: Int { firmware.counts.sent }
+    public var sent: Int { firmware.current.sent }
     /// Energy Expended resets (control point 0x01) so far.
-    public var resets: Int { firmware.counts.resets }
+    public var resets: Int { firmware.current.resets }
 
     public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
     public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
@@ -107,8 +104,8 @@ public final class EmulatedHeartRateMonitor: VirtualPeripheral {
     }
 }
 
-/// The monitor's firmware: a timer per period while notifications are on, each tick the next
-/// measurement of the sequence; the control point's Reset Energy Expended.
+/// The monitor's firmware: while notifications are on, each period pushes the next measurement
+/// of the sequence (``PeriodicPush``); the control point's Reset Energy Expended.
 final class HeartRateFirmware: GATTPeripheralFirmware {
     struct Counts: Sendable {
         var sent = 0
@@ -116,27 +113,29 @@ final class HeartRateFirmware: GATTPeripheralFirmware {
         var resets = 0
     }
 
-    private struct State: Sendable {
-        var counts = Counts()
-        var generation = 0
-        var running: GATTPeripheral?
-        var timer: ScheduledTimer?
-    }
-
     let measurement: UInt16
     let controlPoint: UInt16
-    let period: Duration
-    let clock: any BluetoothClock
-    private let state = Mutex(State())
+    /// Shared with the loop's tick (a class: the tick is made before `self` is).
+    private let counts = SharedState(Counts())
+    private let loop: PeriodicPush
 
     init(measurement: UInt16, controlPoint: UInt16, period: Duration, clock: any BluetoothClock) {
         self.measurement = measurement
         self.controlPoint = controlPoint
-        self.period = period
-        self.clock = clock
+        let counts = counts
+        loop = PeriodicPush(period: period, clock: clock) { peripheral in
+            let value = counts.lock.withLock { counts in
+                counts.energy += 1
+                return EmulatedHeartRateMonitor.measurement(counts.sent, energy: counts.energy)
+            }
+            let outcome = try? await peripheral.push(value.encoded(), handle: measurement, indication: false)
+            guard outcome == .sent else { return false }
+            counts.lock.withLock { $0.sent += 1 }
+            return true
+        }
     }
 
-    var counts: Counts { state.withLock { $0.counts } }
+    var current: Counts { counts.lock.withLock { $0 } }
 
     /// Heart Rate Service 1.0, §3.3.1: only Reset Energy Expended (0x01); anything else is
     /// Control Point Not Supported (0x80).
@@ -148,58 +147,16 @@ final class HeartRateFirmware: GATTPeripheralFirmware {
     func handle(_ event: GATTPeripheralEvent, peripheral: GATTPeripheral) async {
         switch event {
         case .subscriptionChanged(let valueHandle, let configuration) where valueHandle == measurement:
-            if configuration.contains(.notifications) { start(peripheral) } else { halt() }
+            if configuration.contains(.notifications) { loop.start(peripheral) } else { loop.halt() }
         case .valueWritten(let handle, [0x01]) where handle == controlPoint:
-            state.withLock {
-                $0.counts.energy = 0
-                $0.counts.resets += 1
+            counts.lock.withLock {
+                $0.energy = 0
+                $0.resets += 1
             }
         case .disconnected:
-            halt()
+            loop.halt()
         default:
             break
         }
-    }
-
-    private func start(_ peripheral: GATTPeripheral) {
-        let generation: Int? = state.withLock { state in
-            guard state.running == nil else { return nil }
-            state.running = peripheral
-            state.generation += 1
-            return state.generation
-        }
-        if let generation { schedule(generation) }
-    }
-
-    private func halt() {
-        state.withLock { state in
-            state.running = nil
-            state.generation += 1
-            state.timer?.cancel()
-            state.timer = nil
-        }
-    }
-
-    private func schedule(_ generation: Int) {
-        let next = clock.schedule(after: period) { [weak self] in await self?.tick(generation) }
-        let current = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
-            state.timer = next
-            return true
-        }
-        if !current { next.cancel() }
-    }
-
-    private func tick(_ generation: Int) async {
-        let (value, peripheral): (HeartRateMeasurement?, GATTPeripheral?) = state.withLock { state in
-            guard state.generation == generation, state.running != nil else { return (nil, nil) }
-            state.counts.energy += 1
-            return (EmulatedHeartRateMonitor.measurement(state.counts.sent, energy: state.counts.energy), state.running)
-        }
-        guard let value, let peripheral else { return }
-        let outcome = try? await peripheral.push(value.encoded(), handle: measurement, indication: false)
-        let sent = outcome == .sent
-        if sent { state.withLock { $0.counts.sent += 1 } }
-        if sent { schedule(generation) } else { halt() }
     }
 }

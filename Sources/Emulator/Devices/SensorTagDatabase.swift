@@ -93,20 +93,17 @@ public enum SensorTagDatabase {
         // System ID: the address with 0xFFFE inserted in the middle (TI's derivation).
         let a = address.littleEndianBytes
         let systemID = [a[0], a[1], a[2], 0xFE, 0xFF, a[3], a[4], a[5]]
-        func text(_ uuid: UInt16, _ value: String) -> CharacteristicDefinition {
-            CharacteristicDefinition(uuid: .bit16(uuid), properties: [.read], value: Array(value.utf8))
-        }
         return ServiceDefinition(
             uuid: .bit16(0x180A),
             characteristics: [
                 CharacteristicDefinition(
                     uuid: .bit16(0x2A23), properties: [.read], value: systemID, maximumLength: 8, isFixedLength: true),
-                text(0x2A24, "CC2650 SensorTag"),
-                text(0x2A25, "N.A."),
-                text(0x2A26, firmwareRevision),
-                text(0x2A27, "PCB 1.2/1.3"),
-                text(0x2A28, "N.A."),
-                text(0x2A29, "Texas Instruments"),
+                .text(0x2A24, "CC2650 SensorTag"),
+                .text(0x2A25, "N.A."),
+                .text(0x2A26, firmwareRevision),
+                .text(0x2A27, "PCB 1.2/1.3"),
+                .text(0x2A28, "N.A."),
+                .text(0x2A29, "Texas Instruments"),
                 CharacteristicDefinition(
                     uuid: .bit16(0x2A2A), properties: [.read],
                     value: [0xFE, 0x00] + Array("experimental".utf8)),

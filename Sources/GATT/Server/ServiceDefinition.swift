@@ -176,3 +176,10 @@ public struct DescriptorDefinition: Hashable, Sendable {
             maximumLength: 7, isFixedLength: true, handle: handle)
     }
 }
+
+extension CharacteristicDefinition {
+    /// A readable UTF-8 string with a 16-bit UUID (the Device Information strings).
+    public static func text(_ uuid: UInt16, _ value: String) -> CharacteristicDefinition {
+        CharacteristicDefinition(uuid: .bit16(uuid), properties: [.read], value: Array(value.utf8))
+    }
+}
