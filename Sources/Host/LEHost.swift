@@ -440,6 +440,8 @@ public actor LEHost {
             await withCheckedContinuation { (continuation: CheckedContinuation<LEHostCore.Result, Never>) in
                 self.shared.withLock { $0.waiters[id] = continuation }
                 self.step { core, now in core.request(request, id, now: now) }
+                // Cancelled before the request reached the core (its handler then found nothing).
+                if cancellable, Task.isCancelled { self.step { core, now in core.cancel(id, now: now) } }
             }
         }
         guard cancellable else { return await body() }
@@ -558,6 +560,7 @@ public actor LEHost {
             return id
         }
         continuation.onTermination = { [weak self] _ in
+            self?.shared.withLock { _ = $0.scans.removeValue(forKey: id) }
             self?.step { core, now in core.stopScan(id, now: now) }
         }
         step { core, now in core.request(.scan(options), id, now: now) }

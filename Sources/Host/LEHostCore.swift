@@ -657,6 +657,8 @@ public struct LEHostCore: Sendable {
         var failed: [RequestID] = attempt.map { [$0.id] } ?? []
         failed += attemptQueue.map(\.id)
         failed += procedures.keys
+        // A stop whose disable had not been answered.
+        for purpose in commands.values { if case .advertisingStop(let id?) = purpose { failed.append(id) } }
         if let session = advertising, !session.started { failed.append(session.id) }
         for id in failed.sorted() { actions.append(.complete(id, .failed(.closed(reason)))) }
         attempt = nil
@@ -731,7 +733,9 @@ public struct LEHostCore: Sendable {
                 actions.append(.linkDown(handle: handle, reason: complete.reason))
                 actions.append(.log(.info, "\(Self.describe(link)) down: \(complete.reason)"))
             }
-            if link.acceptedByAdvertising, advertising?.accepted.remove(handle) != nil {
+            if link.acceptedByAdvertising {
+                // (Also one nobody took: it was dropped from `accepted` already.)
+                advertising?.accepted.remove(handle)
                 resumeAdvertising(now: now, into: &actions)
             }
         }

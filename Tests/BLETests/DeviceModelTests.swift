@@ -40,6 +40,14 @@ struct GlucoseMeter: BluetoothDevice {
     init() {}
 }
 
+/// As `GlucoseMeter`, with its actions.
+struct GlucoseMeterWithActions: BluetoothDevice {
+    @Service var glucose = TagModel.Glucose()
+    @DeviceAction(\.connect) var connect: ConnectAction
+    @DeviceAction(\.disconnect) var disconnect: DisconnectAction
+    init() {}
+}
+
 /// The battery level read as the wrong type: every value fails to decode.
 struct MistypedBattery: BluetoothDevice {
     struct Battery: BluetoothService {
@@ -183,6 +191,24 @@ struct DeviceModelTests {
         #expect(zip(received, received.dropFirst()).allSatisfy { $0 < $1 }, "in order, no duplicates")
         #expect((received.last ?? 0) > before + 5)
         #expect(model.state == .connected)
+        // Disconnect ends management: the values' stream ends too (it spans reconnects, not that).
+        await model.disconnect()
+        while await iterator.next() != nil {}
+        #expect(model.state == .disconnected(.local))
+        await adapter.close()
+        await simulation.stop()
+    }
+
+    @Test func aRetrievedModelWhoseRequiredServiceIsMissingFailsItsConnect() async throws {
+        let simulation = try await Simulation.start(devices: [.sensortag])
+        let adapter = try await Adapter.simulated(simulation)
+        let model = await adapter.retrieve(GlucoseMeterWithActions.self, peer: Self.tag)
+        do {
+            try await model.connect()
+            Issue.record("connected a model whose required service is absent")
+        } catch {
+            #expect(error.message.contains("which GlucoseMeterWithActions requires"), "\(error.message)")
+        }
         await model.disconnect()
         await adapter.close()
         await simulation.stop()

@@ -349,6 +349,37 @@ struct HostCoreTests {
         #expect(h.drain() == [.advertisingEnded, .complete(stop, .done)])
     }
 
+    @Test func anAcceptedConnectionNobodyTakesIsDisconnectedAndAdvertisingResumes() throws {
+        var h = Harness()
+        let id = h.request(.advertise(LEAdvertisingParameters(advertisingData: [0x02, 0x01, 0x06])))
+        for opcode: HCIOpcode in [.leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable] {
+            h.answer(opcode, complete: true)
+        }
+        #expect(h.drain() == [.complete(id, .done)])
+        try h.event(Self.completion(handle: 0x0051, peer: Self.peer, type: 0x01, role: 0x01))
+        h.take(h.core.linkOpened(0x0051, now: h.now))
+        _ = h.drain()
+        h.take(h.core.acceptedConnectionDropped(0x0051, now: h.now))
+        #expect(h.pending == [.disconnect])
+        h.answer(.disconnect)
+        try h.event(HostScriptedController.disconnectionComplete(handle: 0x0051, reason: 0x16))
+        #expect(h.pending == [.leSetAdvertisingEnable], "room again: advertising")
+    }
+
+    @Test func aStopWhoseDisableIsUnansweredFailsWhenTheHostCloses() {
+        var h = Harness()
+        let id = h.request(.advertise(LEAdvertisingParameters(advertisingData: [])))
+        for opcode: HCIOpcode in [.leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable] {
+            h.answer(opcode, complete: true)
+        }
+        _ = h.drain()
+        let stop = h.request(.stopAdvertising)
+        #expect(h.pending == [.leSetAdvertisingEnable])
+        h.take(h.core.close(reason: "unplugged"))
+        #expect(h.drain().contains(.complete(stop, .failed(.closed("unplugged")))))
+        _ = id
+    }
+
     // MARK: - Closing
 
     @Test func closingFailsEveryWaitAndEndsEveryStream() throws {

@@ -119,6 +119,8 @@ final class ModelContext: Sendable {
         var pumps: [Task<Void, Never>] = []
         var watcher: Task<Void, Never>?
         var router: Task<Void, Never>?
+        /// Why the last binding of a retrieved device failed (a required service missing).
+        var bindError: BLEError?
     }
 
     private let state = Mutex(State())
@@ -177,8 +179,11 @@ final class ModelContext: Sendable {
     private func connectAgain() async throws(BLEError) {
         if managed != nil {
             // A retrieved device connects by itself whenever it is in range: wait until it is
-            // connected and the model bound.
-            for await isBound in bound.subscribe() where isBound { return }
+            // connected and the model bound (or its binding failed).
+            for await isBound in bound.subscribe() {
+                if isBound { return }
+                if let error = state.withLock({ $0.bindError }) { throw error }
+            }
             throw BLEError("connect: \(peer) is no longer retrieved (disconnect was called)", kind: "usage", exitCode: .usage)
         }
         if case .connected = snapshot.state { return }
@@ -292,7 +297,7 @@ final class ModelContext: Sendable {
         }
     }
 
-    private func unbind() {
+    private func unbind(final: Bool = false) {
         let watcher = state.withLock { state in
             defer {
                 state.peripheral = nil
@@ -306,7 +311,7 @@ final class ModelContext: Sendable {
         watcher?.cancel()
         _ = bound.yield(false)
         for service in parts.services {
-            for property in service.characteristics { property.linkEnded() }
+            for property in service.characteristics { property.linkEnded(final: final) }
         }
     }
 
@@ -319,23 +324,28 @@ final class ModelContext: Sendable {
         let events = managed.events()
         let task = Task { [self] in
             var handled: ObjectIdentifier?
-            for await event in events {
+            // Already connected (the peer was managed before): bound at once.
+            let current: ManagedDevice.Event? = managed.state == .connected ? .state(.connected) : nil
+            for await event in AsyncChain(first: current, rest: events) {
                 switch event {
                 case .state(let managedState):
                     switch managedState {
                     case .connected:
                         guard let peripheral = managed.peripheral, handled != ObjectIdentifier(peripheral) else { break }
                         handled = ObjectIdentifier(peripheral)
-                        do {
+                        do throws(BLEError) {
                             try await bind(to: peripheral)
+                            state.withLock { $0.bindError = nil }
                         } catch {
                             warning("warning: \(modelName): binding \(peer): \(error)")
+                            state.withLock { $0.bindError = error }
+                            _ = bound.yield(false)
                         }
                     case .connecting:
                         state.withLock { $0.snapshot.state = .connecting }
                     case .waiting, .removed:
                         handled = nil
-                        unbind()
+                        unbind(final: managedState == .removed)
                         if managedState == .removed {
                             bound.finish()
                             return
@@ -408,4 +418,25 @@ extension Adapter {
         context.follow()
         return device
     }
+}
+
+/// One element (when there is one), then every element of `rest`.
+struct AsyncChain<Element: Sendable>: AsyncSequence, Sendable {
+    let first: Element?
+    let rest: AsyncStream<Element>
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var first: Element?
+        var rest: AsyncStream<Element>.Iterator
+
+        mutating func next() async -> Element? {
+            if let element = first {
+                first = nil
+                return element
+            }
+            return await rest.next()
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(first: first, rest: rest.makeAsyncIterator()) }
 }

@@ -128,12 +128,14 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
         var decodeFailures = 0
         /// The values' streams outlive a disconnect (a retrieved device).
         var spansReconnects = false
+        /// The link ended and no other follows for these streams: a new stream ends at once.
+        var ended = false
         var warning: (@Sendable (String) -> Void)?
     }
 
     private let state: Mutex<State>
     /// Runs the onChange actions, value after value.
-    private let actionQueue = ActionQueue()
+    private let actionQueue = ActionQueue<Value>()
 
     init(id: BluetoothUUID, notify: Bool, autoRead: Bool, initial: Value?) {
         self.id = id
@@ -154,10 +156,15 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
 
     func subscribe() -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self)
-        let id = state.withLock { state -> UInt64 in
+        let id = state.withLock { state -> UInt64? in
+            guard !state.ended else { return nil }
             state.nextListener += 1
             state.listeners[state.nextListener] = continuation
             return state.nextListener
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
@@ -167,6 +174,7 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
 
     func onChange(_ action: @escaping @Sendable (Value) async -> Void) {
         state.withLock { $0.actions.append(action) }
+        actionQueue.start()
     }
 
     /// A value read: kept; the onChange actions run.
@@ -201,20 +209,30 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
     }
 }
 
-/// Runs a characteristic's onChange actions in the order its values came: each value's task
-/// waits for the previous value's (a finished task holds nothing).
-final class ActionQueue: Sendable {
-    private let tail = Mutex<Task<Void, Never>?>(nil)
+/// Runs a characteristic's onChange actions in the order its values came: one task for the
+/// box's life (started with the first action), fed by a stream; it ends with the box.
+final class ActionQueue<Value: Sendable>: Sendable {
+    private typealias Item = (actions: [@Sendable (Value) async -> Void], value: Value)
+    private let feed: Mutex<AsyncStream<Item>.Continuation?> = Mutex(nil)
 
-    func run<Value: Sendable>(_ actions: [@Sendable (Value) async -> Void], _ value: Value) {
-        tail.withLock { tail in
-            let previous = tail
-            tail = Task {
-                await previous?.value
-                for action in actions { await action(value) }
+    func start() {
+        feed.withLock { feed in
+            guard feed == nil else { return }
+            let (stream, continuation) = AsyncStream.makeStream(of: Item.self)
+            feed = continuation
+            Task {
+                for await item in stream {
+                    for action in item.actions { await action(item.value) }
+                }
             }
         }
     }
+
+    func run(_ actions: [@Sendable (Value) async -> Void], _ value: Value) {
+        _ = feed.withLock { $0 }?.yield((actions, value))
+    }
+
+    deinit { feed.withLock { $0 }?.finish() }
 }
 
 // MARK: - Type-erased views used to bind a model (found by reflection)
@@ -226,8 +244,8 @@ protocol AnyCharacteristicProperty: Sendable {
     func bind(_ binding: CharacteristicBinding?, absence: String, warning: @escaping @Sendable (String) -> Void, spansReconnects: Bool)
     func deliver(_ bytes: [UInt8])
     func read(on binding: CharacteristicBinding) async throws(BLEError)
-    /// The link ended: the values' streams end unless they span reconnects.
-    func linkEnded()
+    /// The link ended: the values' streams end unless they span reconnects (`final`: they end).
+    func linkEnded(final: Bool)
 }
 
 extension Characteristic: AnyCharacteristicProperty {
@@ -239,7 +257,7 @@ extension Characteristic: AnyCharacteristicProperty {
     }
     func deliver(_ bytes: [UInt8]) { box.deliver(bytes) }
     func read(on binding: CharacteristicBinding) async throws(BLEError) { _ = try await projectedValue.read() }
-    func linkEnded() { box.linkEnded() }
+    func linkEnded(final: Bool) { box.linkEnded(final: final) }
 }
 
 extension CharacteristicBox {
@@ -249,14 +267,18 @@ extension CharacteristicBox {
             state.absence = absence
             state.warning = warning
             state.spansReconnects = spansReconnects
+            state.ended = false
         }
     }
 
-    func linkEnded() {
+    /// `final`: no link follows (a retrieved device no longer kept): streams end even when they
+    /// span reconnects.
+    func linkEnded(final: Bool) {
         let ending = state.withLock { state -> [AsyncStream<Value>.Continuation] in
             state.binding = nil
             state.absence = "the device is not connected"
-            guard !state.spansReconnects else { return [] }
+            guard final || !state.spansReconnects else { return [] }
+            state.ended = true
             defer { state.listeners.removeAll() }
             return Array(state.listeners.values)
         }

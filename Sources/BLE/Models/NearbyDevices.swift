@@ -39,15 +39,16 @@ final class NearbyList: Sendable {
         state.withLock { state in state.entries[address].flatMap { $0.matches ? $0.advertisement : nil } }
     }
 
-    /// A report: merged into its device's entry. Returns whether the list changed.
-    func heard(_ report: Advertisement, at now: ContinuousClock.Instant) -> Bool {
+    /// A report: merged into its device's entry. Returns whether the list changed, and whether
+    /// the device is new (the expiry has one more entry to watch).
+    func heard(_ report: Advertisement, at now: ContinuousClock.Instant) -> (changed: Bool, new: Bool) {
         state.withLock { state in
             let key = report.peer.address
             guard var entry = state.entries[key] else {
                 let matches = criteria.contains { $0.matches(report) }
                 state.entries[key] = Entry(advertisement: report, lastSeen: now, matches: matches)
                 state.order.append(key)
-                return matches
+                return (matches, true)
             }
             let before = entry.advertisement
             var merged = before
@@ -65,9 +66,12 @@ final class NearbyList: Sendable {
             entry.advertisement = merged
             entry.lastSeen = now
             state.entries[key] = entry
-            guard entry.matches else { return matched }
-            return !matched || merged.name != before.name || merged.serviceUUIDs != before.serviceUUIDs
-                || merged.manufacturerData != before.manufacturerData || merged.isConnectable != before.isConnectable
+            guard entry.matches else { return (matched, false) }
+            return (
+                !matched || merged.name != before.name || merged.serviceUUIDs != before.serviceUUIDs
+                    || merged.manufacturerData != before.manufacturerData || merged.isConnectable != before.isConnectable,
+                false
+            )
         }
     }
 
@@ -116,10 +120,9 @@ extension Adapter {
             options.everyReport = true
             do {
                 for try await report in await scan(options) {
-                    if nearby.heard(report, at: .now) {
-                        continuation.yield(nearby.list)
-                        arrived.yield()
-                    }
+                    let (changed, new) = nearby.heard(report, at: .now)
+                    if changed { continuation.yield(nearby.list) }
+                    if new { arrived.yield() }
                 }
                 continuation.finish()
             } catch {
@@ -167,9 +170,16 @@ extension Adapter {
             let busy = BusyAddresses()
             var options = ScanOptions()
             options.everyReport = true
+            var lastExpiry = ContinuousClock.now
             do {
                 for try await report in await scan(options) {
-                    _ = nearby.heard(report, at: .now)
+                    let now = ContinuousClock.now
+                    _ = nearby.heard(report, at: now)
+                    // Devices unheard for the window are forgotten (checked once a second at most).
+                    if now - lastExpiry >= .seconds(1) {
+                        _ = nearby.expire(at: now)
+                        lastExpiry = now
+                    }
                     let address = report.peer.address
                     guard let advertisement = nearby.matching(address), advertisement.isConnectable,
                         busy.set.withLock({ $0.insert(address).inserted })
@@ -183,7 +193,11 @@ extension Adapter {
                         busy.set.withLock { _ = $0.remove(address) }
                         continue
                     }
-                    if case .terminated = continuation.yield(connected.model) { return }
+                    if case .terminated = continuation.yield(connected.model) {
+                        // Nobody takes it any more: its link is not left behind.
+                        await connected.context.disconnect()
+                        return
+                    }
                     let context = connected.context
                     Task {
                         await context.linkEnded()

@@ -38,9 +38,10 @@ final class PeriodicPush: Sendable {
         if let generation { schedule(generation) }
     }
 
-    /// Ends the current run.
-    func halt() {
+    /// Ends the current run (only run `generation`, when given: a newer run goes on).
+    func halt(generation: Int? = nil) {
         state.withLock { state in
+            if let generation, state.generation != generation { return }
             state.running = nil
             state.generation += 1
             state.timer?.cancel()
@@ -67,7 +68,7 @@ final class PeriodicPush: Sendable {
     private func fire(_ generation: Int) async {
         let peripheral = state.withLock { $0.generation == generation ? $0.running : nil }
         guard let peripheral else { return }
-        if await tick(peripheral) { schedule(generation) } else { halt() }
+        if await tick(peripheral) { schedule(generation) } else { halt(generation: generation) }
     }
 }
 
