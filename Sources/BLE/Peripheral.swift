@@ -361,8 +361,18 @@ public actor Peripheral {
         case nil: reason = .transportClosed
         }
         stateBroadcast.update(.disconnected(reason))
-        await session.client.close()
-        await session.connection.close()
+        // What the link delivered before it ended is still on its way up (the channel ends after
+        // its buffered PDUs): the bearer closes by itself once it has read them. Closing it at
+        // once would drop them; at most 2 s.
+        let connection = session.connection
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await connection.waitUntilClosed() }
+            group.addTask { try? await Task.sleep(for: .seconds(2)) }
+            await group.next()
+            group.cancelAll()
+            await session.client.close()
+            await connection.close()
+        }
     }
 
     /// The one characteristic with `uuid`, from the discovered services or a targeted search.
