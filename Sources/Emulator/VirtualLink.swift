@@ -117,3 +117,18 @@ public struct VirtualLinkConnection: Sendable {
         await controller.parameters(of: handle)
     }
 }
+
+/// A virtual peripheral whose host side is a ``GATTPeripheral`` and nothing else: the link's
+/// events go straight to it (the emulated SensorTag, Bluefruit, counter, heart-rate monitor).
+public protocol GATTVirtualPeripheral: VirtualPeripheral {
+    var peripheral: GATTPeripheral { get }
+}
+
+extension GATTVirtualPeripheral {
+    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
+    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
+    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
+    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
+        await peripheral.connectionParametersChanged(parameters)
+    }
+}

@@ -245,7 +245,7 @@ final class ModelContext: Sendable {
         }
         for (property, binding) in found where property.readsOnConnect && binding.characteristic.properties.contains(.read) {
             do {
-                try await property.read(on: binding)
+                try await property.readValue()
             } catch {
                 warning("warning: \(modelName): reading \(property.characteristicID) on connecting: \(error)")
             }

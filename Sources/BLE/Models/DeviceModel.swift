@@ -243,7 +243,8 @@ protocol AnyCharacteristicProperty: Sendable {
     var readsOnConnect: Bool { get }
     func bind(_ binding: CharacteristicBinding?, absence: String, warning: @escaping @Sendable (String) -> Void, spansReconnects: Bool)
     func deliver(_ bytes: [UInt8])
-    func read(on binding: CharacteristicBinding) async throws(BLEError)
+    /// Reads the value now (it is kept as the property's value).
+    func readValue() async throws(BLEError)
     /// The link ended: the values' streams end unless they span reconnects (`final`: they end).
     func linkEnded(final: Bool)
 }
@@ -256,7 +257,7 @@ extension Characteristic: AnyCharacteristicProperty {
         box.bind(binding, absence: absence, warning: warning, spansReconnects: spansReconnects)
     }
     func deliver(_ bytes: [UInt8]) { box.deliver(bytes) }
-    func read(on binding: CharacteristicBinding) async throws(BLEError) { _ = try await projectedValue.read() }
+    func readValue() async throws(BLEError) { _ = try await projectedValue.read() }
     func linkEnded(final: Bool) { box.linkEnded(final: final) }
 }
 

@@ -9,7 +9,7 @@ import L2CAP
 /// ATT_MTU − 3 octets (the echo a Bluefruit running the UART example sketch gives), plus GAP,
 /// GATT and Device Information; ATT_MTU 23; a random static address; the NUS UUID in the
 /// advertising data and the name "Adafruit Bluefruit LE" in the scan response.
-public final class EmulatedBluefruit: VirtualPeripheral {
+public final class EmulatedBluefruit: GATTVirtualPeripheral {
     public let address: BluetoothAddress
     public let addressType = AddressType.random
     public let advertisingData: [UInt8]
@@ -75,12 +75,6 @@ public final class EmulatedBluefruit: VirtualPeripheral {
         ]
     }
 
-    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
-    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
-    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
-    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
-        await peripheral.connectionParametersChanged(parameters)
-    }
 
     /// Sends text from the board's side (what its microcontroller prints to the UART) as TX
     /// notifications of at most ATT_MTU − 3 octets.

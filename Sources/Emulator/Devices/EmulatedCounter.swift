@@ -12,7 +12,7 @@ import Synchronization
 /// nothing reordered. The counter runs on across connections (a reconnecting central sees the
 /// next value, and the values missed meanwhile as a gap). A random static address, the service
 /// UUID in its advertising data, its name ("Counter N") in the scan response.
-public final class EmulatedCounter: VirtualPeripheral {
+public final class EmulatedCounter: GATTVirtualPeripheral {
     public static let service = BluetoothUUID("C0DE0001-0000-4000-8000-00805F9B34FB")!
     public static let counter = BluetoothUUID("C0DE0002-0000-4000-8000-00805F9B34FB")!
     /// The first copy's address (random static: the two top bits set); copy N adds N − 1.
@@ -73,12 +73,6 @@ public final class EmulatedCounter: VirtualPeripheral {
     /// Stops notifying (the counter stays where it is).
     public func stop() { firmware.stop() }
 
-    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
-    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
-    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
-    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
-        await peripheral.connectionParametersChanged(parameters)
-    }
 }
 
 /// The counter's firmware: while notifications are on, each period pushes the next value and

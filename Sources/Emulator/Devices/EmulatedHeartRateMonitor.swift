@@ -11,7 +11,7 @@ import Synchronization
 /// measurements follow a fixed sequence (``measurement(_:)``), so a test knows each value it
 /// should receive. A random static address; the two service UUIDs in its advertising data, its
 /// name in the scan response.
-public final class EmulatedHeartRateMonitor: VirtualPeripheral {
+public final class EmulatedHeartRateMonitor: GATTVirtualPeripheral {
     public static let defaultAddress = BluetoothAddress("D1:7E:A8:70:00:01")!
     public static let heartRateService: BluetoothUUID = 0x180D
     public static let measurementUUID: BluetoothUUID = 0x2A37
@@ -96,12 +96,6 @@ public final class EmulatedHeartRateMonitor: VirtualPeripheral {
     /// Energy Expended resets (control point 0x01) so far.
     public var resets: Int { firmware.current.resets }
 
-    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
-    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
-    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
-    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
-        await peripheral.connectionParametersChanged(parameters)
-    }
 }
 
 /// The monitor's firmware: while notifications are on, each period pushes the next measurement

@@ -19,7 +19,7 @@ import L2CAP
 /// one second after connecting it asks for its preferred parameters (100–200 ms, latency 0,
 /// 10 s) with an L2CAP Connection Parameter Update Request when the central chose others
 /// (`requestsPreferredParameters: false` turns that off).
-public final class EmulatedSensorTag: VirtualPeripheral {
+public final class EmulatedSensorTag: GATTVirtualPeripheral {
     public let address: BluetoothAddress
     public let addressType = AddressType.public
     public let advertisingData: [UInt8]
@@ -50,12 +50,6 @@ public final class EmulatedSensorTag: VirtualPeripheral {
             database: database, rxMTU: ATTPDU.defaultLEMTU, firmware: firmware, clock: clock, logger: logger)
     }
 
-    public func connected(_ link: VirtualLinkConnection) async { await peripheral.connected(link) }
-    public func received(_ frame: L2CAPBasicFrame) async { await peripheral.received(frame) }
-    public func disconnected(reason: HCIStatus) async { await peripheral.disconnected(reason: reason) }
-    public func connectionParametersChanged(_ parameters: VirtualLinkConnection.Parameters) async {
-        await peripheral.connectionParametersChanged(parameters)
-    }
 
     /// Sets the Simple Keys state (FFE1: bit 0 user, bit 1 power, bit 2 reed relay) and
     /// notifies it when the client subscribed. Press, then release with all false.
