@@ -57,14 +57,8 @@ public final class EmulatedHeartRateMonitor: GATTVirtualPeripheral {
     /// GAP, GATT, Heart Rate, Battery, Device Information.
     public static func services() -> [ServiceDefinition] {
         return [
-            ServiceDefinition(
-                uuid: GATTUUID.genericAccess,
-                characteristics: [
-                    CharacteristicDefinition(uuid: GATTUUID.deviceName, properties: [.read], value: Array(name.utf8)),
-                    // Appearance: Heart Rate Sensor, Heart Rate Belt (0x0341).
-                    CharacteristicDefinition(
-                        uuid: GATTUUID.appearance, properties: [.read], value: [0x41, 0x03], isFixedLength: true),
-                ]),
+            // Appearance: Heart Rate Sensor, Heart Rate Belt (0x0341).
+            StandardServices.genericAccess(deviceName: name, appearance: 0x0341),
             StandardServices.genericAttributeWithServiceChangedOnly(),
             ServiceDefinition(
                 uuid: heartRateService,
