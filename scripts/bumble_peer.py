@@ -17,13 +17,30 @@ H4 parser). On the same virtual link, Bumble `Device`s act as advertising GATT p
   --device secure      a peripheral that needs pairing: a value readable only encrypted, one
                        writable only authenticated; pairing as --pairing, --pairing-mitm,
                        --pairing-io, --passkey say; `PAIRING ...` lines on stdout tell each step
+  --device profiles    "Bumble HR" (random static C2:00:00:00:00:0D): Bumble's own profile
+                       servers (bumble.profiles) -- HeartRateService (measurement, body sensor
+                       location CHEST, control point), BatteryService (level 87 until `battery`)
+                       and DeviceInformationService (manufacturer "Bumble Labs", model "HR-1",
+                       serial "SN-0042", hardware "1.0", firmware "2.3.4", software "5.6",
+                       System ID OUI 0xABCDEF / manufacturer ID 0x0123456789; no PnP ID: the
+                       installed Bumble's DeviceInformationService cannot serve one), after our
+                       GAP and GATT services; advertises flags, the complete list of 16-bit
+                       service UUIDs 0x180D 0x180F and the complete local name "Bumble HR";
+                       `hr-notify`, `battery`, `hr-state` on stdin
 
 The first line on stdout is `READY tcp:127.0.0.1:PORT`; then `DEVICE <kind> <ADDRESS>/<type>`
 for each peripheral (the SensorTag advertises with a public address, the Bluefruit with a random
 static one). Commands may be written to stdin, one a line, each answered in order by one
 `RESULT ok ...` or `RESULT error ...` line on stdout (see `run_command`): `update KIND MIN MAX
 LATENCY TIMEOUT` (L2CAP Connection Parameter Update Request from the peripheral), `ll-update
-...` (the link-layer Connection Parameters Request procedure), `disconnect KIND [REASON]`.
+...` (the link-layer Connection Parameters Request procedure), `disconnect KIND [REASON]`;
+for the profiles device `hr-notify profiles COUNT` (COUNT heart rate measurements encoded by
+Bumble's HeartRateMeasurement: measurement n, counted across calls and connections, has heart
+rate 60 + n % 100 in UINT8, sensor contact detected, the running energy expended -- 0 at start
+and after a control point reset, +10 a measurement -- and one RR interval (1024 * 60) // rate
+in 1/1024 s; answers `RESULT ok hr-notify COUNT FIRST_N`), `battery profiles LEVEL` (sets and
+notifies the battery level; `RESULT ok battery LEVEL`), `hr-state profiles` (`RESULT ok hr-state
+next=N energy=E resets=R`).
 With `--central-port N` (0: any free port) a second controller on the same link, with public
 address F0:F1:F2:F3:F4:F6, is exposed over TCP too, for a second host acting as central (for
 example Bumble's own host in scripts/bumble_central.py, against our host as peripheral); its
@@ -56,7 +73,8 @@ Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * a peripheral's LE Connection Update runs the Connection Parameters Request procedure: our
     host gets LE Remote Connection Parameter Request and its Reply / Negative Reply decides.
 
-Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit] [--counters N]
+Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device bluefruit]
+                                      [--device secure] [--device profiles] [--counters N]
                                       [--mtu N] [--acl-buffers N] [--extended-commands]
                                       [--lifetime S] [--verbose]
 """
@@ -83,6 +101,9 @@ from bumble.host import Host
 from bumble.keys import JsonKeyStore, MemoryKeyStore
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.profiles.battery_service import BatteryService
+from bumble.profiles.device_information_service import DeviceInformationService
+from bumble.profiles.heart_rate_service import HeartRateService
 
 # The address our host's controller reports for Read BD_ADDR (a locally administered public
 # address; the link fix below lets a host use it).
@@ -94,6 +115,8 @@ CENTRAL_CONTROLLER_ADDRESS = 'F0:F1:F2:F3:F4:F6'
 SENSORTAG_ADDRESS = '54:6C:0E:12:34:56'
 BLUEFRUIT_ADDRESS = 'DE:AD:BE:EF:0B:F1'
 SECURE_ADDRESS = 'F1:5E:C0:0E:00:01'
+# The profiles device (Bumble's own Heart Rate, Battery and Device Information servers).
+PROFILES_ADDRESS = 'C2:00:00:00:00:0D'
 # The secure device's services: a Battery Level anyone may read, and a "Medical" value that needs
 # an encrypted link to read and an authenticated one to write (the pairing tests' target).
 SECURE_SERVICE = '0000FEE0-0000-1000-8000-00805F9B34FB'
@@ -750,6 +773,75 @@ def add_counter(device: Device, name: str, rate: float, state: CounterState) -> 
     device.on('connection', on_connection)
 
 
+class ProfilesState:
+    """The profiles device's values, kept across connections: the battery level, the number n of
+    the next heart rate measurement, the running energy expended (kJ) the next one carries, how
+    many times the control point reset it, and the last measurement sent (what a read returns)."""
+
+    def __init__(self):
+        self.level = 87
+        self.next = 0
+        self.energy = 0
+        self.resets = 0
+        self.current = None
+        self.battery = None
+        self.heart_rate = None
+
+
+PROFILES = ProfilesState()
+
+
+def heart_rate_measurement(number: int, energy: int) -> HeartRateService.HeartRateMeasurement:
+    """Measurement `number`: rate 60 + number % 100 (UINT8), sensor contact detected, energy
+    expended `energy` (saturated at 0xFFFF, as the spec says), one RR interval of one beat at that
+    rate, (1024 * 60) // rate in 1/1024 s (Bumble takes seconds and encodes int(s * 1024))."""
+    rate = 60 + number % 100
+    return HeartRateService.HeartRateMeasurement(
+        heart_rate=rate, sensor_contact_detected=True, energy_expended=min(energy, 0xFFFF),
+        rr_intervals=[((1024 * 60) // rate) / 1024])
+
+
+def add_profiles(device: Device) -> None:
+    """Bumble's own standard profile servers, built with their constructors (bumble.profiles),
+    after our GAP and GATT services. The installed Bumble's DeviceInformationService has no PnP ID
+    parameter (a TODO there), so this device serves no PnP ID."""
+
+    def read_battery_level(_connection):
+        return PROFILES.level
+
+    def read_heart_rate_measurement(_connection):
+        return PROFILES.current or heart_rate_measurement(PROFILES.next, PROFILES.energy)
+
+    def reset_energy_expended(_connection):
+        PROFILES.energy = 0
+        PROFILES.resets += 1
+
+    PROFILES.heart_rate = HeartRateService(
+        read_heart_rate_measurement=read_heart_rate_measurement,
+        body_sensor_location=HeartRateService.BodySensorLocation.CHEST,
+        reset_energy_expended=reset_energy_expended)
+    PROFILES.battery = BatteryService(read_battery_level=read_battery_level)
+    information = DeviceInformationService(
+        manufacturer_name='Bumble Labs', model_number='HR-1', serial_number='SN-0042',
+        hardware_revision='1.0', firmware_revision='2.3.4', software_revision='5.6',
+        # (OUI, Manufacturer ID): octets 89 67 45 23 01 EF CD AB (manufacturer ID, then OUI, LE).
+        system_id=(0xABCDEF, 0x0123456789))
+    device.add_services([
+        # Appearance 0x0341: Heart Rate Sensor, Heart Rate Belt.
+        gap_service('Bumble HR', 0x0341, struct.pack('<HHHH', 16, 60, 0, 400)),
+        gatt_service(device),
+        PROFILES.heart_rate,
+        PROFILES.battery,
+        information,
+    ])
+    device.advertising_data = bytes(AdvertisingData([
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS, struct.pack('<HH', 0x180D, 0x180F)),
+        (AdvertisingData.COMPLETE_LOCAL_NAME, b'Bumble HR'),
+    ]))
+    device.scan_response_data = b''
+
+
 # kind -> (name, address, address type, builder)
 class FixedPairingDelegate(PairingDelegate):
     """Answers pairing as a device with fixed IO: displays or types PAIRING['passkey'], accepts
@@ -850,6 +942,7 @@ DEVICES = {
     'sensortag': ('CC2650 SensorTag', SENSORTAG_ADDRESS, 'public', add_sensortag),
     'bluefruit': ('Adafruit Bluefruit LE', BLUEFRUIT_ADDRESS, 'random', add_bluefruit),
     'secure': ('Secure Sensor', SECURE_ADDRESS, 'random', add_secure),
+    'profiles': ('Bumble HR', PROFILES_ADDRESS, 'random', add_profiles),
 }
 
 
@@ -881,6 +974,17 @@ async def run_command(line: str, devices: dict) -> str:
                                             address from the IRK, advertised from now on
     counts                                  every counter's ADDRESS=SENT:NEXT
     stop-counters                           the counters stop notifying (their counts stay)
+    hr-notify profiles COUNT                COUNT heart rate measurements notified one after the
+                                            other (honours the CCCD), numbered on from the
+                                            module's counter (see heart_rate_measurement; each
+                                            carries the running energy, then adds 10):
+                                            `RESULT ok hr-notify COUNT FIRST_N`
+    battery profiles LEVEL                  sets the battery level (0...255; 0...100 are valid
+                                            levels) and notifies it through Bumble's read
+                                            callback: `RESULT ok battery LEVEL`
+    hr-state profiles                       (no connection needed) `RESULT ok hr-state next=N
+                                            energy=E resets=R`: the next measurement number, the
+                                            energy it will carry, the control point's resets
     """
     words = line.split()
     if words == ['counts']:
@@ -899,6 +1003,10 @@ async def run_command(line: str, devices: dict) -> str:
     verb, device = words[0], devices[words[1]]
     if verb == 'new-rpa':
         return await new_rpa(device)
+    if verb in ('hr-notify', 'battery', 'hr-state') and words[1] != 'profiles':
+        return f'RESULT error {verb} needs the profiles device: {line}'
+    if verb == 'hr-state' and len(words) == 2:
+        return f'RESULT ok hr-state next={PROFILES.next} energy={PROFILES.energy} resets={PROFILES.resets}'
     connection = peer_connection(device)
     if connection is None:
         return f'RESULT error {words[1]} has no connection'
@@ -920,6 +1028,28 @@ async def run_command(line: str, devices: dict) -> str:
                 else:
                     await asyncio.wait_for(device.indicate_subscriber(connection, attribute, value), 10)
             return f'RESULT ok {verb} {count}'
+        if verb == 'hr-notify' and len(words) == 3:
+            count, first = int(words[2], 0), PROFILES.next
+            if count < 0:
+                return f'RESULT error bad arguments: {line}'
+            characteristic = PROFILES.heart_rate.heart_rate_measurement_characteristic
+            for _ in range(count):
+                measurement = heart_rate_measurement(PROFILES.next, PROFILES.energy)
+                # Counted before sending, so a control point reset while sending is not undone.
+                PROFILES.current = measurement
+                PROFILES.next += 1
+                PROFILES.energy = min(PROFILES.energy + 10, 0xFFFF)
+                # Encoded by Bumble's SerializableCharacteristicAdapter: bytes(measurement).
+                await device.notify_subscriber(connection, characteristic, measurement)
+            return f'RESULT ok hr-notify {count} {first}'
+        if verb == 'battery' and len(words) == 3:
+            level = int(words[2], 0)
+            if not 0 <= level <= 0xFF:
+                return f'RESULT error bad arguments: {line}'
+            PROFILES.level = level
+            # No value: Bumble reads it through the service's read callback and packs it.
+            await device.notify_subscriber(connection, PROFILES.battery.battery_level_characteristic)
+            return f'RESULT ok battery {level}'
         if verb == 'forget':
             # The peripheral loses its bonds (a factory reset): the next encryption finds no key.
             if device.keystore is not None:

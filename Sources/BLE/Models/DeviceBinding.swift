@@ -115,8 +115,9 @@ final class ModelContext: Sendable {
     private struct State: Sendable {
         var snapshot = DeviceSnapshot()
         var peripheral: Peripheral?
-        /// The tasks forwarding the values of this link's subscriptions to the properties.
-        var pumps: [Task<Void, Never>] = []
+        /// This link's subscriptions by value handle, with the tasks forwarding their values to
+        /// the properties.
+        var pumps: [UInt16: (subscription: Subscription, task: Task<Void, Never>)] = [:]
         var watcher: Task<Void, Never>?
         var router: Task<Void, Never>?
         /// Why the last binding of a retrieved device failed (a required service missing).
@@ -176,6 +177,18 @@ final class ModelContext: Sendable {
         watch(peripheral)
     }
 
+    /// Binds the model on a link the app opened itself; the link stays the app's when binding
+    /// fails.
+    func attach(to peripheral: Peripheral) async throws(BLEError) {
+        do {
+            try await bind(to: peripheral)
+        } catch {
+            unbind()
+            throw error
+        }
+        watch(peripheral)
+    }
+
     private func connectAgain() async throws(BLEError) {
         if managed != nil {
             // A retrieved device connects by itself whenever it is in range: wait until it is
@@ -204,7 +217,7 @@ final class ModelContext: Sendable {
     private func linkLost() async {
         let pumps = state.withLock { state in
             defer { state.pumps.removeAll() }
-            return state.pumps
+            return state.pumps.values.map(\.task)
         }
         let bound = Task {
             try? await Task.sleep(for: .seconds(5))
@@ -233,7 +246,11 @@ final class ModelContext: Sendable {
                     remote == nil
                     ? "\(peer) has no \(service.serviceName) service (\(service.serviceID))"
                     : "the \(service.serviceName) service of \(peer) has no characteristic \(property.characteristicID)"
-                let binding = characteristic.map { CharacteristicBinding(peripheral: peripheral, characteristic: $0) }
+                let binding = characteristic.map { characteristic in
+                    CharacteristicBinding(peripheral: peripheral, characteristic: characteristic) { [self] (enabled) async throws(BLEError) in
+                        try await setNotifications(enabled, of: property, characteristic: characteristic, on: peripheral)
+                    }
+                }
                 property.bind(binding, absence: absence, warning: warning, spansReconnects: managed != nil)
                 if let binding { found.append((property, binding)) }
             }
@@ -256,22 +273,48 @@ final class ModelContext: Sendable {
                 warning("warning: \(modelName): \(property.characteristicID) can neither notify nor indicate; not subscribed")
                 continue
             }
-            if let managed {
-                // Kept on every connection by the managed device; values routed by `route`.
-                try await managed.subscribe(to: property.characteristicID)
-                continue
-            }
-            let subscription = try await peripheral.subscribe(binding.characteristic)
-            let pump = Task {
-                // Ends with the link, after every value it delivered.
-                do throws(BLEError) {
-                    for try await notification in subscription { property.deliver(notification.value) }
-                } catch {}
-            }
-            state.withLock { $0.pumps.append(pump) }
+            try await binding.setNotifications(true)
         }
         state.withLock { $0.snapshot.state = .connected }
         _ = bound.yield(true)
+    }
+
+    /// Switches the notifications of one bound characteristic on or off. A retrieved device's
+    /// managed device keeps them on every connection (its values routed by ``follow()``);
+    /// otherwise this link's subscription feeds the property until the link ends or it is off.
+    private func setNotifications(
+        _ enabled: Bool, of property: any AnyCharacteristicProperty, characteristic: RemoteCharacteristic, on peripheral: Peripheral
+    ) async throws(BLEError) {
+        if let managed {
+            if enabled {
+                try await managed.subscribe(to: property.characteristicID)
+            } else {
+                await managed.unsubscribe(from: property.characteristicID)
+            }
+            return
+        }
+        let handle = characteristic.valueHandle
+        guard enabled else {
+            let pump = state.withLock { $0.pumps.removeValue(forKey: handle) }
+            await pump?.subscription.cancel()
+            return
+        }
+        guard state.withLock({ $0.pumps[handle] == nil }) else { return }
+        let subscription = try await peripheral.subscribe(characteristic)
+        let task = Task {
+            // Ends with the link (or the subscription), after every value it delivered.
+            do throws(BLEError) {
+                for try await notification in subscription { property.deliver(notification.value) }
+            } catch {}
+        }
+        let previous = state.withLock { state in
+            defer { state.pumps[handle] = (subscription, task) }
+            return state.pumps[handle]
+        }
+        // Two enables raced: the older subscription goes (one CCCD, one pump).
+        if let previous {
+            previous.task.cancel()
+        }
     }
 
     /// Follows the link: when it ends, the properties are unbound (and their streams end).
@@ -404,6 +447,17 @@ extension Adapter {
         if let advertisement { context.advertised(advertisement) }
         try await context.connect(timeout: timeout)
         return (device, context)
+    }
+
+    /// Binds a `D` model to a device already connected (as ``connect(to:as:timeout:)`` does
+    /// after connecting): a required service missing fails it and leaves the link as it was.
+    /// The model's values end with the link.
+    public func bind<D: BluetoothDevice>(_ type: D.Type, to peripheral: Peripheral) async throws(BLEError) -> D {
+        let device = D()
+        let context = ModelContext(
+            adapter: self, peer: peripheral.peer, parts: ModelParts(device), modelName: "\(D.self)", managed: nil)
+        try await context.attach(to: peripheral)
+        return device
     }
 
     /// A `D` model bound to a known device for as long as the app wants it: connected whenever

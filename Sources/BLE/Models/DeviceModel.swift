@@ -91,6 +91,20 @@ public struct CharacteristicAccess<Value: ByteDecodable>: Sendable {
 
     /// Notified values that did not decode as `Value` (skipped).
     public var decodeFailures: Int { box.decodeFailures }
+
+    /// The connected device's properties of this characteristic (nil when it is not present).
+    public var properties: CharacteristicProperties? { box.binding?.characteristic.properties }
+
+    /// The handle of its value on the connected device (nil when it is not present).
+    public var handle: UInt16? { box.binding?.characteristic.valueHandle }
+
+    /// Switches its notifications (or indications, where it cannot notify) on or off now; a
+    /// `notify: true` characteristic has them on from the connect. On a retrieved device the
+    /// choice holds across reconnects.
+    public func enableNotifications(_ enabled: Bool = true) async throws(BLEError) {
+        let binding = try box.require(enabled ? "enabling notifications of" : "disabling notifications of")
+        try await binding.setNotifications(enabled)
+    }
 }
 
 extension CharacteristicAccess where Value: ByteEncodable {
@@ -109,6 +123,8 @@ extension CharacteristicAccess where Value: ByteEncodable {
 struct CharacteristicBinding: Sendable {
     let peripheral: Peripheral
     let characteristic: RemoteCharacteristic
+    /// Switches notifications on or off (through the model's context, which keeps them).
+    let setNotifications: @Sendable (Bool) async throws(BLEError) -> Void
 }
 
 /// A characteristic property's state, shared by every copy of the model.

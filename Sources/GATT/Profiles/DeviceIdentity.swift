@@ -169,3 +169,33 @@ extension SystemID: ByteCodable {
             + (0..<3).map { UInt8(truncatingIfNeeded: organizationallyUniqueIdentifier >> (8 * UInt32($0))) }
     }
 }
+
+extension Appearance: ByteCodable {
+    /// Exactly 2 octets.
+    public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+        self.init(rawValue: try UInt16(decoding: bytes))
+    }
+
+    public func encoded() -> [UInt8] { rawValue.encoded() }
+}
+
+extension PreferredConnectionParameters: ByteCodable {
+    public init(minimumInterval: UInt16, maximumInterval: UInt16, latency: UInt16, supervisionTimeout: UInt16) {
+        self.minimumInterval = minimumInterval
+        self.maximumInterval = maximumInterval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
+
+    /// Exactly 8 octets.
+    public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+        guard let value = PreferredConnectionParameters(value: bytes) else {
+            throw ByteCodingError(expected: 8, actual: bytes.count, field: "Peripheral Preferred Connection Parameters")
+        }
+        self = value
+    }
+
+    public func encoded() -> [UInt8] {
+        minimumInterval.encoded() + maximumInterval.encoded() + latency.encoded() + supervisionTimeout.encoded()
+    }
+}

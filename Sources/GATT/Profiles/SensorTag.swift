@@ -139,37 +139,20 @@ public enum SensorTag {
     /// Decodes a data characteristic's value; `nil` when its length is not the sensor's.
     /// - Parameter accelerometerRange: the range last configured (movement only).
     public static func decode(_ sensor: Sensor, _ value: [UInt8], accelerometerRange: AccelerometerRange = .g8) -> Reading? {
-        func u16(_ i: Int) -> UInt16 { UInt16(value[i]) | UInt16(value[i + 1]) << 8 }
-        func s16(_ i: Int) -> Double { Double(Int16(bitPattern: u16(i))) }
-        func u24(_ i: Int) -> UInt32 { UInt32(value[i]) | UInt32(value[i + 1]) << 8 | UInt32(value[i + 2]) << 16 }
-        switch sensor {
-        case .ir:
-            guard value.count == 4 else { return nil }
-            return .ir(objectC: Double(u16(0) >> 2) * 0.03125, ambientC: Double(u16(2) >> 2) * 0.03125)
-        case .humidity:
-            guard value.count == 4 else { return nil }
-            return .humidity(
-                temperatureC: Double(u16(0)) / 65536 * 165 - 40, humidityPercent: Double(u16(2) & ~0x0003) / 65536 * 100)
-        case .barometer:
-            guard value.count == 6 else { return nil }
-            return .barometer(temperatureC: Double(u24(0)) / 100, pressureHPa: Double(u24(3)) / 100)
-        case .optical:
-            guard value.count == 2 else { return nil }
-            let raw = u16(0)
-            return .optical(lux: 0.01 * Double(1 << Int(raw >> 12)) * Double(raw & 0x0FFF))
-        case .movement:
-            guard value.count == 18 else { return nil }
-            let gyro = Reading.Vector(x: s16(0) * 500 / 65536, y: s16(2) * 500 / 65536, z: s16(4) * 500 / 65536)
-            let scale = 32768 / accelerometerRange.g
-            let accel = Reading.Vector(x: s16(6) / scale, y: s16(8) / scale, z: s16(10) / scale)
-            let mag = Reading.Vector(x: s16(12), y: s16(14), z: s16(16))
-            return .movement(gyroDps: gyro, accelG: accel, magMicroT: mag)
-        case .keys:
-            guard value.count == 1 else { return nil }
-            return .keys(user: value[0] & 0x01 != 0, power: value[0] & 0x02 != 0, reed: value[0] & 0x04 != 0)
-        case .battery:
-            guard value.count == 1, value[0] <= 100 else { return nil }
-            return .battery(percent: Int(value[0]))
+        do throws(ByteCodingError) {
+            switch sensor {
+            case .ir: return try IRTemperature(decoding: value).reading
+            case .humidity: return try Humidity(decoding: value).reading
+            case .barometer: return try Barometer(decoding: value).reading
+            case .optical: return try Optical(decoding: value).reading
+            case .movement: return try Movement(decoding: value).reading(accelerometerRange: accelerometerRange)
+            case .keys: return try Keys(decoding: value).reading
+            case .battery:
+                guard value.count == 1, value[0] <= 100 else { return nil }
+                return .battery(percent: Int(value[0]))
+            }
+        } catch {
+            return nil
         }
     }
 
@@ -178,3 +161,179 @@ public enum SensorTag {
         Sensor.allCases.first { $0.data == uuid }
     }
 }
+
+// MARK: - The sensors' values, typed (TI's conversions)
+
+extension SensorTag {
+    /// IR temperature data (TMP007, 4 octets): object and die (ambient) temperature, each the
+    /// upper 14 bits of a UINT16 in 0.03125 °C.
+    public struct IRTemperature: Hashable, Sendable, ByteCodable {
+        public var rawObject: UInt16
+        public var rawAmbient: UInt16
+        public init(rawObject: UInt16, rawAmbient: UInt16) {
+            self.rawObject = rawObject
+            self.rawAmbient = rawAmbient
+        }
+        public var objectC: Double { Double(rawObject >> 2) * 0.03125 }
+        public var ambientC: Double { Double(rawAmbient >> 2) * 0.03125 }
+        public var reading: Reading { .ir(objectC: objectC, ambientC: ambientC) }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 4, field: "IR temperature data")
+            self.init(rawObject: word(bytes, 0), rawAmbient: word(bytes, 2))
+        }
+        public func encoded() -> [UInt8] { rawObject.encoded() + rawAmbient.encoded() }
+    }
+
+    /// Humidity data (HDC1000, 4 octets): temperature (raw / 65536 × 165 − 40 °C) and relative
+    /// humidity (raw with the two status bits cleared / 65536 × 100 %).
+    public struct Humidity: Hashable, Sendable, ByteCodable {
+        public var rawTemperature: UInt16
+        public var rawHumidity: UInt16
+        public init(rawTemperature: UInt16, rawHumidity: UInt16) {
+            self.rawTemperature = rawTemperature
+            self.rawHumidity = rawHumidity
+        }
+        public var temperatureC: Double { Double(rawTemperature) / 65536 * 165 - 40 }
+        public var humidityPercent: Double { Double(rawHumidity & ~0x0003) / 65536 * 100 }
+        public var reading: Reading { .humidity(temperatureC: temperatureC, humidityPercent: humidityPercent) }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 4, field: "humidity data")
+            self.init(rawTemperature: word(bytes, 0), rawHumidity: word(bytes, 2))
+        }
+        public func encoded() -> [UInt8] { rawTemperature.encoded() + rawHumidity.encoded() }
+    }
+
+    /// Barometer data (BMP280, 6 octets): temperature and pressure, each a UINT24 in 0.01 °C and
+    /// 0.01 hPa.
+    public struct Barometer: Hashable, Sendable, ByteCodable {
+        public var rawTemperature: UInt32
+        public var rawPressure: UInt32
+        public init(rawTemperature: UInt32, rawPressure: UInt32) {
+            self.rawTemperature = rawTemperature & 0xFF_FFFF
+            self.rawPressure = rawPressure & 0xFF_FFFF
+        }
+        public var temperatureC: Double { Double(rawTemperature) / 100 }
+        public var pressureHPa: Double { Double(rawPressure) / 100 }
+        public var reading: Reading { .barometer(temperatureC: temperatureC, pressureHPa: pressureHPa) }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 6, field: "barometer data")
+            func u24(_ i: Int) -> UInt32 { UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 }
+            self.init(rawTemperature: u24(0), rawPressure: u24(3))
+        }
+        public func encoded() -> [UInt8] {
+            (0..<3).map { UInt8(truncatingIfNeeded: rawTemperature >> (8 * UInt32($0))) }
+                + (0..<3).map { UInt8(truncatingIfNeeded: rawPressure >> (8 * UInt32($0))) }
+        }
+    }
+
+    /// Optical data (OPT3001, 2 octets): a 4-bit exponent and 12-bit mantissa, 0.01 × 2^e × m lux.
+    public struct Optical: Hashable, Sendable, ByteCodable {
+        public var rawValue: UInt16
+        public init(rawValue: UInt16) { self.rawValue = rawValue }
+        public var lux: Double { 0.01 * Double(1 << Int(rawValue >> 12)) * Double(rawValue & 0x0FFF) }
+        public var reading: Reading { .optical(lux: lux) }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 2, field: "optical data")
+            rawValue = word(bytes, 0)
+        }
+        public func encoded() -> [UInt8] { rawValue.encoded() }
+    }
+
+    /// Movement data (MPU9250, 18 octets): gyroscope, accelerometer and magnetometer, x y z each
+    /// as SINT16. The accelerometer's scale depends on the configured range.
+    public struct Movement: Hashable, Sendable, ByteCodable {
+        /// gyro x y z, accelerometer x y z, magnetometer x y z.
+        public var raw: [Int16]
+        public init(raw: [Int16]) {
+            precondition(raw.count == 9, "Movement takes nine raw values")
+            self.raw = raw
+        }
+        /// Degrees per second (raw × 500 / 65536).
+        public var gyroDps: Reading.Vector { vector(0) { $0 * 500 / 65536 } }
+        /// Microtesla (raw).
+        public var magMicroT: Reading.Vector { vector(6) { $0 } }
+        /// G at the configured accelerometer range (raw / (32768 / range)).
+        public func accelG(range: AccelerometerRange) -> Reading.Vector {
+            let scale = 32768 / range.g
+            return vector(3) { $0 / scale }
+        }
+        public func reading(accelerometerRange: AccelerometerRange) -> Reading {
+            .movement(gyroDps: gyroDps, accelG: accelG(range: accelerometerRange), magMicroT: magMicroT)
+        }
+        private func vector(_ first: Int, _ convert: (Double) -> Double) -> Reading.Vector {
+            Reading.Vector(x: convert(Double(raw[first])), y: convert(Double(raw[first + 1])), z: convert(Double(raw[first + 2])))
+        }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 18, field: "movement data")
+            raw = stride(from: 0, to: 18, by: 2).map { Int16(bitPattern: word(bytes, $0)) }
+        }
+        public func encoded() -> [UInt8] { raw.flatMap { $0.encoded() } }
+    }
+
+    /// Simple keys (0xFFE1, 1 octet): bit 0 the user key, bit 1 the power key, bit 2 the reed relay.
+    public struct Keys: Hashable, Sendable, ByteCodable {
+        public var rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public var user: Bool { rawValue & 0x01 != 0 }
+        public var power: Bool { rawValue & 0x02 != 0 }
+        public var reed: Bool { rawValue & 0x04 != 0 }
+        public var reading: Reading { .keys(user: user, power: power, reed: reed) }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 1, field: "simple keys")
+            rawValue = bytes[0]
+        }
+        public func encoded() -> [UInt8] { [rawValue] }
+    }
+
+    /// The movement sensor's configuration (2 octets): bits 0–2 gyroscope z y x, 3–5 accelerometer
+    /// z y x, 6 magnetometer, 7 wake-on-motion, 8–9 the accelerometer range.
+    public struct MovementConfiguration: Hashable, Sendable, ByteCodable {
+        public var rawValue: UInt16
+        public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+        /// Every axis of the three sensors on, at `range`.
+        public static func allAxes(range: AccelerometerRange = .g8) -> MovementConfiguration {
+            MovementConfiguration(rawValue: 0x007F | UInt16(range.rawValue) << 8)
+        }
+        public static let off = MovementConfiguration(rawValue: 0)
+
+        public var gyroscope: Bool { rawValue & 0x07 != 0 }
+        public var accelerometer: Bool { rawValue & 0x38 != 0 }
+        public var magnetometer: Bool { rawValue & 0x40 != 0 }
+        public var wakeOnMotion: Bool { rawValue & 0x80 != 0 }
+        public var range: AccelerometerRange { AccelerometerRange(rawValue: UInt8(rawValue >> 8 & 0x03)) ?? .g2 }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 2, field: "movement configuration")
+            rawValue = word(bytes, 0)
+        }
+        public func encoded() -> [UInt8] { rawValue.encoded() }
+    }
+
+    /// A sensor's period (1 octet, units of 10 ms).
+    public struct Period: Hashable, Sendable, ByteCodable, CustomStringConvertible {
+        public var rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// nil unless `milliseconds` is a multiple of 10 in 10…2550.
+        public init?(milliseconds: Int) {
+            guard milliseconds % 10 == 0, (10...2550).contains(milliseconds) else { return nil }
+            rawValue = UInt8(milliseconds / 10)
+        }
+        public var milliseconds: Int { Int(rawValue) * 10 }
+
+        public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+            try ByteCodingError.check(bytes, count: 1, field: "period")
+            rawValue = bytes[0]
+        }
+        public func encoded() -> [UInt8] { [rawValue] }
+        public var description: String { "\(milliseconds) ms" }
+    }
+}
+
+private func word(_ bytes: [UInt8], _ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }

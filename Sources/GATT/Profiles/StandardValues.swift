@@ -145,3 +145,25 @@ public struct PresentationFormat: Hashable, Sendable, CustomStringConvertible {
         return parts.joined(separator: ", ")
     }
 }
+
+extension PresentationFormat: ByteCodable {
+    public init(format: UInt8, exponent: Int8, unit: UInt16, namespace: UInt8, descriptionCode: UInt16) {
+        self.format = format
+        self.exponent = exponent
+        self.unit = unit
+        self.namespace = namespace
+        self.descriptionCode = descriptionCode
+    }
+
+    /// Exactly 7 octets.
+    public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
+        guard let value = PresentationFormat(value: bytes) else {
+            throw ByteCodingError(expected: 7, actual: bytes.count, field: "Characteristic Presentation Format")
+        }
+        self = value
+    }
+
+    public func encoded() -> [UInt8] {
+        [format, UInt8(bitPattern: exponent)] + unit.encoded() + [namespace] + descriptionCode.encoded()
+    }
+}
