@@ -26,7 +26,7 @@ struct SensorTagCommand {
 
     struct Reading: Sendable {
         var sensor: SensorTag.Sensor
-        var notification: GATTNotification
+        var value: SensorTag.Reading
     }
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
@@ -52,27 +52,17 @@ struct SensorTagCommand {
         defer { if let csv { _ = close(csv.descriptor) } }
 
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
-        let client = session.client
-        var enabled: [(SensorTag.Sensor, GATT.Characteristic)] = []
-        var subscriptions: [GATTSubscription] = []
+        // The library's SensorTag model on this link: typed sensors, TI's conversions.
+        var started: [SensorTag.Sensor] = []
         let events = CommandEvents<Reading>(duration: duration)
         var failure: (any Error)?
+        var tag: CC2650SensorTag?
         do {
-            let database = try await client.loadDatabase(findIncludes: false)
+            let bound = try await Self.bind(session)
+            tag = bound
             for sensor in sensors {
-                guard let data = database.characteristics(uuid: sensor.data).first else {
-                    throw CommandFailure("\(peer) has no \(sensor.rawValue) data characteristic (\(sensor.data)): not a CC2650 SensorTag?", kind: "notFound")
-                }
-                if let periodMilliseconds, let uuid = sensor.period, let period = database.characteristics(uuid: uuid).first {
-                    try await client.write(handle: period.valueHandle, value: [UInt8(periodMilliseconds / 10)])
-                }
-                if let uuid = sensor.configuration, let configuration = database.characteristics(uuid: uuid).first {
-                    try await client.write(handle: configuration.valueHandle, value: sensor.enableValue(accelerometerRange: accelerometerRange))
-                    enabled.append((sensor, configuration))
-                }
-                let subscription = try await client.subscribe(characteristic: data)
-                subscriptions.append(subscription)
-                events.forward(subscription.map { Reading(sensor: sensor, notification: $0) })
+                try await start(sensor, on: bound, events: events)
+                started.append(sensor)
             }
         } catch {
             failure = error
@@ -85,9 +75,7 @@ struct SensorTagCommand {
             loop: for await event in events.stream {
                 switch event {
                 case .value(let reading):
-                    guard let decoded = SensorTag.decode(reading.sensor, reading.notification.value, accelerometerRange: accelerometerRange) else {
-                        continue
-                    }
+                    let decoded = reading.value
                     received += 1
                     let elapsed = clock.now - start
                     let seconds = seconds(elapsed)
@@ -125,12 +113,75 @@ struct SensorTagCommand {
         }
         events.finish()
         // Switch the sensors off again (the firmware would only on disconnect).
-        for (sensor, configuration) in enabled {
-            _ = try? await client.write(handle: configuration.valueHandle, value: sensor.disableValue)
+        if let tag {
+            for sensor in started { try? await stop(sensor, on: tag) }
         }
-        for subscription in subscriptions { try? await client.unsubscribe(subscription) }
         await session.close()
         if let failure { throw CommandFailure.from(failure, doing: "sensortag \(peer)") }
+    }
+
+    /// The model on the command's link; a missing sensor service says what the device is not.
+    private static func bind(_ session: CommandConnection) async throws -> CC2650SensorTag {
+        let result: Result<CC2650SensorTag, BLEError> = await {
+            do throws(BLEError) {
+                return .success(try await session.adapter.bind(CC2650SensorTag.self, to: session.peripheral))
+            } catch {
+                return .failure(error)
+            }
+        }()
+        switch result {
+        case .success(let tag): return tag
+        case .failure(let error) where error.kind == "notFound":
+            throw CommandFailure("\(error.message): not a CC2650 SensorTag?", kind: "notFound", exitCode: .unavailable)
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The period (when asked), the switch, then the data's notifications, forwarded typed.
+    private func start(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag, events: CommandEvents<Reading>) async throws {
+        // The --period was checked against every chosen sensor (10 ms units on the wire).
+        let period = periodMilliseconds.map { SensorTag.Period(rawValue: UInt8($0 / 10)) }
+        func begin<S: SensorTagSensorService>(_ service: S, reading: @escaping @Sendable (S.Reading) -> SensorTag.Reading) async throws {
+            events.forward(service.dataAccess.values().map { Reading(sensor: sensor, value: reading($0)) })
+            if let period { try await service.periodAccess.write(period) }
+            try await service.switchSensor(on: true)
+            try await service.dataAccess.enableNotifications()
+        }
+        switch sensor {
+        case .ir: try await begin(tag.ir) { $0.reading }
+        case .humidity: try await begin(tag.humidity) { $0.reading }
+        case .barometer: try await begin(tag.barometer) { $0.reading }
+        case .optical: try await begin(tag.optical) { $0.reading }
+        case .movement:
+            let range = accelerometerRange
+            events.forward(tag.movement.$data.values().map { Reading(sensor: sensor, value: $0.reading(accelerometerRange: range)) })
+            if let period { try await tag.movement.$period.write(period) }
+            try await tag.movement.$configuration.write(.allAxes(range: range))
+            try await tag.movement.$data.enableNotifications()
+        case .keys:
+            events.forward(tag.keys.$keys.values().map { Reading(sensor: sensor, value: $0.reading) })
+        case .battery:
+            guard tag.battery.$level.isPresent else {
+                throw CommandFailure(
+                    "\(peer) has no battery level (\(sensor.data)): not a CC2650 SensorTag?", kind: "notFound", exitCode: .unavailable)
+            }
+            events.forward(tag.battery.$level.values().compactMap { level -> Reading? in
+                guard let reading = SensorTag.decode(.battery, [level]) else { return nil }
+                return Reading(sensor: sensor, value: reading)
+            })
+        }
+    }
+
+    /// The switch off, the notifications off (keys and battery stay as the model keeps them).
+    private func stop(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag) async throws {
+        switch sensor {
+        case .ir: try await tag.ir.stop()
+        case .humidity: try await tag.humidity.stop()
+        case .barometer: try await tag.barometer.stop()
+        case .optical: try await tag.optical.stop()
+        case .movement: try await tag.movement.stop()
+        case .keys, .battery: break
+        }
     }
 
     /// DESIGN.md's JSON fields of a reading.

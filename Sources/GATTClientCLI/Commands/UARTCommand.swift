@@ -14,7 +14,7 @@ import GATT
 struct UARTCommand {
     enum Message: Sendable {
         case line(String)
-        case received(GATTNotification)
+        case received([UInt8])
         case inputEnded
         /// The quiet period that started with notification number `Int` ran out.
         case quiet(Int)
@@ -35,31 +35,19 @@ struct UARTCommand {
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
-        let client = session.client
-        let rx: GATT.Characteristic
-        let subscription: GATTSubscription
+        // The library's Nordic UART model on this link: TX notifications on from the bind.
+        let board: BluefruitUART
         do {
-            // The service by UUID, then its characteristics and descriptors: a few requests,
-            // and nothing reads RX (write-only).
-            guard let service = try await client.discoverPrimaryServices(uuid: NordicUART.service).first else {
-                throw GATTError.notFound(NordicUART.service)
-            }
-            let definitions = try await client.discoverDefinitions(of: service, findIncludes: false)
-            guard let foundRX = definitions.characteristics.first(where: { $0.uuid == NordicUART.rx }) else {
-                throw GATTError.notFound(NordicUART.rx)
-            }
-            guard let tx = definitions.characteristics.first(where: { $0.uuid == NordicUART.tx }) else {
-                throw GATTError.notFound(NordicUART.tx)
-            }
-            rx = foundRX
-            subscription = try await client.subscribe(characteristic: tx)
+            board = try await session.adapter.bind(BluefruitUART.self, to: session.peripheral)
         } catch {
             await session.close()
             throw CommandFailure.from(error, doing: "opening the Nordic UART Service on \(peer)")
         }
+        let uart = board.uart
+        let txHandle = uart.$tx.handle ?? 0
         let oneShot = send != nil
         let events = CommandEvents<Message>(duration: oneShot ? (duration ?? 1) : duration)
-        events.forward(subscription.map { Message.received($0) })
+        events.forward(uart.$tx.values().map { Message.received($0) })
         var failure: (any Error)?
         if let input {
             for line in input { events.yield(.line(line)) }
@@ -84,7 +72,7 @@ struct UARTCommand {
             }
         }
         do {
-            if failure == nil, let send { try await write(send, rx: rx, client: client) }
+            if failure == nil, let send { try await uart.send(send, withResponse: withResponse) }
         } catch {
             failure = error
         }
@@ -93,30 +81,30 @@ struct UARTCommand {
                 switch event {
                 case .value(.line(let line)):
                     do {
-                        try await write(Array((line + "\n").utf8), rx: rx, client: client)
+                        try await uart.send(line + "\n", withResponse: withResponse)
                     } catch {
                         failure = error
                         break loop
                     }
-                case .value(.received(let notification)):
+                case .value(.received(let value)):
                     received += 1
                     if lingering { startQuietPeriod() }
                     if options.json {
                         var json = JSONWriter()
                         json.beginObject()
                         json.field("kind", "notification")
-                        json.field("handle", Int(notification.handle))
-                        json.field("value", hex: notification.value)
-                        if let text = String(validating: notification.value, as: UTF8.self) { json.field("text", text) }
+                        json.field("handle", Int(txHandle))
+                        json.field("value", hex: value)
+                        if let text = String(validating: value, as: UTF8.self) { json.field("text", text) }
                         json.endObject()
                         output.writeLine(bytes: json.bytes)
-                    } else if let text = NordicUART.text(notification.value) {
+                    } else if let text = NordicUART.text(value) {
                         output.write((atLineStart ? echoPrefix ?? "" : "") + text)
                         atLineStart = text.hasSuffix("\n")
                     } else {
                         // Not text (a controller packet): a line of its own, in hex.
                         if !atLineStart { output.write("\n") }
-                        output.writeLine("hex: " + Hex.encode(notification.value))
+                        output.writeLine("hex: " + Hex.encode(value))
                         atLineStart = true
                     }
                     output.flush()
@@ -140,20 +128,8 @@ struct UARTCommand {
         events.finish()
         // Text ends with a newline.
         if !options.json, !atLineStart { output.write("\n") }
-        try? await client.unsubscribe(subscription)
+        try? await uart.$tx.enableNotifications(false)
         await session.close()
         if let failure { throw CommandFailure.from(failure, doing: "uart \(peer)") }
-    }
-
-    /// Writes in chunks of ATT_MTU − 3 (never inside a UTF-8 sequence).
-    private func write(_ bytes: [UInt8], rx: GATT.Characteristic, client: GATTClient) async throws {
-        let noResponse = !withResponse && rx.properties.contains(.writeWithoutResponse)
-        for chunk in NordicUART.chunks(bytes, mtu: await client.mtu) {
-            if noResponse {
-                try await client.writeWithoutResponse(handle: rx.valueHandle, value: chunk)
-            } else {
-                try await client.write(handle: rx.valueHandle, value: chunk)
-            }
-        }
     }
 }
