@@ -164,6 +164,17 @@ public let commandHelpText: [String: String] = [
             echo hello | gattclient --transport sim uart E8:7F:3A:21:9C:05/random
             gattclient --transport sim uart E8:7F:3A:21:9C:05/random --controller button:1
         """,
+    "watch": """
+        gattclient watch ADDR --service battery|heart-rate|thermometer|blood-pressure|weight-scale|current-time|
+                                        device-information|generic-access [--count N] [--duration S] [--random]
+          The typed values of one standard service, through the library's device models: each value read on
+          connecting and each one notified or indicated, decoded; the link kept up, reconnecting after every
+          loss (re-subscribing, the database cached) until Ctrl-C, --count values or --duration. Each change of
+          the link is a line of its own (--json: kind "state"; values are kind "value" with hex and text).
+          examples:
+            gattclient --transport sim:heartrate watch D1:7E:A8:70:00:01/random --service heart-rate --count 5
+            gattclient --transport sim watch 54:6C:0E:9A:3B:01 --service device-information --count 3
+        """,
     "sensortag": """
         gattclient sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS]
                              [--count N] [--duration S] [--csv FILE] [--random]

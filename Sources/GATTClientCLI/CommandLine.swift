@@ -120,6 +120,8 @@ public enum Command: Equatable, Sendable {
     case sensortag(PeerAddress, SensorTagOptions)
     /// `linger`: after the end of standard input, how long a quiet link ends the session (`--linger`).
     case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?, linger: Double? = nil)
+    /// `watch ADDR --service NAME`: a standard service's typed values, reconnecting.
+    case watch(PeerAddress, service: String, count: Int?, duration: Double?)
     case demo
     case peripheral(PeripheralOptions)
     /// `pair ADDR`: LE pairing as central in user space, and a bond.
@@ -190,6 +192,8 @@ public let commandSummaries: [(String, String)] = [
      "print notifications or indications (after writing --write values)"),
     ("uart ADDR [--send TEXT | --controller button:N|color:R,G,B] [--with-response] [--duration S] [--linger S]",
      "Nordic UART (Bluefruit): stdin lines to RX, TX notifications to stdout"),
+    ("watch ADDR --service battery|heart-rate|thermometer|blood-pressure|weight-scale|current-time|device-information|generic-access [--count N] [--duration S]",
+     "a standard service's typed values (read on connecting, notified), reconnecting until Ctrl-C"),
     ("sensortag ADDR [--sensors ir,humidity,barometer,optical,movement,keys,battery] [--period MS] [--count N] [--duration S] [--csv FILE]",
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
     ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] [--io-capability CAP] [--passkey N] [--confirm] [--security-request]",
@@ -270,6 +274,7 @@ let commandOptionNames: [String: [String]] = [
     "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
     "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
+    "watch": ["--random", "--service", "--count", "--duration"],
     "services": ["--random", "--values"],
     "info": ["--random"],
     "read": ["--random", "--long", "--no-long", "--multiple"],
@@ -437,7 +442,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
     let rest = Array(positional.dropFirst())
     // A device address without a type: the cache's type, else both (issue 19, item 3).
-    let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "pair", "unpair", "shell"]
+    let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "watch", "pair", "unpair", "shell"]
     if addressed.contains(name), let address = rest.first, !address.contains("/"),
         !commandOptions.contains(where: { $0.name == "--random" })
     {
@@ -573,6 +578,33 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             throw UsageError("--linger is for standard input's end; with --send or --controller, --duration says how long to listen")
         }
         return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration, linger: linger))
+    case "watch":
+        guard rest.count == 1 else { throw UsageError("watch needs the device's address and nothing else") }
+        var random = false
+        var service: String?
+        var count: Int?
+        var duration: Double?
+        let known = ["battery", "heart-rate", "thermometer", "blood-pressure", "weight-scale", "current-time", "device-information", "generic-access"]
+        for (flag, value) in commandOptions {
+            switch flag {
+            case "--random": random = true
+            case "--service":
+                guard let value, known.contains(value) else {
+                    throw UsageError("--service takes one of \(known.joined(separator: "|")), not '\(value ?? "")'")
+                }
+                service = value
+            case "--count":
+                guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
+                count = n
+            case "--duration": duration = try positiveSeconds(value, flag)
+            default: throw UsageError("watch does not know \(flag)")
+            }
+        }
+        guard let service else { throw UsageError("watch needs --service \(known.joined(separator: "|"))") }
+        guard let peer = PeerAddress(rest[0], random: random) else {
+            throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
+        }
+        return Invocation(options: options, command: .watch(peer, service: service, count: count, duration: duration))
     case "info":
         var random = false
         for (flag, _) in commandOptions {

@@ -44,7 +44,7 @@ public func runGATTClient(
     case .version:
         output.writeLine("gattclient \(gattclientVersion)")
         return ExitCode.success.rawValue
-    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .demo, .pair, .bonds, .unpair, .adapters, .gateway:
+    case .services, .info, .read, .write, .subscribe, .scan, .sensortag, .uart, .watch, .demo, .pair, .bonds, .unpair, .adapters, .gateway:
         return runGATT(invocation, output: &output, errors: errors)
     case .shell(let peer):
         output.flush()
@@ -244,7 +244,7 @@ final class Interrupts: Sendable {
 
     init(for command: Command) {
         switch command {
-        case .scan, .subscribe, .uart, .gateway: (endsNormally, stopsByItself) = (true, true)
+        case .scan, .subscribe, .uart, .watch, .gateway: (endsNormally, stopsByItself) = (true, true)
         case .sensortag: (endsNormally, stopsByItself) = (false, true)
         default: (endsNormally, stopsByItself) = (false, false)
         }
@@ -330,6 +330,9 @@ func runGATTCommand(
         case .uart(let peer, let send, let withResponse, let duration, let linger):
             try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration, linger: linger ?? 1)
                 .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
+        case .watch(let peer, let service, let count, let duration):
+            guard let watched = WatchCommand.Watched(rawValue: service) else { break }
+            try await WatchCommand(peer: peer, service: watched, count: count, duration: duration).run(options: options, output: &out)
         case .demo:
             try await DemoCommand().run(options: options, output: &out)
         case .scan(let scan):
