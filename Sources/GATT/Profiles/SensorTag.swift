@@ -112,6 +112,11 @@ public enum SensorTag {
 
         public struct Vector: Hashable, Sendable {
             public var x: Double, y: Double, z: Double
+            public init(x: Double, y: Double, z: Double) {
+                self.x = x
+                self.y = y
+                self.z = z
+            }
         }
 
         public var description: String {
