@@ -86,4 +86,43 @@ struct ThermometerPairingTests {
             await simulation.stop()
         }
     }
+
+    /// The standard Health Thermometer model, as an app declares it.
+    struct SecureThermometer: BluetoothDevice {
+        @Service var thermometer = HealthThermometerService()
+        @Service(required: false) var access = GenericAccessService()
+        init() {}
+    }
+
+    @Test("the Health Thermometer model: connecting pairs on demand, the type reads typed, the measurement indicates typed")
+    func healthThermometerModel() async throws {
+        try await withTimeout(60, "the thermometer model") {
+            let simulation = try await Simulation.start(devices: [.thermometer])
+            let thermometer = try #require(simulation.thermometer)
+            var options = AdapterOptions()
+            options.bondsDirectory = NSTemporaryDirectory() + "thermometer-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            let adapter = try await Adapter.simulated(simulation, options: options)
+            await adapter.setPairingDelegate(Reader(thermometer: thermometer))
+            let device = try await adapter.connect(to: Self.address, as: SecureThermometer.self)
+            // Reading the type needs authentication: the connect paired (Passkey Entry), then read it.
+            #expect(device.thermometer.temperatureType == .body)
+            #expect(device.access.deviceName == EmulatedThermometer.deviceName)
+            #expect(try #require(await adapter.bonds().first).authenticated)
+            // The measurement: indicated once its CCCD is on (during the connect), 36.6 °C typed.
+            let values = device.thermometer.$measurement.values()
+            let measurement: TemperatureMeasurement?
+            if let stored = device.thermometer.measurement {
+                measurement = stored
+            } else {
+                var iterator = values.makeAsyncIterator()
+                measurement = await iterator.next()
+            }
+            let expected = TemperatureMeasurement(temperature: MedFloat32(mantissa: 366, exponent: -1)!)
+            #expect(measurement == expected)
+            #expect(expected.encoded() == EmulatedThermometer.measurement)
+            #expect(!device.thermometer.$intermediateTemperature.isPresent)
+            await adapter.close()
+            await simulation.stop()
+        }
+    }
 }
