@@ -89,7 +89,8 @@ public actor Adapter {
             to: simulation.link, clock: SystemClock(), configuration: .init(address: address))
         do {
             let central = try await UserSpaceCentral.start(
-                transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout)
+                transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout,
+                record: options.record)
             return Adapter(central: central, options: options)
         } catch {
             await controller.stop()
