@@ -162,13 +162,11 @@ public struct MedFloat16: RawRepresentable, MedicalFloat, ByteCodable {
     /// NaN, NRes, ±INFINITY or the reserved code.
     public var isSpecial: Bool { exponent == 0 && (mantissa >= 2046 || mantissa <= -2046) }
 
-
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
         rawValue = try UInt16(decoding: bytes)
     }
 
     public func encoded() -> [UInt8] { rawValue.encoded() }
-
 }
 
 /// IEEE 11073-20601 FLOAT (`medfloat32`): a 24-bit signed mantissa and an 8-bit signed base-10
@@ -200,13 +198,11 @@ public struct MedFloat32: RawRepresentable, MedicalFloat, ByteCodable {
     /// NaN, NRes, ±INFINITY or the reserved code.
     public var isSpecial: Bool { exponent == 0 && (mantissa >= 8_388_606 || mantissa <= -8_388_606) }
 
-
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
         rawValue = try UInt32(decoding: bytes)
     }
 
     public func encoded() -> [UInt8] { rawValue.encoded() }
-
 }
 
 /// 10^exponent, exactly for the small exponents health devices use.

@@ -2,18 +2,13 @@ import Bluetooth
 
 // The values that say what a device is: GAP's Appearance and Peripheral Preferred Connection
 // Parameters, Device Information's System ID and PnP ID. Strict: a value of the wrong length
-// decodes to nil (shown as hex by the callers), never to a guess.
+// does not decode (ByteCodingError; the callers show hex), never to a guess.
 
 /// GAP Appearance (0x2A01): a category (bits 15–6) and a subcategory (bits 5–0).
 /// - SeeAlso: Bluetooth Assigned Numbers, §2.6 (Appearance Values)
 public struct Appearance: Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
-
-    public init?(value: [UInt8]) {
-        guard value.count == 2 else { return nil }
-        rawValue = UInt16(value[0]) | UInt16(value[1]) << 8
-    }
 
     public var category: UInt16 { rawValue >> 6 }
     public var subcategory: UInt8 { UInt8(rawValue & 0x3F) }
@@ -53,13 +48,11 @@ public struct PreferredConnectionParameters: Hashable, Sendable, CustomStringCon
     public var latency: UInt16
     public var supervisionTimeout: UInt16
 
-    public init?(value: [UInt8]) {
-        guard value.count == 8 else { return nil }
-        func word(_ at: Int) -> UInt16 { UInt16(value[at]) | UInt16(value[at + 1]) << 8 }
-        minimumInterval = word(0)
-        maximumInterval = word(2)
-        latency = word(4)
-        supervisionTimeout = word(6)
+    public init(minimumInterval: UInt16, maximumInterval: UInt16, latency: UInt16, supervisionTimeout: UInt16) {
+        self.minimumInterval = minimumInterval
+        self.maximumInterval = maximumInterval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
     }
 
     static func milliseconds(_ units: UInt16, _ scale: Double) -> String {
@@ -84,15 +77,6 @@ public struct PnPID: Hashable, Sendable, CustomStringConvertible {
     public var vendorID: UInt16
     public var productID: UInt16
     public var productVersion: UInt16
-
-    public init?(value: [UInt8]) {
-        guard value.count == 7 else { return nil }
-        func word(_ at: Int) -> UInt16 { UInt16(value[at]) | UInt16(value[at + 1]) << 8 }
-        vendorIDSource = value[0]
-        vendorID = word(1)
-        productID = word(3)
-        productVersion = word(5)
-    }
 
     public init(vendorIDSource: UInt8, vendorID: UInt16, productID: UInt16, productVersion: UInt16) {
         self.vendorIDSource = vendorIDSource
@@ -122,12 +106,6 @@ public struct SystemID: Hashable, Sendable, CustomStringConvertible {
     public var manufacturerIdentifier: UInt64
     public var organizationallyUniqueIdentifier: UInt32
 
-    public init?(value: [UInt8]) {
-        guard value.count == 8 else { return nil }
-        manufacturerIdentifier = value[0..<5].reversed().reduce(0) { $0 << 8 | UInt64($1) }
-        organizationallyUniqueIdentifier = value[5..<8].reversed().reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
     public init(manufacturerIdentifier: UInt64, organizationallyUniqueIdentifier: UInt32) {
         self.manufacturerIdentifier = manufacturerIdentifier & 0xFF_FFFF_FFFF
         self.organizationallyUniqueIdentifier = organizationallyUniqueIdentifier & 0xFF_FFFF
@@ -148,8 +126,9 @@ public struct SystemID: Hashable, Sendable, CustomStringConvertible {
 extension PnPID: ByteCodable {
     /// Exactly 7 octets.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
-        guard let value = PnPID(value: bytes) else { throw ByteCodingError(expected: 7, actual: bytes.count, field: "PnP ID") }
-        self = value
+        try ByteCodingError.check(bytes, count: 7, field: "PnP ID")
+        func word(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
+        self.init(vendorIDSource: bytes[0], vendorID: word(1), productID: word(3), productVersion: word(5))
     }
 
     public func encoded() -> [UInt8] {
@@ -160,8 +139,10 @@ extension PnPID: ByteCodable {
 extension SystemID: ByteCodable {
     /// Exactly 8 octets.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
-        guard let value = SystemID(value: bytes) else { throw ByteCodingError(expected: 8, actual: bytes.count, field: "System ID") }
-        self = value
+        try ByteCodingError.check(bytes, count: 8, field: "System ID")
+        self.init(
+            manufacturerIdentifier: bytes[0..<5].reversed().reduce(0) { $0 << 8 | UInt64($1) },
+            organizationallyUniqueIdentifier: bytes[5..<8].reversed().reduce(0) { $0 << 8 | UInt32($1) })
     }
 
     public func encoded() -> [UInt8] {
@@ -173,26 +154,19 @@ extension SystemID: ByteCodable {
 extension Appearance: ByteCodable {
     /// Exactly 2 octets.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
-        self.init(rawValue: try UInt16(decoding: bytes))
+        try ByteCodingError.check(bytes, count: 2, field: "Appearance")
+        self.init(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8)
     }
 
     public func encoded() -> [UInt8] { rawValue.encoded() }
 }
 
 extension PreferredConnectionParameters: ByteCodable {
-    public init(minimumInterval: UInt16, maximumInterval: UInt16, latency: UInt16, supervisionTimeout: UInt16) {
-        self.minimumInterval = minimumInterval
-        self.maximumInterval = maximumInterval
-        self.latency = latency
-        self.supervisionTimeout = supervisionTimeout
-    }
-
     /// Exactly 8 octets.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
-        guard let value = PreferredConnectionParameters(value: bytes) else {
-            throw ByteCodingError(expected: 8, actual: bytes.count, field: "Peripheral Preferred Connection Parameters")
-        }
-        self = value
+        try ByteCodingError.check(bytes, count: 8, field: "Peripheral Preferred Connection Parameters")
+        func word(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
+        self.init(minimumInterval: word(0), maximumInterval: word(2), latency: word(4), supervisionTimeout: word(6))
     }
 
     public func encoded() -> [UInt8] {

@@ -1,8 +1,9 @@
 import Bluetooth
 
 /// Values of the standard characteristics and descriptors decoded for people, by their UUID:
-/// one decoder for `read`, `info`, `services --values`, `subscribe` and `dump`. Strict: a value
-/// of the wrong length for its type decodes to nil (the callers show hex), never to a guess.
+/// one decoder for `read`, `info`, `services --values`, `subscribe` and `dump`, through the
+/// types' `ByteDecodable` codecs. Strict: a value of the wrong length for its type decodes to nil
+/// (the callers show hex), never to a guess.
 public enum StandardValues {
     /// Characteristics whose value is UTF-8 text: Device Name, the Device Information strings,
     /// and the Characteristic User Description descriptor.
@@ -31,8 +32,8 @@ public enum StandardValues {
         guard let short = uuid.uuid16 else { return nil }
         func word(_ at: Int) -> UInt16 { UInt16(value[at]) | UInt16(value[at + 1]) << 8 }
         switch short {
-        case 0x2A01: return Appearance(value: value)?.description
-        case 0x2A04: return PreferredConnectionParameters(value: value)?.description
+        case 0x2A01: return (try? Appearance(decoding: value))?.description
+        case 0x2A04: return (try? PreferredConnectionParameters(decoding: value))?.description
         case 0x2A05:
             // Service Changed: the affected range (Vol 3, Part G, §7.1).
             guard value.count == 4 else { return nil }
@@ -40,8 +41,8 @@ public enum StandardValues {
         case 0x2A19:
             guard value.count == 1, value[0] <= 100 else { return nil }
             return "\(value[0]) %"
-        case 0x2A23: return SystemID(value: value)?.description
-        case 0x2A50: return PnPID(value: value)?.description
+        case 0x2A23: return (try? SystemID(decoding: value))?.description
+        case 0x2A50: return (try? PnPID(decoding: value))?.description
         case 0x2AA6:
             // Central Address Resolution (Vol 3, Part C, §12.4).
             guard value.count == 1, value[0] <= 1 else { return nil }
@@ -63,7 +64,7 @@ public enum StandardValues {
             case 0x02: return "indications on"
             default: return "notifications and indications on"
             }
-        case 0x2904: return PresentationFormat(value: value)?.description
+        case 0x2904: return (try? PresentationFormat(decoding: value))?.description
         case 0x2B29:
             // Client Supported Features (Vol 3, Part G, §7.2).
             guard let first = value.first else { return nil }
@@ -80,7 +81,7 @@ public enum StandardValues {
             // Database Hash (Vol 3, Part G, §7.3): 128 bits, shown most significant first.
             guard value.count == 16 else { return nil }
             return "hash " + Hex.encode(value.reversed())
-        case 0x2803: return CharacteristicDeclarationValue(value: value)?.description
+        case 0x2803: return (try? CharacteristicDeclarationValue(decoding: value))?.description
         default: return nil
         }
     }
@@ -88,18 +89,31 @@ public enum StandardValues {
 
 /// A characteristic declaration's value: properties, value handle, UUID.
 /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §3.3.1
-public struct CharacteristicDeclarationValue: Hashable, Sendable, CustomStringConvertible {
+public struct CharacteristicDeclarationValue: Hashable, Sendable, ByteCodable, CustomStringConvertible {
     public var properties: CharacteristicProperties
     public var valueHandle: UInt16
     public var uuid: BluetoothUUID
 
-    public init?(value: [UInt8]) {
-        guard value.count == 5 || value.count == 19 else { return nil }
-        properties = CharacteristicProperties(rawValue: value[0])
-        valueHandle = UInt16(value[1]) | UInt16(value[2]) << 8
-        guard valueHandle != 0, let uuid = BluetoothUUID(littleEndian: Array(value[3...])) else { return nil }
+    public init(properties: CharacteristicProperties, valueHandle: UInt16, uuid: BluetoothUUID) {
+        self.properties = properties
+        self.valueHandle = valueHandle
         self.uuid = uuid
     }
+
+    /// 5 octets (a 16-bit UUID) or 19 (a 128-bit one); the value handle is never 0.
+    public init(decoding value: [UInt8]) throws(ByteCodingError) {
+        guard value.count == 5 || value.count == 19 else {
+            throw ByteCodingError(expected: value.count < 5 ? 5 : 19, actual: value.count, field: "characteristic declaration")
+        }
+        properties = CharacteristicProperties(rawValue: value[0])
+        valueHandle = UInt16(value[1]) | UInt16(value[2]) << 8
+        guard valueHandle != 0, let uuid = BluetoothUUID(littleEndian: Array(value[3...])) else {
+            throw ByteCodingError(expected: value.count, actual: value.count, field: "characteristic declaration: value handle 0")
+        }
+        self.uuid = uuid
+    }
+
+    public func encoded() -> [UInt8] { [properties.rawValue] + valueHandle.encoded() + uuid.littleEndianBytes }
 
     /// `Battery Level (2A19), value 0x0003, [read, notify]`.
     public var description: String {
@@ -117,14 +131,14 @@ public struct PresentationFormat: Hashable, Sendable, CustomStringConvertible {
     public var namespace: UInt8
     public var descriptionCode: UInt16
 
-    public init?(value: [UInt8]) {
-        guard value.count == 7 else { return nil }
-        format = value[0]
-        exponent = Int8(bitPattern: value[1])
-        unit = UInt16(value[2]) | UInt16(value[3]) << 8
-        namespace = value[4]
-        descriptionCode = UInt16(value[5]) | UInt16(value[6]) << 8
+    public init(format: UInt8, exponent: Int8, unit: UInt16, namespace: UInt8, descriptionCode: UInt16) {
+        self.format = format
+        self.exponent = exponent
+        self.unit = unit
+        self.namespace = namespace
+        self.descriptionCode = descriptionCode
     }
+
 
     /// Format names from the Assigned Numbers (§2.4.1).
     static let formats: [UInt8: String] = [
@@ -147,20 +161,12 @@ public struct PresentationFormat: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension PresentationFormat: ByteCodable {
-    public init(format: UInt8, exponent: Int8, unit: UInt16, namespace: UInt8, descriptionCode: UInt16) {
-        self.format = format
-        self.exponent = exponent
-        self.unit = unit
-        self.namespace = namespace
-        self.descriptionCode = descriptionCode
-    }
-
     /// Exactly 7 octets.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
-        guard let value = PresentationFormat(value: bytes) else {
-            throw ByteCodingError(expected: 7, actual: bytes.count, field: "Characteristic Presentation Format")
-        }
-        self = value
+        try ByteCodingError.check(bytes, count: 7, field: "Characteristic Presentation Format")
+        self.init(
+            format: bytes[0], exponent: Int8(bitPattern: bytes[1]), unit: UInt16(bytes[2]) | UInt16(bytes[3]) << 8,
+            namespace: bytes[4], descriptionCode: UInt16(bytes[5]) | UInt16(bytes[6]) << 8)
     }
 
     public func encoded() -> [UInt8] {

@@ -106,7 +106,7 @@ struct GATTAnnotator {
         {
             // Characteristic discovery: each declaration decoded (properties, value handle, UUID).
             let declarations = response.entries.map { entry in
-                "0x\(hex(entry.handle, 4)) " + (CharacteristicDeclarationValue(value: entry.value)?.description ?? "malformed \(Hex.encode(entry.value))")
+                "0x\(hex(entry.handle, 4)) " + ((try? CharacteristicDeclarationValue(decoding: entry.value))?.description ?? "malformed \(Hex.encode(entry.value))")
             }
             var annotation = Annotation(handle: first.handle, service: observer.context(of: first.handle).service)
             annotation.decoded = "declarations " + declarations.joined(separator: "; ")
