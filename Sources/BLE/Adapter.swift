@@ -46,6 +46,9 @@ public actor Adapter {
     private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
     private var kernelAgentFailureTold = false
     private var managed: [ManagedDevice] = []
+    /// How many retrieved device models hold each managed device (by identity): the last one's
+    /// disconnect stops the management.
+    private var modelHolds: [ObjectIdentifier: Int] = [:]
 
     package init(central: any Central, options: AdapterOptions = AdapterOptions(), hooks: SessionHooks = SessionHooks()) {
         self.central = central
@@ -486,7 +489,28 @@ public actor Adapter {
     /// Stops managing `device`: its link ends, its last event is `.state(.removed)`.
     public func stopManaging(_ device: ManagedDevice) async {
         managed.removeAll { $0 === device }
+        modelHolds[ObjectIdentifier(device)] = nil
         await device.stop()
+    }
+
+    /// The managed device of `peer`, held by one more retrieved model.
+    func holdForModel(_ peer: PeerAddress) -> ManagedDevice {
+        let device = manage(peer)
+        modelHolds[ObjectIdentifier(device), default: 0] += 1
+        return device
+    }
+
+    /// A retrieved model lets `device` go; the last one stops its management (true), others
+    /// leave it to the models still holding it (false).
+    func releaseForModel(_ device: ManagedDevice) async -> Bool {
+        let id = ObjectIdentifier(device)
+        let holds = (modelHolds[id] ?? 1) - 1
+        guard holds <= 0 else {
+            modelHolds[id] = holds
+            return false
+        }
+        await stopManaging(device)
+        return true
     }
 
     /// The devices this adapter keeps connected.

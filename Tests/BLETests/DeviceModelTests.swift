@@ -204,6 +204,36 @@ struct DeviceModelTests {
         await simulation.stop()
     }
 
+    @Test func twoRetrievedModelsOfOnePeerLetGoOneAtATime() async throws {
+        let simulation = try await Simulation.start(devices: [.counter])
+        let adapter = try await Adapter.simulated(simulation)
+        let peer = PeerAddress(address: simulation.counters[0].address, type: .random)
+        let first = await adapter.retrieve(CounterModel.self, peer: peer)
+        let second = await adapter.retrieve(CounterModel.self, peer: peer)
+        let firstValues = first.counting.$count.values()
+        let secondValues = second.counting.$count.values()
+        try await first.connect()
+        try await second.connect()
+        #expect(await adapter.managedDevices.count == 1, "one managed device for the peer")
+        // The first lets go: its values end, the second's keep coming on the same link.
+        await first.disconnect()
+        #expect(first.state == .disconnected(.local) && !first.counting.$count.isPresent)
+        var iterator = firstValues.makeAsyncIterator()
+        while await iterator.next() != nil {}
+        var received: [UInt32] = []
+        var secondIterator = secondValues.makeAsyncIterator()
+        while received.count < 5, let value = await secondIterator.next() { received.append(value) }
+        #expect(received.count == 5 && second.state == .connected)
+        #expect(await adapter.managedDevices.count == 1)
+        // The last one's disconnect ends the management and the link.
+        await second.disconnect()
+        while await secondIterator.next() != nil {}
+        #expect(second.state == .disconnected(.local))
+        #expect(await adapter.managedDevices.isEmpty)
+        await adapter.close()
+        await simulation.stop()
+    }
+
     @Test func aRetrievedModelWhoseRequiredServiceIsMissingFailsItsConnect() async throws {
         let simulation = try await Simulation.start(devices: [.sensortag])
         let adapter = try await Adapter.simulated(simulation)

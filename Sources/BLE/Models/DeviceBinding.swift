@@ -204,8 +204,14 @@ final class ModelContext: Sendable {
     }
 
     func disconnect() async {
-        if let managed {
-            await adapter.stopManaging(managed)
+        if let managed, await !adapter.releaseForModel(managed) {
+            // Another retrieved model of this device keeps it managed and connected: this one
+            // only lets go (its streams end; the link stays the other's).
+            state.withLock { $0.router }?.cancel()
+            unbind(final: true)
+            bound.finish()
+            state.withLock { $0.snapshot.state = .disconnected(.local) }
+            return
         }
         let peripheral = state.withLock { $0.peripheral }
         await peripheral?.disconnect()
@@ -467,7 +473,7 @@ extension Adapter {
     /// until it is connected.
     public func retrieve<D: BluetoothDevice>(_ type: D.Type, peer: PeerAddress) async -> D {
         let device = D()
-        let managed = manage(peer)
+        let managed = holdForModel(peer)
         let context = ModelContext(adapter: self, peer: peer, parts: ModelParts(device), modelName: "\(D.self)", managed: managed)
         context.follow()
         return device
