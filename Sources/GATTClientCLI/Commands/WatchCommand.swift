@@ -65,6 +65,11 @@ struct WatchCommand {
         adapterOptions.replayMatchAny = options.replayMatchAny
         let adapter = try await CommandConnection.adapter(
             options: options, adapterOptions: adapterOptions, central: central ?? CommandConnection.injectedCentral)
+        // The terminal answers a pairing's passkey or comparison (a device that needs security).
+        await adapter.setPairingDelegate(
+            CLIPairingDelegate(
+                passkey: nil, confirmAll: false, errors: SessionDiagnostics.current?.errors ?? 2,
+                diagnostics: SessionDiagnostics.current))
         let events = CommandEvents<Event>(duration: duration)
         var failure: (any Error)?
         var disconnect: DisconnectAction?
