@@ -49,6 +49,9 @@ public actor Adapter {
     /// How many retrieved device models hold each managed device (by identity): the last one's
     /// disconnect stops the management.
     private var modelHolds: [ObjectIdentifier: Int] = [:]
+    /// How many of those models want each characteristic kept subscribed: the last one's
+    /// `enableNotifications(false)` (or disconnect) unsubscribes it.
+    private var modelWishes: [ObjectIdentifier: [BluetoothUUID: Int]] = [:]
 
     package init(central: any Central, options: AdapterOptions = AdapterOptions(), hooks: SessionHooks = SessionHooks()) {
         self.central = central
@@ -490,7 +493,26 @@ public actor Adapter {
     public func stopManaging(_ device: ManagedDevice) async {
         managed.removeAll { $0 === device }
         modelHolds[ObjectIdentifier(device)] = nil
+        modelWishes[ObjectIdentifier(device)] = nil
         await device.stop()
+    }
+
+    /// One more retrieved model wants `characteristic` of `device` subscribed on every connection.
+    func wishForModel(_ device: ManagedDevice, _ characteristic: BluetoothUUID) async throws(BLEError) {
+        modelWishes[ObjectIdentifier(device), default: [:]][characteristic, default: 0] += 1
+        try await device.subscribe(to: characteristic)
+    }
+
+    /// A retrieved model no longer wants `characteristic`; the last one unsubscribes it.
+    func unwishForModel(_ device: ManagedDevice, _ characteristic: BluetoothUUID) async {
+        let id = ObjectIdentifier(device)
+        let count = (modelWishes[id]?[characteristic] ?? 1) - 1
+        guard count <= 0 else {
+            modelWishes[id]?[characteristic] = count
+            return
+        }
+        modelWishes[id]?[characteristic] = nil
+        await device.unsubscribe(from: characteristic)
     }
 
     /// The managed device of `peer`, held by one more retrieved model.

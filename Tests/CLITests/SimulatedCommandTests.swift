@@ -65,6 +65,33 @@ import TestSupport
         #expect(records.allSatisfy { $0["time"] != nil })
     }
 
+    @Test func aSensorTagThatDisconnectsEndsTheCommandWithAFailure() async throws {
+        // The typed values end with the link; the command says the link closed (exit 1), as it
+        // did on its own subscriptions.
+        let central = try await SimulatedCentral.open(.simulator(devices: ["sensortag"]))
+        let device = try #require(central.simulation.sensorTag)
+        var command = SensorTagCommand(peer: Self.tag, central: central)
+        command.sensors = [.humidity]
+        command.periodMilliseconds = 100
+        command.duration = 60
+        command.printed = { count in
+            if count == 1 { await device.peripheral.disconnect() }
+        }
+        let finalCommand = command
+        let failure = try await withTimeout(60, "sensortag across the tag's disconnect") { () async -> CommandFailure? in
+            var output = BufferedOutput.capturing()
+            do {
+                try await finalCommand.run(options: Self.options(), replayMatchAny: false, output: &output)
+                return nil
+            } catch {
+                return error as? CommandFailure
+            }
+        }
+        await central.simulation.stop()
+        #expect(failure?.kind == "disconnected")
+        #expect(failure?.message == "disconnected by the peer: Remote User Terminated Connection (0x13)")
+    }
+
     @Test func periodsBelowTheMinimumAreRefusedBeforeConnecting() async throws {
         var command = SensorTagCommand(peer: Self.tag)
         command.sensors = [.ir]

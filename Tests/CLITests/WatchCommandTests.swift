@@ -34,9 +34,10 @@ import TestSupport
         let device = try #require(central.simulation.heartRateMonitor)
         var command = WatchCommand(peer: Self.monitor, service: .heartRate, count: 12)
         command.central = central
-        // The monitor ends the link after the fourth value; the command reconnects by itself.
+        // The monitor ends the link after the fourth value (the command waits for that); the
+        // command reconnects by itself.
         command.printed = { count in
-            if count == 4 { Task { await device.peripheral.disconnect() } }
+            if count == 4 { await device.peripheral.disconnect() }
         }
         var global = GlobalOptions()
         global.json = true

@@ -102,6 +102,21 @@ extension DeviceAction: AnyDeviceProperty {
 
 // MARK: - Binding a model to a device
 
+/// How a model binds on a link the app opened (``Adapter/bind(_:to:options:)``): `gattclient`'s
+/// `sensortag` and `uart` keep the traffic they always had, and turn on what they choose.
+package struct ModelBindOptions: Sendable {
+    /// The services already discovered (nil: ``Peripheral/services()``).
+    package var services: [RemoteService]?
+    /// Reads the `autoRead` characteristics.
+    package var reads = true
+    /// Enables the notifications of the `notify: true` characteristics.
+    package var subscribes = true
+    /// Fails when a required service is absent (else its characteristics are absent).
+    package var requiresServices = true
+
+    package init() {}
+}
+
 /// One bound model: its device, its link, its parts. Every copy of the model reaches it through
 /// the boxes of its properties.
 final class ModelContext: Sendable {
@@ -112,16 +127,27 @@ final class ModelContext: Sendable {
     /// A retrieved device: kept connected by the adapter's managed device.
     let managed: ManagedDevice?
 
+    /// One characteristic's notifications on this link: being enabled (the generation of that
+    /// enable), or on, with the task forwarding their values to the property.
+    private enum Pump: Sendable {
+        case enabling(UInt64)
+        case on(Subscription, Task<Void, Never>)
+    }
+
     private struct State: Sendable {
         var snapshot = DeviceSnapshot()
         var peripheral: Peripheral?
-        /// This link's subscriptions by value handle, with the tasks forwarding their values to
-        /// the properties.
-        var pumps: [UInt16: (subscription: Subscription, task: Task<Void, Never>)] = [:]
+        /// This link's notifications by value handle.
+        var pumps: [UInt16: Pump] = [:]
+        var generation: UInt64 = 0
+        /// The characteristics a retrieved model wants its managed device to keep subscribed.
+        var wishes: Set<BluetoothUUID> = []
         var watcher: Task<Void, Never>?
         var router: Task<Void, Never>?
         /// Why the last binding of a retrieved device failed (a required service missing).
         var bindError: BLEError?
+        /// A retrieved model let its device go (`disconnect`): once only.
+        var released = false
     }
 
     private let state = Mutex(State())
@@ -177,12 +203,20 @@ final class ModelContext: Sendable {
         watch(peripheral)
     }
 
-    /// Binds the model on a link the app opened itself; the link stays the app's when binding
-    /// fails.
-    func attach(to peripheral: Peripheral) async throws(BLEError) {
+    /// Binds the model on a link the app opened itself; the link stays the app's, and as it was,
+    /// when binding fails (notifications it enabled are off again).
+    func attach(to peripheral: Peripheral, options: ModelBindOptions) async throws(BLEError) {
         do {
-            try await bind(to: peripheral)
+            try await bind(to: peripheral, options: options)
         } catch {
+            let pumps = state.withLock { state in
+                defer { state.pumps.removeAll() }
+                return Array(state.pumps.values)
+            }
+            for case .on(let subscription, let task) in pumps {
+                await subscription.cancel()
+                task.cancel()
+            }
             unbind()
             throw error
         }
@@ -204,14 +238,29 @@ final class ModelContext: Sendable {
     }
 
     func disconnect() async {
-        if let managed, await !adapter.releaseForModel(managed) {
-            // Another retrieved model of this device keeps it managed and connected: this one
-            // only lets go (its streams end; the link stays the other's).
-            state.withLock { $0.router }?.cancel()
-            unbind(final: true)
-            bound.finish()
-            state.withLock { $0.snapshot.state = .disconnected(.local) }
-            return
+        if let managed {
+            // Once: a second disconnect must not release another model's hold.
+            let (first, wishes) = state.withLock { state in
+                defer {
+                    state.released = true
+                    state.wishes.removeAll()
+                }
+                return (!state.released, state.wishes)
+            }
+            guard first else { return }
+            if await !adapter.releaseForModel(managed) {
+                for characteristic in wishes { await adapter.unwishForModel(managed, characteristic) }
+                // Another retrieved model of this device keeps it managed and connected: this one
+                // only lets go (its streams end; the link stays the other's), once its router,
+                // perhaps binding now, has stopped.
+                let router = state.withLock { $0.router }
+                router?.cancel()
+                await router?.value
+                unbind(final: true)
+                bound.finish()
+                state.withLock { $0.snapshot.state = .disconnected(.local) }
+                return
+            }
         }
         let peripheral = state.withLock { $0.peripheral }
         await peripheral?.disconnect()
@@ -223,7 +272,10 @@ final class ModelContext: Sendable {
     private func linkLost() async {
         let pumps = state.withLock { state in
             defer { state.pumps.removeAll() }
-            return state.pumps.values.map(\.task)
+            return state.pumps.values.compactMap { pump -> Task<Void, Never>? in
+                if case .on(_, let task) = pump { return task }
+                return nil
+            }
         }
         let bound = Task {
             try? await Task.sleep(for: .seconds(5))
@@ -235,13 +287,19 @@ final class ModelContext: Sendable {
     }
 
     /// Binds every service and characteristic of the model on `peripheral`: required services
-    /// present, values read where `autoRead`, notifications on where `notify`.
-    func bind(to peripheral: Peripheral) async throws(BLEError) {
-        let services = try await peripheral.services()
+    /// present, values read where `autoRead`, notifications on where `notify` (or the app's
+    /// `enableNotifications` said so).
+    func bind(to peripheral: Peripheral, options: ModelBindOptions = ModelBindOptions()) async throws(BLEError) {
+        let services: [RemoteService]
+        if let given = options.services {
+            services = given
+        } else {
+            services = try await peripheral.services()
+        }
         var found: [(property: any AnyCharacteristicProperty, binding: CharacteristicBinding)] = []
         for service in parts.services {
             let remote = services.first { $0.uuid == service.serviceID }
-            if remote == nil, service.isRequired {
+            if remote == nil, service.isRequired, options.requiresServices {
                 throw BLEError(
                     "\(peer) has no \(service.serviceName) service (\(service.serviceID)), which \(modelName) requires",
                     kind: "notFound", exitCode: .unavailable)
@@ -266,14 +324,15 @@ final class ModelContext: Sendable {
             $0.peripheral = peripheral
             $0.snapshot.mtu = mtu
         }
-        for (property, binding) in found where property.readsOnConnect && binding.characteristic.properties.contains(.read) {
+        for (property, binding) in found
+        where options.reads && property.readsOnConnect && binding.characteristic.properties.contains(.read) {
             do {
                 try await property.readValue()
             } catch {
                 warning("warning: \(modelName): reading \(property.characteristicID) on connecting: \(error)")
             }
         }
-        for (property, binding) in found where property.notifies {
+        for (property, binding) in found where options.subscribes && property.notifies {
             let properties = binding.characteristic.properties
             guard properties.contains(.notify) || properties.contains(.indicate) else {
                 warning("warning: \(modelName): \(property.characteristicID) can neither notify nor indicate; not subscribed")
@@ -286,40 +345,66 @@ final class ModelContext: Sendable {
     }
 
     /// Switches the notifications of one bound characteristic on or off. A retrieved device's
-    /// managed device keeps them on every connection (its values routed by ``follow()``);
-    /// otherwise this link's subscription feeds the property until the link ends or it is off.
+    /// managed device keeps them on every connection (its values routed by ``follow()``; each
+    /// model of the device counts once); otherwise this link's subscription feeds the property
+    /// until the link ends or it is off. An enable and a disable that cross leave the last one's
+    /// choice: the slot is taken before the Write Request and checked after it.
     private func setNotifications(
         _ enabled: Bool, of property: any AnyCharacteristicProperty, characteristic: RemoteCharacteristic, on peripheral: Peripheral
     ) async throws(BLEError) {
         if let managed {
+            let id = property.characteristicID
             if enabled {
-                try await managed.subscribe(to: property.characteristicID)
+                guard state.withLock({ !$0.released && $0.wishes.insert(id).inserted }) else { return }
+                try await adapter.wishForModel(managed, id)
             } else {
-                await managed.unsubscribe(from: property.characteristicID)
+                guard state.withLock({ $0.wishes.remove(id) != nil }) else { return }
+                await adapter.unwishForModel(managed, id)
             }
             return
         }
         let handle = characteristic.valueHandle
         guard enabled else {
             let pump = state.withLock { $0.pumps.removeValue(forKey: handle) }
-            await pump?.subscription.cancel()
+            // One being enabled finds its slot gone and switches itself off again.
+            if case .on(let subscription, let task) = pump {
+                await subscription.cancel()
+                task.cancel()
+            }
             return
         }
-        guard state.withLock({ $0.pumps[handle] == nil }) else { return }
-        let subscription = try await peripheral.subscribe(characteristic)
+        let generation = state.withLock { state -> UInt64? in
+            guard state.pumps[handle] == nil else { return nil }
+            state.generation += 1
+            state.pumps[handle] = .enabling(state.generation)
+            return state.generation
+        }
+        // Already on, or being enabled.
+        guard let generation else { return }
+        let subscription: Subscription
+        do {
+            subscription = try await peripheral.subscribe(characteristic)
+        } catch {
+            state.withLock { state in
+                if case .enabling(generation) = state.pumps[handle] { state.pumps[handle] = nil }
+            }
+            throw error
+        }
         let task = Task {
             // Ends with the link (or the subscription), after every value it delivered.
             do throws(BLEError) {
                 for try await notification in subscription { property.deliver(notification.value) }
             } catch {}
         }
-        let previous = state.withLock { state in
-            defer { state.pumps[handle] = (subscription, task) }
-            return state.pumps[handle]
+        let kept = state.withLock { state -> Bool in
+            guard case .enabling(generation) = state.pumps[handle] else { return false }
+            state.pumps[handle] = .on(subscription, task)
+            return true
         }
-        // Two enables raced: the older subscription goes (one CCCD, one pump).
-        if let previous {
-            previous.task.cancel()
+        if !kept {
+            // Disabled (or the link ended) while the Write Request was out.
+            await subscription.cancel()
+            task.cancel()
         }
     }
 
@@ -459,10 +544,17 @@ extension Adapter {
     /// after connecting): a required service missing fails it and leaves the link as it was.
     /// The model's values end with the link.
     public func bind<D: BluetoothDevice>(_ type: D.Type, to peripheral: Peripheral) async throws(BLEError) -> D {
+        try await bind(type, to: peripheral, options: ModelBindOptions())
+    }
+
+    /// ``bind(_:to:)`` with the reads, subscriptions and service checks `options` choose.
+    package func bind<D: BluetoothDevice>(
+        _ type: D.Type, to peripheral: Peripheral, options: ModelBindOptions
+    ) async throws(BLEError) -> D {
         let device = D()
         let context = ModelContext(
             adapter: self, peer: peripheral.peer, parts: ModelParts(device), modelName: "\(D.self)", managed: nil)
-        try await context.attach(to: peripheral)
+        try await context.attach(to: peripheral, options: options)
         return device
     }
 

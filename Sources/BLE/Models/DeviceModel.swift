@@ -77,7 +77,7 @@ public struct CharacteristicAccess<Value: ByteDecodable>: Sendable {
                 "\(box.id): the value \(Hex.encode(bytes)) does not decode as \(Value.self): \(error)", kind: "decode",
                 handle: binding.characteristic.valueHandle)
         }
-        box.store(value)
+        box.store(value, bytes: bytes)
         return value
     }
 
@@ -103,8 +103,13 @@ public struct CharacteristicAccess<Value: ByteDecodable>: Sendable {
     /// choice holds across reconnects.
     public func enableNotifications(_ enabled: Bool = true) async throws(BLEError) {
         let binding = try box.require(enabled ? "enabling notifications of" : "disabling notifications of")
+        box.wantsNotifications(enabled)
         try await binding.setNotifications(enabled)
     }
+
+    /// Runs `action` for each value read or notified from now on, in order, with the octets it
+    /// came as (`gattclient watch`, which shows both).
+    package func onChangeWithBytes(_ action: @escaping @Sendable (Value, [UInt8]) async -> Void) { box.onChange(action) }
 }
 
 extension CharacteristicAccess where Value: ByteEncodable {
@@ -140,7 +145,9 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
         var absence: String = "the model is not connected to a device"
         var listeners: [UInt64: AsyncStream<Value>.Continuation] = [:]
         var nextListener: UInt64 = 0
-        var actions: [@Sendable (Value) async -> Void] = []
+        var actions: [@Sendable (Value, [UInt8]) async -> Void] = []
+        /// The app's `enableNotifications` choice, which outlasts the `notify` declaration.
+        var notificationsWanted: Bool?
         var decodeFailures = 0
         /// The values' streams outlive a disconnect (a retrieved device).
         var spansReconnects = false
@@ -161,6 +168,9 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
     }
 
     var value: Value? { state.withLock { $0.value } }
+    /// Whether binding enables its notifications: the app's last choice, else `notify`.
+    var notifies: Bool { state.withLock { $0.notificationsWanted } ?? notify }
+    func wantsNotifications(_ enabled: Bool) { state.withLock { $0.notificationsWanted = enabled } }
     var binding: CharacteristicBinding? { state.withLock { $0.binding } }
     var decodeFailures: Int { state.withLock { $0.decodeFailures } }
 
@@ -189,17 +199,21 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
     }
 
     func onChange(_ action: @escaping @Sendable (Value) async -> Void) {
+        onChange { value, _ in await action(value) }
+    }
+
+    func onChange(_ action: @escaping @Sendable (Value, [UInt8]) async -> Void) {
         state.withLock { $0.actions.append(action) }
         actionQueue.start()
     }
 
-    /// A value read: kept; the onChange actions run.
-    func store(_ value: Value) {
+    /// A value read (from `bytes`): kept; the onChange actions run.
+    func store(_ value: Value, bytes: [UInt8]) {
         let actions = state.withLock { state in
             state.value = value
             return state.actions
         }
-        if !actions.isEmpty { actionQueue.run(actions, value) }
+        if !actions.isEmpty { actionQueue.run(actions, value, bytes) }
     }
 
     /// A notified value: decoded, kept, yielded to every stream, the actions run; one that does
@@ -221,14 +235,14 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
             return (Array(state.listeners.values), state.actions)
         }
         for listener in listeners { listener.yield(value) }
-        if !actions.isEmpty { actionQueue.run(actions, value) }
+        if !actions.isEmpty { actionQueue.run(actions, value, bytes) }
     }
 }
 
 /// Runs a characteristic's onChange actions in the order its values came: one task for the
 /// box's life (started with the first action), fed by a stream; it ends with the box.
 final class ActionQueue<Value: Sendable>: Sendable {
-    private typealias Item = (actions: [@Sendable (Value) async -> Void], value: Value)
+    private typealias Item = (actions: [@Sendable (Value, [UInt8]) async -> Void], value: Value, bytes: [UInt8])
     private let feed: Mutex<AsyncStream<Item>.Continuation?> = Mutex(nil)
 
     func start() {
@@ -238,14 +252,14 @@ final class ActionQueue<Value: Sendable>: Sendable {
             feed = continuation
             Task {
                 for await item in stream {
-                    for action in item.actions { await action(item.value) }
+                    for action in item.actions { await action(item.value, item.bytes) }
                 }
             }
         }
     }
 
-    func run(_ actions: [@Sendable (Value) async -> Void], _ value: Value) {
-        _ = feed.withLock { $0 }?.yield((actions, value))
+    func run(_ actions: [@Sendable (Value, [UInt8]) async -> Void], _ value: Value, _ bytes: [UInt8]) {
+        _ = feed.withLock { $0 }?.yield((actions, value, bytes))
     }
 
     deinit { feed.withLock { $0 }?.finish() }
@@ -267,7 +281,7 @@ protocol AnyCharacteristicProperty: Sendable {
 
 extension Characteristic: AnyCharacteristicProperty {
     var characteristicID: BluetoothUUID { box.id }
-    var notifies: Bool { box.notify }
+    var notifies: Bool { box.notifies }
     var readsOnConnect: Bool { box.autoRead }
     func bind(_ binding: CharacteristicBinding?, absence: String, warning: @escaping @Sendable (String) -> Void, spansReconnects: Bool) {
         box.bind(binding, absence: absence, warning: warning, spansReconnects: spansReconnects)

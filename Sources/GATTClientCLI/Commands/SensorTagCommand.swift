@@ -23,6 +23,8 @@ struct SensorTagCommand {
     var duration: Double?
     var csvPath: String?
     var accelerometerRange: SensorTag.AccelerometerRange = .g8
+    /// Tests: awaited with the number of readings printed so far, after each.
+    var printed: (@Sendable (Int) async -> Void)? = nil
 
     struct Reading: Sendable {
         var sensor: SensorTag.Sensor
@@ -52,17 +54,26 @@ struct SensorTagCommand {
         defer { if let csv { _ = close(csv.descriptor) } }
 
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
-        // The library's SensorTag model on this link: typed sensors, TI's conversions.
+        // The library's SensorTag model on this link, bound to the database discovered as before
+        // with nothing read or subscribed: the command turns on only the sensors chosen (the
+        // traffic recorded sessions replay).
         var started: [SensorTag.Sensor] = []
+        var subscribed: [SensorTag.Sensor] = []
         let events = CommandEvents<Reading>(duration: duration)
         var failure: (any Error)?
         var tag: CC2650SensorTag?
         do {
-            let bound = try await Self.bind(session)
+            let database = try await session.client.loadDatabase(findIncludes: false)
+            var bindOptions = ModelBindOptions()
+            bindOptions.services = database.services
+            bindOptions.reads = false
+            bindOptions.subscribes = false
+            bindOptions.requiresServices = false
+            let bound = try await session.adapter.bind(CC2650SensorTag.self, to: session.peripheral, options: bindOptions)
             tag = bound
             for sensor in sensors {
-                try await start(sensor, on: bound, events: events)
-                started.append(sensor)
+                try await start(sensor, on: bound, events: events, started: &started)
+                subscribed.append(sensor)
             }
         } catch {
             failure = error
@@ -102,9 +113,12 @@ struct SensorTagCommand {
                             break loop
                         }
                     }
+                    await printed?(received)
                     if let count, received >= count { break loop }
                 case .ended(let error):
-                    failure = error
+                    // The typed values end with the link: a peer's disconnect is a failure.
+                    let state = await session.peripheral.state
+                    failure = error ?? Self.linkEnded(state)
                     break loop
                 case .durationElapsed, .interrupted:
                     break loop
@@ -112,74 +126,111 @@ struct SensorTagCommand {
             }
         }
         events.finish()
-        // Switch the sensors off again (the firmware would only on disconnect).
+        // Switch the sensors off again (the firmware would only on disconnect), then their
+        // notifications.
         if let tag {
-            for sensor in started { try? await stop(sensor, on: tag) }
+            for sensor in started { try? await switchOff(sensor, on: tag) }
+            for sensor in subscribed { try? await notifications(of: sensor, on: tag).disable() }
         }
         await session.close()
         if let failure { throw CommandFailure.from(failure, doing: "sensortag \(peer)") }
     }
 
-    /// The model on the command's link; a missing sensor service says what the device is not.
-    private static func bind(_ session: CommandConnection) async throws -> CC2650SensorTag {
-        let result: Result<CC2650SensorTag, BLEError> = await {
-            do throws(BLEError) {
-                return .success(try await session.adapter.bind(CC2650SensorTag.self, to: session.peripheral))
-            } catch {
-                return .failure(error)
-            }
-        }()
-        switch result {
-        case .success(let tag): return tag
-        case .failure(let error) where error.kind == "notFound":
-            throw CommandFailure("\(error.message): not a CC2650 SensorTag?", kind: "notFound", exitCode: .unavailable)
-        case .failure(let error): throw error
+    /// Why the values ended when their stream finished: the link's end (nil while it is up).
+    static func linkEnded(_ state: PeripheralState) -> BLEError? {
+        guard case .disconnected(let reason) = state else { return nil }
+        return BLEError(ConnectionVisibility.describe(reason), kind: "disconnected")
+    }
+
+    /// A sensor's data notifications, typed as readings, and their switch.
+    private struct Notifications {
+        var values: @Sendable () -> AsyncStream<SensorTag.Reading>
+        var isPresent: Bool
+        var enable: @Sendable () async throws(BLEError) -> Void
+        var disable: @Sendable () async throws(BLEError) -> Void
+    }
+
+    private func notifications(of sensor: SensorTag.Sensor, on tag: CC2650SensorTag) -> Notifications {
+        let range = accelerometerRange
+        func typed<V: ByteDecodable>(
+            _ access: CharacteristicAccess<V>, _ reading: @escaping @Sendable (V) -> SensorTag.Reading?
+        ) -> Notifications {
+            Notifications(
+                values: {
+                    let (stream, continuation) = AsyncStream.makeStream(of: SensorTag.Reading.self)
+                    let values = access.values()
+                    let pump = Task {
+                        for await value in values {
+                            if let converted = reading(value) { continuation.yield(converted) }
+                        }
+                        continuation.finish()
+                    }
+                    continuation.onTermination = { _ in pump.cancel() }
+                    return stream
+                }, isPresent: access.isPresent,
+                enable: { () async throws(BLEError) in try await access.enableNotifications() },
+                disable: { () async throws(BLEError) in try await access.enableNotifications(false) })
+        }
+        switch sensor {
+        case .ir: return typed(tag.ir.$data) { $0.reading }
+        case .humidity: return typed(tag.humidity.$data) { $0.reading }
+        case .barometer: return typed(tag.barometer.$data) { $0.reading }
+        case .optical: return typed(tag.optical.$data) { $0.reading }
+        case .movement: return typed(tag.movement.$data) { $0.reading(accelerometerRange: range) }
+        case .keys: return typed(tag.keys.$keys) { $0.reading }
+        // A level above 100 % is not a reading (the decoder's check).
+        case .battery: return typed(tag.battery.$level) { SensorTag.decode(.battery, [$0]) }
         }
     }
 
-    /// The period (when asked), the switch, then the data's notifications, forwarded typed.
-    private func start(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag, events: CommandEvents<Reading>) async throws {
+    /// The period (when asked and present), the switch (when present), then the data's
+    /// notifications, forwarded typed.
+    private func start(
+        _ sensor: SensorTag.Sensor, on tag: CC2650SensorTag, events: CommandEvents<Reading>, started: inout [SensorTag.Sensor]
+    ) async throws {
+        let data = notifications(of: sensor, on: tag)
+        guard data.isPresent else {
+            throw CommandFailure(
+                "\(peer) has no \(sensor.rawValue) data characteristic (\(sensor.data)): not a CC2650 SensorTag?", kind: "notFound")
+        }
         // The --period was checked against every chosen sensor (10 ms units on the wire).
-        let period = periodMilliseconds.map { SensorTag.Period(rawValue: UInt8($0 / 10)) }
-        func begin<S: SensorTagSensorService>(_ service: S, reading: @escaping @Sendable (S.Reading) -> SensorTag.Reading) async throws {
-            events.forward(service.dataAccess.values().map { Reading(sensor: sensor, value: reading($0)) })
-            if let period { try await service.periodAccess.write(period) }
-            try await service.switchSensor(on: true)
-            try await service.dataAccess.enableNotifications()
-        }
-        switch sensor {
-        case .ir: try await begin(tag.ir) { $0.reading }
-        case .humidity: try await begin(tag.humidity) { $0.reading }
-        case .barometer: try await begin(tag.barometer) { $0.reading }
-        case .optical: try await begin(tag.optical) { $0.reading }
-        case .movement:
-            let range = accelerometerRange
-            events.forward(tag.movement.$data.values().map { Reading(sensor: sensor, value: $0.reading(accelerometerRange: range)) })
-            if let period { try await tag.movement.$period.write(period) }
-            try await tag.movement.$configuration.write(.allAxes(range: range))
-            try await tag.movement.$data.enableNotifications()
-        case .keys:
-            events.forward(tag.keys.$keys.values().map { Reading(sensor: sensor, value: $0.reading) })
-        case .battery:
-            guard tag.battery.$level.isPresent else {
-                throw CommandFailure(
-                    "\(peer) has no battery level (\(sensor.data)): not a CC2650 SensorTag?", kind: "notFound", exitCode: .unavailable)
+        if let milliseconds = periodMilliseconds {
+            let period = SensorTag.Period(rawValue: UInt8(milliseconds / 10))
+            switch sensor {
+            case .ir where tag.ir.$period.isPresent: try await tag.ir.$period.write(period)
+            case .humidity where tag.humidity.$period.isPresent: try await tag.humidity.$period.write(period)
+            case .barometer where tag.barometer.$period.isPresent: try await tag.barometer.$period.write(period)
+            case .optical where tag.optical.$period.isPresent: try await tag.optical.$period.write(period)
+            case .movement where tag.movement.$period.isPresent: try await tag.movement.$period.write(period)
+            default: break
             }
-            events.forward(tag.battery.$level.values().compactMap { level -> Reading? in
-                guard let reading = SensorTag.decode(.battery, [level]) else { return nil }
-                return Reading(sensor: sensor, value: reading)
-            })
         }
+        if try await switchOn(sensor, on: tag) { started.append(sensor) }
+        events.forward(data.values().map { Reading(sensor: sensor, value: $0) })
+        try await data.enable()
     }
 
-    /// The switch off, the notifications off (keys and battery stay as the model keeps them).
-    private func stop(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag) async throws {
+    /// Writes the sensor's switch where it has one; true when it did.
+    private func switchOn(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag) async throws -> Bool {
         switch sensor {
-        case .ir: try await tag.ir.stop()
-        case .humidity: try await tag.humidity.stop()
-        case .barometer: try await tag.barometer.stop()
-        case .optical: try await tag.optical.stop()
-        case .movement: try await tag.movement.stop()
+        case .ir where tag.ir.$enabled.isPresent: try await tag.ir.switchSensor(on: true)
+        case .humidity where tag.humidity.$enabled.isPresent: try await tag.humidity.switchSensor(on: true)
+        case .barometer where tag.barometer.$enabled.isPresent: try await tag.barometer.switchSensor(on: true)
+        case .optical where tag.optical.$enabled.isPresent: try await tag.optical.switchSensor(on: true)
+        case .movement where tag.movement.$configuration.isPresent:
+            try await tag.movement.$configuration.write(.allAxes(range: accelerometerRange))
+        default: return false
+        }
+        return true
+    }
+
+    private func switchOff(_ sensor: SensorTag.Sensor, on tag: CC2650SensorTag) async throws {
+        switch sensor {
+        case .ir: try await tag.ir.switchSensor(on: false)
+        case .humidity: try await tag.humidity.switchSensor(on: false)
+        case .barometer: try await tag.barometer.switchSensor(on: false)
+        case .optical: try await tag.optical.switchSensor(on: false)
+        case .movement: try await tag.movement.switchSensor(on: false)
         case .keys, .battery: break
         }
     }

@@ -35,19 +35,32 @@ struct UARTCommand {
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
-        // The library's Nordic UART model on this link: TX notifications on from the bind.
-        let board: BluefruitUART
+        // The library's Nordic UART model on this link, bound to the service discovered by UUID
+        // (a few requests; nothing reads RX, which is write-only), TX's stream taken before its
+        // notifications go on so nothing sent at once is missed.
+        let uart: NordicUARTService
+        let notifications: AsyncStream<[UInt8]>
         do {
-            board = try await session.adapter.bind(BluefruitUART.self, to: session.peripheral)
+            guard let service = try await session.client.discoverPrimaryServices(uuid: NordicUART.service).first else {
+                throw GATTError.notFound(NordicUART.service)
+            }
+            var bindOptions = ModelBindOptions()
+            bindOptions.services = [try await session.client.discoverDefinitions(of: service, findIncludes: false)]
+            bindOptions.reads = false
+            bindOptions.subscribes = false
+            uart = try await session.adapter.bind(BluefruitUART.self, to: session.peripheral, options: bindOptions).uart
+            guard uart.$rx.isPresent else { throw GATTError.notFound(NordicUART.rx) }
+            guard uart.$tx.isPresent else { throw GATTError.notFound(NordicUART.tx) }
+            notifications = uart.$tx.values()
+            try await uart.$tx.enableNotifications()
         } catch {
             await session.close()
             throw CommandFailure.from(error, doing: "opening the Nordic UART Service on \(peer)")
         }
-        let uart = board.uart
         let txHandle = uart.$tx.handle ?? 0
         let oneShot = send != nil
         let events = CommandEvents<Message>(duration: oneShot ? (duration ?? 1) : duration)
-        events.forward(uart.$tx.values().map { Message.received($0) })
+        events.forward(notifications.map { Message.received($0) })
         var failure: (any Error)?
         if let input {
             for line in input { events.yield(.line(line)) }
@@ -118,7 +131,9 @@ struct UARTCommand {
                 case .value(.quiet(let generation)):
                     if generation == received { break loop }
                 case .ended(let error):
-                    failure = error
+                    // TX's values end with the link: a peer's disconnect is a failure.
+                    let state = await session.peripheral.state
+                    failure = error ?? SensorTagCommand.linkEnded(state)
                     break loop
                 case .durationElapsed, .interrupted:
                     break loop

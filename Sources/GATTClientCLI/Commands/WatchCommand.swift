@@ -26,8 +26,8 @@ struct WatchCommand {
     var duration: Double?
     /// The transport to use instead of `--transport` (tests).
     var central: (any Central)? = nil
-    /// Tests: called with the number of values printed so far, after each.
-    var printed: (@Sendable (Int) -> Void)? = nil
+    /// Tests: awaited with the number of values printed so far, after each.
+    var printed: (@Sendable (Int) async -> Void)? = nil
 
     /// A device model of one service (required).
     struct Model<S: BluetoothService>: BluetoothDevice {
@@ -86,7 +86,7 @@ struct WatchCommand {
             events.forward(managed.events().compactMap { event -> Event? in
                 switch event {
                 case .state(.connected): return .state("connected")
-                case .state(.disconnected(let reason)): return .state("disconnected (\(reason))")
+                case .state(.disconnected(let reason)): return .state(ConnectionVisibility.describe(reason))
                 case .reconnected(let gap, let attempts, _):
                     return .state("reconnected after \(formatSeconds(seconds(gap), decimals: 3)) s, \(attempts) attempt\(attempts == 1 ? "" : "s")")
                 case .attemptFailed(let error, let retry):
@@ -133,7 +133,7 @@ struct WatchCommand {
                         output.writeLine(format6(time) + "  " + name + ": " + text)
                     }
                     output.flush()
-                    printed?(values)
+                    await printed?(values)
                     if let count, values >= count { break loop }
                 case .value(.state(let state)):
                     if options.json {
