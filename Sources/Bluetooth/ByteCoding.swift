@@ -13,11 +13,14 @@ public protocol ByteEncodable: Sendable {
 public typealias ByteCodable = ByteDecodable & ByteEncodable
 
 /// A value of the wrong length for its type: `expected` octets (the least for a variable-length
-/// type), `actual` given, and the field where it went wrong when there are several.
+/// type), `actual` given, and the field where it went wrong when there are several; or a value
+/// of the right length with a field out of its range (`reason` says which and why).
 public struct ByteCodingError: Error, Hashable, Sendable, CustomStringConvertible {
     public var expected: Int
     public var actual: Int
     public var field: String?
+    /// A field out of its range (the length was right): what is wrong with it.
+    public var reason: String?
 
     public init(expected: Int, actual: Int, field: String? = nil) {
         self.expected = expected
@@ -25,8 +28,15 @@ public struct ByteCodingError: Error, Hashable, Sendable, CustomStringConvertibl
         self.field = field
     }
 
+    /// `field` of a value of `length` octets is out of its range: `reason`.
+    public init(field: String, outOfRange reason: String, length: Int) {
+        self.init(expected: length, actual: length, field: field)
+        self.reason = reason
+    }
+
     public var description: String {
-        (field.map { "\($0): " } ?? "") + "expected \(expected) octet\(expected == 1 ? "" : "s"), got \(actual)"
+        if let reason { return (field.map { "\($0): " } ?? "") + reason }
+        return (field.map { "\($0): " } ?? "") + "expected \(expected) octet\(expected == 1 ? "" : "s"), got \(actual)"
     }
 }
 

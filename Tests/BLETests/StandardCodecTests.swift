@@ -181,7 +181,8 @@ import Testing
         // Optical: exponent 5, mantissa 1000 (0x53E8) → 0.01 × 32 × 1000 = 320 lux.
         #expect(try SensorTag.Optical(decoding: [0xE8, 0x53]).lux == 320)
         // Movement: gyro x 65536/500 ≈ 131 → 1 °/s; accel z 4096 at ±8 G → 1 G, at ±2 G → 0.25... (32768/2 = 16384 per G).
-        let movement = SensorTag.Movement(raw: [131, 0, 0, 0, 0, 4096, 22, -3, -40])
+        let movement = try #require(SensorTag.Movement(raw: [131, 0, 0, 0, 0, 4096, 22, -3, -40]))
+        #expect(SensorTag.Movement(raw: [1, 2, 3]) == nil)
         let bytes = movement.encoded()
         #expect(bytes.count == 18)
         let decoded = try SensorTag.Movement(decoding: bytes)
@@ -198,5 +199,56 @@ import Testing
             try SensorTag.IRTemperature(decoding: [1, 2, 3])
         }
         #expect(SensorTag.decode(.movement, [0, 1]) == nil)
+        // Below 0 °C: the TMP007's registers and the BMP280's temperature are signed (0xFF80 >> 2
+        // = −32 × 0.03125 = −1 °C; 0xFFFE0C = −500 → −5 °C).
+        #expect(try SensorTag.IRTemperature(decoding: [0x80, 0xFF, 0x80, 0xFF]).objectC == -1)
+        #expect(try SensorTag.Barometer(decoding: [0x0C, 0xFE, 0xFF, 0xCD, 0x8B, 0x01]).temperatureC == -5)
+    }
+
+    /// Every strict prefix of a whole value (all its optional fields present) is refused: the
+    /// flags announce more than the octets hold.
+    @Test func everyTruncationOfAFullValueIsRefused() throws {
+        let full: [(String, [UInt8], ([UInt8]) throws(ByteCodingError) -> Void)] = [
+            ("Temperature Measurement", [0x06, 0x6E, 0x01, 0x00, 0xFF, 0xEA, 0x07, 0x0C, 0x02, 0x10, 0x05, 0x09, 0x06], { (bytes) throws(ByteCodingError) in _ = try TemperatureMeasurement(decoding: bytes) }),
+            (
+                "Blood Pressure Measurement",
+                [0x1F, 0xA0, 0xF0, 0x6B, 0xF0, 0x7D, 0xF0, 0xEA, 0x07, 0x0C, 0x02, 0x07, 0x1E, 0x00, 0x48, 0x00, 0x01, 0x05, 0x00],
+                { (bytes) throws(ByteCodingError) in _ = try BloodPressureMeasurement(decoding: bytes) }
+            ),
+            ("Weight Measurement", [0x0F, 0x70, 0x3E, 0xEA, 0x07, 0x0C, 0x02, 0x07, 0x00, 0x00, 0x02, 0xEA, 0x00, 0xB5, 0x02], { (bytes) throws(ByteCodingError) in _ = try WeightMeasurement(decoding: bytes) }),
+            ("Heart Rate Measurement", [0x19, 0x2C, 0x01, 0x10, 0x00], { (bytes) throws(ByteCodingError) in _ = try HeartRateMeasurement(decoding: bytes) }),
+            ("Current Time", [0xEA, 0x07, 0x0C, 0x02, 0x10, 0x05, 0x09, 0x03, 0x80, 0x02], { (bytes) throws(ByteCodingError) in _ = try CurrentTime(decoding: bytes) }),
+            ("Date Time", [0xEA, 0x07, 0x0C, 0x02, 0x10, 0x05, 0x09], { (bytes) throws(ByteCodingError) in _ = try DateTime(decoding: bytes) }),
+            ("PnP ID", [0x01, 0x0D, 0x00, 0x00, 0x00, 0x10, 0x01], { (bytes) throws(ByteCodingError) in _ = try PnPID(decoding: bytes) }),
+            ("System ID", [0x01, 0x3B, 0x9A, 0xFE, 0xFF, 0x0E, 0x6C, 0x54], { (bytes) throws(ByteCodingError) in _ = try SystemID(decoding: bytes) }),
+            ("movement data", Array(repeating: 0, count: 18), { (bytes) throws(ByteCodingError) in _ = try SensorTag.Movement(decoding: bytes) }),
+        ]
+        for (name, bytes, decode) in full {
+            #expect(throws: Never.self, "\(name), whole") { try decode(bytes) }
+            for length in 0..<bytes.count {
+                #expect(throws: ByteCodingError.self, "\(name), \(length) of \(bytes.count) octets") { try decode(Array(bytes.prefix(length))) }
+            }
+        }
+    }
+
+    @Test func datesOutOfTheirRangesAreRefused() throws {
+        let valid: [UInt8] = [0xEA, 0x07, 0x0C, 0x02, 0x10, 0x05, 0x09]
+        for (index, value, reason) in [
+            (2, 13, "month 13 is not 1–12 (0: unknown)"), (3, 32, "day 32 is not 1–31 (0: unknown)"),
+            (4, 24, "hours 24 is not 0–23"), (5, 60, "minutes 60 is not 0–59"), (6, 60, "seconds 60 is not 0–59"),
+        ] as [(Int, UInt8, String)] {
+            var bytes = valid
+            bytes[index] = value
+            #expect(throws: ByteCodingError(field: "Date Time", outOfRange: reason, length: 7)) { try DateTime(decoding: bytes) }
+        }
+        #expect(throws: ByteCodingError.self) { try DateTime(decoding: [0x10, 0x00, 1, 1, 0, 0, 0]) }  // year 16
+        #expect(try DateTime(decoding: [0, 0, 0, 0, 0, 0, 0]) == DateTime(year: 0, month: 0, day: 0))
+        // Inside a measurement the same refusal comes through.
+        #expect(throws: ByteCodingError.self) {
+            try TemperatureMeasurement(decoding: [0x02, 0x6E, 0x01, 0x00, 0xFF, 0xEA, 0x07, 0x0D, 0x02, 0x10, 0x05, 0x09])
+        }
+        #expect(
+            ByteCodingError(field: "Date Time", outOfRange: "month 13 is not 1–12 (0: unknown)", length: 7).description
+                == "Date Time: month 13 is not 1–12 (0: unknown)")
     }
 }

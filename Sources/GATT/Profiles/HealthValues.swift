@@ -1,8 +1,9 @@
 import Bluetooth
 
 // The values of the health and time services, field by field as the GATT Specification
-// Supplement defines them. Strict: a value whose length is not what its flags announce does not
-// decode (ByteCodingError names the field), and encoding gives back the same octets.
+// Supplement defines them. Strict: a value whose length is not what its flags announce, or a
+// date out of its ranges, does not decode (ByteCodingError names the field); encoding gives back
+// the same octets, except flag bits the Supplement reserves (not kept).
 
 /// Date Time (0x2A08), also the time stamp of the health measurements: year (1582–9999),
 /// month (1–12), day (1–31), hours, minutes, seconds; 0 in year, month or day means unknown.
@@ -24,12 +25,20 @@ public struct DateTime: Hashable, Sendable, ByteCodable, CustomStringConvertible
         self.seconds = seconds
     }
 
-    /// Exactly 7 octets.
+    /// Exactly 7 octets, each field in its range: year 1582–9999 (or 0), month 1–12 (or 0), day
+    /// 1–31 (or 0), hours 0–23, minutes and seconds 0–59.
     public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
         try ByteCodingError.check(bytes, count: 7, field: "Date Time")
         self.init(
             year: UInt16(bytes[0]) | UInt16(bytes[1]) << 8, month: bytes[2], day: bytes[3], hours: bytes[4],
             minutes: bytes[5], seconds: bytes[6])
+        func refuse(_ what: String) -> ByteCodingError { ByteCodingError(field: "Date Time", outOfRange: what, length: 7) }
+        guard year == 0 || (1582...9999).contains(year) else { throw refuse("year \(year) is not 1582–9999 (0: unknown)") }
+        guard month <= 12 else { throw refuse("month \(month) is not 1–12 (0: unknown)") }
+        guard day <= 31 else { throw refuse("day \(day) is not 1–31 (0: unknown)") }
+        guard hours <= 23 else { throw refuse("hours \(hours) is not 0–23") }
+        guard minutes <= 59 else { throw refuse("minutes \(minutes) is not 0–59") }
+        guard seconds <= 59 else { throw refuse("seconds \(seconds) is not 0–59") }
     }
 
     public func encoded() -> [UInt8] { year.encoded() + [month, day, hours, minutes, seconds] }
@@ -351,7 +360,8 @@ public struct WeightMeasurement: Hashable, Sendable, ByteCodable, CustomStringCo
 }
 
 /// Weight Scale Feature (0x2A9E): bit 0 time stamp, 1 multiple users, 2 BMI supported; bits 3–6
-/// the weight resolution, 7–9 the height resolution (Supplement §3.245).
+/// the weight resolution, 7–9 the height resolution.
+/// - SeeAlso: GATT Specification Supplement, §3.245 Weight Scale Feature; Weight Scale Service 1.0, §3.1
 public struct WeightScaleFeature: OptionSet, Hashable, Sendable, ByteCodable {
     public var rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -461,7 +471,7 @@ public struct LocalTimeInformation: Hashable, Sendable, ByteCodable, CustomStrin
 
 /// Reference Time Information (0x2A14): the time source (0 unknown, 1 NTP, 2 GPS, 3 radio, 4
 /// manual, 5 atomic clock, 6 cellular), its accuracy (1/8 s; 254 beyond, 255 unknown), and the
-/// days and hours since the last update (255 days: a week or more).
+/// days and hours since the last update (255 days: 255 days or more).
 /// - SeeAlso: GATT Specification Supplement, §3.181 Reference Time Information
 public struct ReferenceTimeInformation: Hashable, Sendable, ByteCodable {
     public var source: UInt8

@@ -171,7 +171,9 @@ public enum SensorTag {
 
 extension SensorTag {
     /// IR temperature data (TMP007, 4 octets): object and die (ambient) temperature, each the
-    /// upper 14 bits of a UINT16 in 0.03125 °C.
+    /// upper 14 bits of the sensor's two's-complement register, in 0.03125 °C. (TI's sample
+    /// code shifts the register as unsigned, which reads a temperature below 0 °C as about
+    /// +512 °C; the sign is kept here.)
     public struct IRTemperature: Hashable, Sendable, ByteCodable {
         public var rawObject: UInt16
         public var rawAmbient: UInt16
@@ -179,8 +181,8 @@ extension SensorTag {
             self.rawObject = rawObject
             self.rawAmbient = rawAmbient
         }
-        public var objectC: Double { Double(rawObject >> 2) * 0.03125 }
-        public var ambientC: Double { Double(rawAmbient >> 2) * 0.03125 }
+        public var objectC: Double { Double(Int16(bitPattern: rawObject) >> 2) * 0.03125 }
+        public var ambientC: Double { Double(Int16(bitPattern: rawAmbient) >> 2) * 0.03125 }
         public var reading: Reading { .ir(objectC: objectC, ambientC: ambientC) }
 
         public init(decoding bytes: [UInt8]) throws(ByteCodingError) {
@@ -210,8 +212,9 @@ extension SensorTag {
         public func encoded() -> [UInt8] { rawTemperature.encoded() + rawHumidity.encoded() }
     }
 
-    /// Barometer data (BMP280, 6 octets): temperature and pressure, each a UINT24 in 0.01 °C and
-    /// 0.01 hPa.
+    /// Barometer data (BMP280, 6 octets): temperature (a signed 24-bit value, 0.01 °C: the
+    /// firmware sends the BMP280's compensated temperature, negative below 0 °C, where TI's
+    /// sample code reads it unsigned) and pressure (UINT24, 0.01 hPa).
     public struct Barometer: Hashable, Sendable, ByteCodable {
         public var rawTemperature: UInt32
         public var rawPressure: UInt32
@@ -219,7 +222,7 @@ extension SensorTag {
             self.rawTemperature = rawTemperature & 0xFF_FFFF
             self.rawPressure = rawPressure & 0xFF_FFFF
         }
-        public var temperatureC: Double { Double(rawTemperature) / 100 }
+        public var temperatureC: Double { Double(Int32(bitPattern: rawTemperature << 8) >> 8) / 100 }
         public var pressureHPa: Double { Double(rawPressure) / 100 }
         public var reading: Reading { .barometer(temperatureC: temperatureC, pressureHPa: pressureHPa) }
 
@@ -251,10 +254,11 @@ extension SensorTag {
     /// Movement data (MPU9250, 18 octets): gyroscope, accelerometer and magnetometer, x y z each
     /// as SINT16. The accelerometer's scale depends on the configured range.
     public struct Movement: Hashable, Sendable, ByteCodable {
-        /// gyro x y z, accelerometer x y z, magnetometer x y z.
-        public var raw: [Int16]
-        public init(raw: [Int16]) {
-            precondition(raw.count == 9, "Movement takes nine raw values")
+        /// gyro x y z, accelerometer x y z, magnetometer x y z: always nine.
+        public private(set) var raw: [Int16]
+        /// nil unless `raw` holds nine values.
+        public init?(raw: [Int16]) {
+            guard raw.count == 9 else { return nil }
             self.raw = raw
         }
         /// Degrees per second (raw × 500 / 65536).

@@ -139,7 +139,6 @@ public struct PresentationFormat: Hashable, Sendable, CustomStringConvertible {
         self.descriptionCode = descriptionCode
     }
 
-
     /// Format names from the Assigned Numbers (§2.4.1).
     static let formats: [UInt8: String] = [
         0x01: "boolean", 0x02: "2bit", 0x03: "nibble", 0x04: "uint8", 0x05: "uint12", 0x06: "uint16", 0x07: "uint24",

@@ -175,11 +175,12 @@ struct WatchCommand {
     private func follow(
         _ watched: Watched, adapter: Adapter, peer: PeerAddress, events: CommandEvents<Event>
     ) async throws -> (connect: ConnectAction, disconnect: DisconnectAction) {
-        func forward<V: ByteCodable & CustomStringConvertible>(_ access: CharacteristicAccess<V>, id: BluetoothUUID) {
-            access.onChange { value in events.yield(.value(characteristic: id, bytes: value.encoded(), text: value.description)) }
+        // Each value with the octets it came as.
+        func forward<V: ByteDecodable & CustomStringConvertible>(_ access: CharacteristicAccess<V>, id: BluetoothUUID) {
+            access.onChangeWithBytes { value, bytes in events.yield(.value(characteristic: id, bytes: bytes, text: value.description)) }
         }
-        func forward<V: ByteCodable>(_ access: CharacteristicAccess<V>, id: BluetoothUUID, text: @escaping @Sendable (V) -> String) {
-            access.onChange { value in events.yield(.value(characteristic: id, bytes: value.encoded(), text: text(value))) }
+        func forward<V: ByteDecodable>(_ access: CharacteristicAccess<V>, id: BluetoothUUID, text: @escaping @Sendable (V) -> String) {
+            access.onChangeWithBytes { value, bytes in events.yield(.value(characteristic: id, bytes: bytes, text: text(value))) }
         }
         switch watched {
         case .battery:
