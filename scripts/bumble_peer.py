@@ -39,8 +39,9 @@ Bumble's HeartRateMeasurement: measurement n, counted across calls and connectio
 rate 60 + n % 100 in UINT8, sensor contact detected, the running energy expended -- 0 at start
 and after a control point reset, +10 a measurement -- and one RR interval (1024 * 60) // rate
 in 1/1024 s; answers `RESULT ok hr-notify COUNT FIRST_N`), `battery profiles LEVEL` (sets and
-notifies the battery level; `RESULT ok battery LEVEL`), `hr-state profiles` (`RESULT ok hr-state
-next=N energy=E resets=R`).
+notifies the battery level; `RESULT ok battery LEVEL`), `battery-set profiles LEVEL` (sets it
+silently, no connection needed), `hr-state profiles` (`RESULT ok hr-state next=N energy=E
+resets=R`).
 With `--central-port N` (0: any free port) a second controller on the same link, with public
 address F0:F1:F2:F3:F4:F6, is exposed over TCP too, for a second host acting as central (for
 example Bumble's own host in scripts/bumble_central.py, against our host as peripheral); its
@@ -982,6 +983,8 @@ async def run_command(line: str, devices: dict) -> str:
     battery profiles LEVEL                  sets the battery level (0...255; 0...100 are valid
                                             levels) and notifies it through Bumble's read
                                             callback: `RESULT ok battery LEVEL`
+    battery-set profiles LEVEL              (no connection needed) sets it without notifying:
+                                            what the next read returns
     hr-state profiles                       (no connection needed) `RESULT ok hr-state next=N
                                             energy=E resets=R`: the next measurement number, the
                                             energy it will carry, the control point's resets
@@ -1003,10 +1006,18 @@ async def run_command(line: str, devices: dict) -> str:
     verb, device = words[0], devices[words[1]]
     if verb == 'new-rpa':
         return await new_rpa(device)
-    if verb in ('hr-notify', 'battery', 'hr-state') and words[1] != 'profiles':
+    if verb in ('hr-notify', 'battery', 'battery-set', 'hr-state') and words[1] != 'profiles':
         return f'RESULT error {verb} needs the profiles device: {line}'
     if verb == 'hr-state' and len(words) == 2:
         return f'RESULT ok hr-state next={PROFILES.next} energy={PROFILES.energy} resets={PROFILES.resets}'
+    if verb == 'battery-set' and words[1] == 'profiles' and len(words) == 3:
+        # The level changes silently (no notification): what the next read, on this link or the
+        # next, returns.
+        level = int(words[2], 0)
+        if not 0 <= level <= 0xFF:
+            return f'RESULT error bad arguments: {line}'
+        PROFILES.level = level
+        return f'RESULT ok battery-set {level}'
     connection = peer_connection(device)
     if connection is None:
         return f'RESULT error {words[1]} has no connection'

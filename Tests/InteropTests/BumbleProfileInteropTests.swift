@@ -119,8 +119,14 @@ struct BumbleProfileInteropTests {
             var received: [HeartRateMeasurement] = []
             while received.count < 3, let value = await iterator.next() { received.append(value) }
 
+            // The level changes without a notification: the model keeps 87 until it reads again
+            // (each value read or notified reaches onChange).
+            let (levels, level) = AsyncStream.makeStream(of: UInt8.self)
+            belt.battery.$level.onChange { level.yield($0) }
+            #expect(try await peer.command("battery-set profiles 42") == "ok battery-set 42")
+            #expect(belt.battery.level == 87)
             // Bumble ends the link and advertises again; the model reconnects, re-subscribes
-            // (Bumble forgot the CCCD), and the same stream goes on.
+            // (Bumble forgot the CCCD), reads again, and the same stream goes on.
             #expect(try await peer.command("disconnect profiles") == "ok disconnect")
             for await event in events {
                 if case .reconnected = event { break }
@@ -132,7 +138,9 @@ struct BumbleProfileInteropTests {
                 (0..<3).map { Self.expected(first.next + $0, energy: first.energy + 10 * $0) }
                 + (0..<3).map { Self.expected(second.next + $0, energy: second.energy + 10 * $0) }
             #expect(received == expected)
-            #expect(belt.state == .connected && belt.battery.level == 87, "read again on the new link")
+            var reads = levels.makeAsyncIterator()
+            while let value = await reads.next(), value != 42 {}
+            #expect(belt.state == .connected && belt.battery.level == 42, "read again on the new link")
             await belt.disconnect()
             #expect(await iterator.next() == nil, "disconnect ends the stream")
             await adapter.close()
