@@ -38,16 +38,13 @@ struct CodecWiresharkTests {
         init() {}
     }
 
-    /// The thermometer's user types the passkey it shows.
+    /// The thermometer's user types the passkey it shows (its display: the simulation's log).
     final class Typist: PairingDelegate {
-        let thermometer: EmulatedThermometer
-        init(_ thermometer: EmulatedThermometer) { self.thermometer = thermometer }
+        let shown: AsyncStream<UInt32>
+        init(_ shown: AsyncStream<UInt32>) { self.shown = shown }
         func displayPasskey(_ passkey: UInt32, for peer: PeerAddress) async {}
         func enterPasskey(for peer: PeerAddress) async throws -> UInt32 {
-            for _ in 0..<250 {
-                if let shown = thermometer.displayedPasskey { return shown }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            for await passkey in shown { return passkey }
             throw BLEError("the thermometer showed no passkey", kind: "test")
         }
         func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool { false }
@@ -96,20 +93,31 @@ struct CodecWiresharkTests {
         return taken
     }
 
-    /// Records a session of our models with every emulated server; returns the file.
-    static func record() async throws -> String {
-        let path = NSTemporaryDirectory() + "codec-crosscheck-\(UInt64.random(in: 0...UInt64.max)).btsnoop"
-        try await withTimeout(90, "recording the models' session") {
-            let simulation = try await Simulation.start(devices: [.heartrate, .thermometer, .sensortag])
+    /// Records our models' sessions with every emulated server, one file per server (each
+    /// connection alone in its capture, as tshark tracks one database per capture); returns the
+    /// files.
+    static func record() async throws -> [String] {
+        let stem = NSTemporaryDirectory() + "codec-crosscheck-\(UInt64.random(in: 0...UInt64.max))"
+        let paths = ["station", "monitor", "thermometer", "sensortag"].map { "\(stem)-\($0).btsnoop" }
+        try await withTimeout(90, "recording the models' sessions") {
+            let (shown, display) = AsyncStream.makeStream(of: UInt32.self)
+            let simulation = try await Simulation.start(devices: [.heartrate, .thermometer, .sensortag]) { line in
+                // `… shows passkey 123456`
+                if let range = line.range(of: "passkey "), let passkey = UInt32(line[range.upperBound...].prefix(6)) {
+                    display.yield(passkey)
+                }
+            }
             let server = try await Adapter.simulated(simulation)
             let station = try await server.advertise(name: "health station", services: Self.stationServices)
-            var options = AdapterOptions()
-            options.record = path
-            options.bondsDirectory = NSTemporaryDirectory() + "codec-bonds-\(UInt64.random(in: 0...UInt64.max))"
-            let client = try await Adapter.simulated(simulation, options: options)
-            await client.setPairingDelegate(Typist(try #require(simulation.thermometer)))
+            func client(_ index: Int) async throws -> Adapter {
+                var options = AdapterOptions()
+                options.record = paths[index]
+                options.bondsDirectory = "\(stem)-bonds-\(index)"
+                return try await Adapter.simulated(simulation, options: options)
+            }
 
-            let health = try await client.connect(to: server.address, as: HealthStation.self)
+            let first = try await client(0)
+            let health = try await first.connect(to: server.address, as: HealthStation.self)
             #expect(health.time.currentTime == Self.currentTime)
             let pressures = health.bloodPressure.$measurement.values()
             for value in Self.pressures { try await station.notify(value.encoded(), for: 0x2A35) }
@@ -117,21 +125,30 @@ struct CodecWiresharkTests {
             let weights = health.weight.$measurement.values()
             for value in Self.weights { try await station.notify(value.encoded(), for: 0x2A9D) }
             #expect(await Self.take(Self.weights.count, from: weights) == Self.weights)
+            await first.close()
 
-            let monitor = try await client.connect(
+            let second = try await client(1)
+            let monitor = try await second.connect(
                 to: PeerAddress(address: EmulatedHeartRateMonitor.defaultAddress, type: .random), as: Monitor.self)
             #expect(await Self.take(6, from: monitor.heartRate.$measurement.values()).count == 6)
-            let thermometer = try await client.connect(
+            await second.close()
+
+            let third = try await client(2)
+            await third.setPairingDelegate(Typist(shown))
+            let thermometer = try await third.connect(
                 to: PeerAddress(address: EmulatedThermometer.defaultAddress, type: .random), as: Thermometer.self)
             #expect(thermometer.thermometer.temperatureType == .body)
-            let tag = try await client.connect(
+            await third.close()
+
+            let fourth = try await client(3)
+            let tag = try await fourth.connect(
                 to: PeerAddress(address: EmulatedSensorTag.defaultAddress, type: .public), as: CC2650SensorTag.self)
             #expect(tag.deviceInformation.pnpID != nil)
-            await client.close()
+            await fourth.close()
             await server.close()
             await simulation.stop()
         }
-        return path
+        return paths
     }
 
     /// tshark's fields for each ATT frame: frame number → field → values (in order).
@@ -276,55 +293,60 @@ struct CodecWiresharkTests {
     }
 
     @Test func everyRecordedValueDecodesAsWiresharkDecodesIt() async throws {
-        let path = try await Self.record()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        // Our records of the values, with the characteristic each belongs to.
-        let records = try jsonObjects(try dump(path).lines).filter { record in
-            guard record["kind"] as? String == "att", let opcode = record["opcode"] as? Int else { return false }
-            return [0x0B, 0x1B, 0x1D].contains(opcode) && record["value"] != nil
+        let paths = try await Self.record()
+        defer { for path in paths { try? FileManager.default.removeItem(atPath: path) } }
+        var covered: Set<String> = []
+        var compared = 0
+        for path in paths {
+            // Our records of the values, with the characteristic each belongs to.
+            let records = try jsonObjects(try dump(path).lines).filter { record in
+                guard record["kind"] as? String == "att", let opcode = record["opcode"] as? Int else { return false }
+                return [0x0B, 0x1B, 0x1D].contains(opcode) && record["value"] != nil
+            }
+            var checks: [(frame: Int, uuid: String, fields: [String: [Double]])] = []
+            for record in records {
+                guard let frame = record["frame"] as? Int, let gatt = record["gatt"] as? [String: Any],
+                    gatt["descriptorUUID"] == nil, let uuid = gatt["characteristicUUID"] as? String,
+                    let hex = record["value"] as? String, let value = Hex.decode(hex),
+                    let fields = try Self.expectations(uuid, value)
+                else { continue }
+                checks.append((frame, uuid, fields))
+            }
+            covered.formUnion(checks.map(\.uuid))
+            let rows = try Self.wireshark(path, fields: Array(Set(checks.flatMap { $0.fields.keys })).sorted())
+            // IEEE-11073 FLOAT fields: tshark 4.0 shows every one as 0 (whatever its octets: a
+            // Wireshark defect), so there the octets tshark assigns to the field are compared with
+            // our encoding of the value instead, where tshark's number is not ours.
+            let floats = try Self.wiresharkRaw(path, filter: "btatt.temperature_measurement.flags")
+            for check in checks {
+                let row = rows[check.frame] ?? [:]
+                for (field, expected) in check.fields {
+                    if field.hasPrefix("btatt.temperature_measurement.value."), let raw = floats[check.frame]?[field + "_raw"],
+                        row[field] == ["0"], expected != [0]
+                    {
+                        #expect(
+                            MedFloat32.fromDouble(expected[0], matching: raw),
+                            "frame \(check.frame) \(field): tshark's octets \(raw), ours \(expected)")
+                        compared += 1
+                        continue
+                    }
+                    let shown = row[field] ?? []
+                    let values = shown.map { text -> Double? in Self.integer(text).map(Double.init) ?? Double(text) }
+                    let agrees =
+                        values.count == expected.count
+                        && zip(values, expected).allSatisfy { value, want in
+                            guard let value else { return false }
+                            return want.isNaN ? value.isNaN : abs(value - want) <= 1e-9 * max(1, abs(want))
+                        }
+                    #expect(agrees, "\(path) frame \(check.frame) \(check.uuid) \(field): tshark \(shown), ours \(expected)")
+                    compared += 1
+                }
+            }
         }
-        var checks: [(frame: Int, uuid: String, fields: [String: [Double]])] = []
-        for record in records {
-            guard let frame = record["frame"] as? Int, let gatt = record["gatt"] as? [String: Any],
-                gatt["descriptorUUID"] == nil, let uuid = gatt["characteristicUUID"] as? String,
-                let hex = record["value"] as? String, let value = Hex.decode(hex),
-                let fields = try Self.expectations(uuid, value)
-            else { continue }
-            checks.append((frame, uuid, fields))
-        }
-        let covered = Set(checks.map(\.uuid))
         #expect(
             covered.isSuperset(of: [
                 "2A37", "2A38", "2A19", "2A1C", "2A1D", "2A35", "2A49", "2A9D", "2A9E", "2A2B", "2A0F", "2A14", "2A23", "2A50", "2A01",
             ]), "covered: \(covered.sorted())")
-        let fields = Array(Set(checks.flatMap { $0.fields.keys })).sorted()
-        let rows = try Self.wireshark(path, fields: fields)
-        // IEEE-11073 FLOAT fields: tshark 4.0 shows every one as 0 (whatever its octets: a
-        // Wireshark defect), so there the octets tshark assigns to the field are compared with
-        // our encoding of the value instead, where tshark's number is not ours.
-        let floats = try Self.wiresharkRaw(path, filter: "btatt.temperature_measurement.flags")
-        var compared = 0
-        for check in checks {
-            let row = rows[check.frame] ?? [:]
-            for (field, expected) in check.fields {
-                if field.hasPrefix("btatt.temperature_measurement.value."), let raw = floats[check.frame]?[field + "_raw"],
-                    row[field] == ["0"], expected != [0]
-                {
-                    let ours = MedFloat32.fromDouble(expected[0], matching: raw)
-                    #expect(ours, "frame \(check.frame) \(field): tshark's octets \(raw), ours \(expected)")
-                    compared += 1
-                    continue
-                }
-                let shown = row[field] ?? []
-                let values = shown.map { text -> Double? in Self.integer(text).map(Double.init) ?? Double(text) }
-                let agrees = values.count == expected.count && zip(values, expected).allSatisfy { value, want in
-                    guard let value else { return false }
-                    return want.isNaN ? value.isNaN : abs(value - want) <= 1e-9 * max(1, abs(want))
-                }
-                #expect(agrees, "frame \(check.frame) \(check.uuid) \(field): tshark \(shown), ours \(expected)")
-                compared += 1
-            }
-        }
         #expect(compared > 60, "\(compared) fields compared")
     }
 }
