@@ -73,7 +73,7 @@ import TestSupport
 
     @Test func aDeviceWithoutTheServiceSaysSo() async throws {
         // The SensorTag has no heart-rate service: the model's binding fails, and the command
-        // says what is missing (exit 69) rather than waiting for values that cannot come.
+        // says what is missing (exit 1) rather than waiting for values that cannot come.
         var global = GlobalOptions()
         global.transport = "sim"
         global.json = true
@@ -89,6 +89,6 @@ import TestSupport
             }
         }
         #expect(failure?.message == "54:6C:0E:9A:3B:01 has no heart-rate service (180D)")
-        #expect(failure?.exitCode == .unavailable)
+        #expect(failure?.exitCode == .failure)
     }
 }

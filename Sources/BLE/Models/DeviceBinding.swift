@@ -302,7 +302,7 @@ final class ModelContext: Sendable {
             if remote == nil, service.isRequired, options.requiresServices {
                 throw BLEError(
                     "\(peer) has no \(service.serviceName) service (\(service.serviceID)), which \(modelName) requires",
-                    kind: "notFound", exitCode: .unavailable)
+                    kind: "notFound")
             }
             for property in service.characteristics {
                 let characteristic = remote?.characteristics.first { $0.uuid == property.characteristicID }

@@ -176,7 +176,7 @@ final class CharacteristicBox<Value: ByteDecodable>: Sendable {
 
     func require(_ doing: String) throws(BLEError) -> CharacteristicBinding {
         let (binding, absence) = state.withLock { ($0.binding, $0.absence) }
-        guard let binding else { throw BLEError("\(doing) \(id): \(absence)", kind: "notFound", exitCode: .unavailable) }
+        guard let binding else { throw BLEError("\(doing) \(id): \(absence)", kind: "notFound") }
         return binding
     }
 

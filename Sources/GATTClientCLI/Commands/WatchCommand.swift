@@ -152,7 +152,7 @@ struct WatchCommand {
                     failure =
                         error.kind == "notFound"
                         ? CommandFailure(
-                            "\(peer) has no \(service.rawValue) service (\(serviceID))", kind: "notFound", exitCode: .unavailable)
+                            "\(peer) has no \(service.rawValue) service (\(serviceID))", kind: "notFound")
                         : error
                     break loop
                 case .ended(let error):
