@@ -117,37 +117,19 @@ struct WatchCommand {
                 case .value(.value(let characteristic, let bytes, let text)):
                     values += 1
                     let name = GATTNames.name(for: characteristic) ?? characteristic.description
-                    if options.json {
-                        var json = JSONWriter()
-                        json.beginObject()
-                        json.field("kind", "value")
-                        json.field("time", (time * 1_000_000).rounded() / 1_000_000)
+                    Self.write("value", time: time, text: name + ": " + text, json: options.json, output: &output) { json in
                         json.field("service", service.rawValue)
                         json.field("characteristic", characteristic.description)
                         json.field("name", name)
                         json.field("value", hex: bytes)
                         json.field("text", text)
-                        json.endObject()
-                        output.writeLine(bytes: json.bytes)
-                    } else {
-                        output.writeLine(format6(time) + "  " + name + ": " + text)
                     }
-                    output.flush()
                     await printed?(values)
                     if let count, values >= count { break loop }
                 case .value(.state(let state)):
-                    if options.json {
-                        var json = JSONWriter()
-                        json.beginObject()
-                        json.field("kind", "state")
-                        json.field("time", (time * 1_000_000).rounded() / 1_000_000)
+                    Self.write("state", time: time, text: state, json: options.json, output: &output) { json in
                         json.field("state", state)
-                        json.endObject()
-                        output.writeLine(bytes: json.bytes)
-                    } else {
-                        output.writeLine(format6(time) + "  " + state)
                     }
-                    output.flush()
                 case .value(.failed(let error)):
                     failure =
                         error.kind == "notFound"
@@ -168,6 +150,24 @@ struct WatchCommand {
         await disconnect?()
         await adapter.close()
         if let failure { throw CommandFailure.from(failure, doing: "watch \(peer)") }
+    }
+
+    /// One line: `time  text`, or a JSON object of `kind` with its time and `fields`.
+    private static func write(
+        _ kind: String, time: Double, text: String, json: Bool, output: inout BufferedOutput, fields: (inout JSONWriter) -> Void
+    ) {
+        if json {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("kind", kind)
+            writer.field("time", (time * 1_000_000).rounded() / 1_000_000)
+            fields(&writer)
+            writer.endObject()
+            output.writeLine(bytes: writer.bytes)
+        } else {
+            output.writeLine(format6(time) + "  " + text)
+        }
+        output.flush()
     }
 
     /// Retrieves the service's model and forwards every value of its characteristics (read on
