@@ -32,6 +32,11 @@ let package = Package(
             // libcrypto is opened with dlopen on first use (see chcrypto.c); libdl for glibc < 2.34.
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // libmosquitto (Debian's libmosquitto-dev for the header), opened with dlopen on first
+        // use: only `gateway --mqtt` needs it.
+        .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
+        // An MQTT client over it for the gateway: a bounded outbox, QoS 1, reconnects.
+        .target(name: "MQTT", dependencies: ["Bluetooth", "CMosquitto"]),
         .target(name: "HCI", dependencies: ["Bluetooth", "SystemSupport"]),
         .target(name: "ATT", dependencies: ["Bluetooth"]),
         .target(name: "L2CAP", dependencies: ["Bluetooth", "HCI", "ATT"]),
@@ -54,7 +59,9 @@ let package = Package(
         ),
         .target(
             name: "GATTClientCLI",
-            dependencies: ["BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Security", "Capture", "Host", "Kernel", "Emulator"]
+            dependencies: [
+                "BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Security", "Capture", "Host", "Kernel", "Emulator", "MQTT",
+            ]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of
         // dynamic loading); no module of gattclient imports Foundation, so none is linked.
@@ -73,6 +80,7 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "TestSupport", dependencies: ["Bluetooth", "CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+        .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI"]),
         .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),

@@ -135,7 +135,7 @@ public enum Command: Equatable, Sendable {
     /// `shell [ADDR]` (or `-I`): commands typed against one connection.
     case shell(PeerAddress?)
     /// `gateway --config FILE [--duration S]`: managed devices and advertisements as JSON Lines.
-    case gateway(config: String, duration: Double?)
+    case gateway(config: String, duration: Double?, mqtt: GatewayMQTTOptions? = nil)
 }
 
 /// `pair ADDR` options.
@@ -286,7 +286,10 @@ let commandOptionNames: [String: [String]] = [
     "unpair": ["--random"],
     "adapters": [],
     "shell": ["--random"],
-    "gateway": ["--config", "--duration"],
+    "gateway": [
+        "--config", "--duration", "--mqtt", "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue",
+        "--home-assistant",
+    ],
     "help": [],
 ]
 
@@ -331,7 +334,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
-        "--io-capability", "--passkey", "--write", "--linger", "--config",
+        "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
+        "--tls-ca", "--qos", "--queue",
     ]
 
     while index < arguments.count {
@@ -638,15 +642,54 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard rest.isEmpty else { throw UsageError("gateway takes its devices from --config FILE, not arguments") }
         var config: String?
         var duration: Double?
+        var mqttURL: String?
+        var mqttFlags: [(String, String?)] = []
         for (flag, value) in commandOptions {
             switch flag {
             case "--config": config = value
             case "--duration": duration = try positiveSeconds(value, flag)
+            case "--mqtt": mqttURL = value ?? ""
+            case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant":
+                mqttFlags.append((flag, value))
             default: throw UsageError("gateway does not know \(flag)")
             }
         }
         guard let config, !config.isEmpty else { throw UsageError("gateway needs --config FILE.json (see gateway --help)") }
-        return Invocation(options: options, command: .gateway(config: config, duration: duration))
+        var mqtt: GatewayMQTTOptions?
+        if let mqttURL {
+            var options = try GatewayMQTTOptions(url: mqttURL)
+            for (flag, value) in mqttFlags {
+                let text = value ?? ""
+                switch flag {
+                case "--client-id":
+                    guard !text.isEmpty, text.utf8.count <= 65535 else { throw UsageError("--client-id needs an identifier") }
+                    options.clientID = text
+                case "--username":
+                    guard !text.isEmpty else { throw UsageError("--username needs a name") }
+                    options.username = text
+                case "--password-file":
+                    guard !text.isEmpty else { throw UsageError("--password-file needs a file (its first line is the password)") }
+                    options.passwordFile = text
+                case "--tls-ca":
+                    guard !text.isEmpty else { throw UsageError("--tls-ca needs the broker's CA certificate file") }
+                    options.caFile = text
+                case "--qos":
+                    guard let qos = Int(text), (0...2).contains(qos) else { throw UsageError("--qos takes 0, 1 or 2, not '\(text)'") }
+                    options.qos = qos
+                case "--queue":
+                    guard let queue = Int(text), (1...10_000_000).contains(queue) else {
+                        throw UsageError("--queue takes a number of messages from 1 to 10000000, not '\(text)'")
+                    }
+                    options.queue = queue
+                default: options.homeAssistant = true
+                }
+            }
+            if options.passwordFile != nil, options.username == nil { throw UsageError("--password-file needs --username") }
+            mqtt = options
+        } else if let (flag, _) = mqttFlags.first {
+            throw UsageError("\(flag) is for the broker: give --mqtt mqtt://HOST[:PORT]")
+        }
+        return Invocation(options: options, command: .gateway(config: config, duration: duration, mqtt: mqtt))
     case "adapters":
         guard rest.isEmpty, commandOptions.isEmpty else {
             throw UsageError("adapters takes no arguments (--transport names one controller)")

@@ -345,7 +345,7 @@ func runGATTCommand(
             try await UnpairCommand(peer: peer).run(global: options, output: &out)
         case .adapters:
             try await AdaptersCommand(central: CommandConnection.injectedCentral).run(global: options, output: &out)
-        case .gateway(let path, let duration):
+        case .gateway(let path, let duration, let mqtt):
             let bytes: [UInt8]
             do {
                 bytes = try FileSystem.readFile(atPath: path)
@@ -358,7 +358,7 @@ func runGATTCommand(
             } catch {
                 throw CommandFailure("\(path): \(error.message)", kind: "usage", exitCode: .usage)
             }
-            try await GatewayCommand(configuration: configuration, duration: duration).run(global: options, output: &out)
+            try await GatewayCommand(configuration: configuration, duration: duration, mqtt: mqtt).run(global: options, output: &out)
         case .sensortag(let peer, let tag):
             var command = SensorTagCommand(peer: peer)
             command.sensors = tag.sensors.compactMap(SensorTag.Sensor.init(rawValue:))

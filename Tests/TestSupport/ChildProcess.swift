@@ -94,8 +94,23 @@ public final class ChildProcess: @unchecked Sendable {
 
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        // The child starts with no signal blocked and SIGPIPE, SIGINT and SIGTERM at their
+        // defaults: this process ignores SIGPIPE and its in-process runs block SIGINT and SIGTERM
+        // (for their signal sources), which a child would otherwise inherit (a SIGTERM to a
+        // broker then waited forever).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let result = posix_spawnp(&child, arguments[0], &actions, nil, argv, environ)
+        let result = posix_spawnp(&child, arguments[0], &actions, &attributes, argv, environ)
         // The child's ends belong to the child now.
         if input[0] >= 0 { close(input[0]) }
         if outputPipe[1] >= 0 { close(outputPipe[1]) }

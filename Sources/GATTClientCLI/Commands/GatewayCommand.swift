@@ -4,6 +4,7 @@ import Glibc
 import BLE
 import Bluetooth
 import GATT
+import MQTT
 import SystemSupport
 import Synchronization
 
@@ -87,7 +88,8 @@ struct GatewayConfiguration: Equatable, Sendable {
         }
     }
 
-    var prefix = "gattclient"
+    /// The topics' prefix; nil: `gattclient/<adapter address>`.
+    var prefix: String?
     var advertisements = Advertisements()
     var devices: [Device] = []
 
@@ -224,6 +226,51 @@ struct GatewayConfiguration: Equatable, Sendable {
     }
 }
 
+/// `gateway --mqtt URL …`: where and how the gateway publishes.
+public struct GatewayMQTTOptions: Equatable, Sendable {
+    public var host: String
+    public var port: Int
+    /// `mqtts://`: TLS (with `--tls-ca`).
+    public var tls = false
+    public var clientID: String?
+    public var username: String?
+    public var passwordFile: String?
+    public var caFile: String?
+    public var qos = 1
+    /// Messages waiting while the broker is unreachable (`--queue`).
+    public var queue = 100_000
+    /// Home Assistant MQTT discovery for the SensorTag's sensors and every battery level.
+    public var homeAssistant = false
+
+    /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883).
+    public init(url: String) throws(UsageError) {
+        let tls: Bool
+        let rest: Substring
+        if url.hasPrefix("mqtt://") {
+            (tls, rest) = (false, url.dropFirst(7))
+        } else if url.hasPrefix("mqtts://") {
+            (tls, rest) = (true, url.dropFirst(8))
+        } else {
+            throw UsageError("--mqtt takes mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not '\(url)'")
+        }
+        let hostPart = rest.hasSuffix("/") ? rest.dropLast() : rest
+        var host = String(hostPart)
+        var port = tls ? 8883 : 1883
+        if let colon = hostPart.lastIndex(of: ":"), !hostPart.hasSuffix("]") {
+            guard let number = Int(hostPart[hostPart.index(after: colon)...]), (1...65535).contains(number) else {
+                throw UsageError("--mqtt: '\(hostPart[hostPart.index(after: colon)...])' is not a port (1–65535)")
+            }
+            port = number
+            host = String(hostPart[..<colon])
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("/") else { throw UsageError("--mqtt: no host in '\(url)'") }
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+}
+
 /// `gateway --config FILE [--duration S]`: the managed-device engine from the shell. Every
 /// configured device is kept connected (``ManagedDevice``); what they send, what is read from
 /// them every N seconds, their states, and the forwarded advertisements are written as JSON Lines,
@@ -239,6 +286,8 @@ struct GatewayConfiguration: Equatable, Sendable {
 struct GatewayCommand {
     var configuration: GatewayConfiguration
     var duration: Double?
+    /// `--mqtt`: publish to a broker instead of writing lines.
+    var mqtt: GatewayMQTTOptions?
 
     /// One message.
     static func line(topic: String, payload: [(String, JSONValue)]) -> [UInt8] {
@@ -254,9 +303,25 @@ struct GatewayCommand {
 
     func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
         let adapter = try await CommandConnection.adapter(options: global, central: CommandConnection.injectedCentral)
-        let sink = GatewaySink(output: output.fileDescriptor)
-        let engine = GatewayEngine(configuration: configuration, adapter: adapter, sink: sink)
+        let prefix = configuration.prefix ?? "gattclient/\(adapter.address.address)"
+        let sink: GatewaySink
+        var broker: GatewayBroker?
+        if let mqtt {
+            do {
+                let connection = try GatewayBroker(mqtt, prefix: prefix, adapter: adapter, errors: SessionDiagnostics.current?.errors ?? 2)
+                broker = connection
+                sink = GatewaySink(mqtt: connection.client, qos: mqtt.qos)
+            } catch {
+                await adapter.close()
+                throw error
+            }
+        } else {
+            sink = GatewaySink(output: output.fileDescriptor)
+        }
+        let engine = GatewayEngine(
+            configuration: configuration, prefix: prefix, adapter: adapter, sink: sink, homeAssistant: mqtt?.homeAssistant ?? false)
         await engine.start()
+        if let broker { try broker.start(engine: engine) }
         let events = CommandEvents<Never>(duration: duration)
         for await event in events.stream {
             if case .durationElapsed = event { break }
@@ -266,41 +331,68 @@ struct GatewayCommand {
         await engine.stop()
         await adapter.close()
         sink.flush()
+        if let broker { await broker.finish() }
     }
 }
 
-/// Writes the gateway's lines, one at a time, whole.
+/// Where the gateway's messages go: one JSON line each `{"topic", "payload"}` on standard
+/// output, or the broker (`--mqtt`), with the message's kind for the outbox's drop order and
+/// states retained.
 final class GatewaySink: Sendable {
-    private let output: Mutex<BufferedOutput>
+    private let output: Mutex<BufferedOutput>?
+    private let mqtt: MQTTClient?
+    private let qos: Int
 
-    init(output descriptor: Int32) { output = Mutex(BufferedOutput(fileDescriptor: descriptor)) }
+    init(output descriptor: Int32) {
+        output = Mutex(BufferedOutput(fileDescriptor: descriptor))
+        mqtt = nil
+        qos = 1
+    }
 
-    func send(topic: String, _ payload: [(String, JSONValue)]) {
+    init(mqtt: MQTTClient, qos: Int) {
+        output = nil
+        self.mqtt = mqtt
+        self.qos = qos
+    }
+
+    func send(topic: String, _ payload: [(String, JSONValue)], kind: MQTTMessage.Kind = .value, retain: Bool = false) {
+        if let mqtt {
+            mqtt.publish(MQTTMessage(topic: topic, payload: JSONValue.object(payload).encoded(), qos: qos, retain: retain, kind: kind))
+            return
+        }
         let line = GatewayCommand.line(topic: topic, payload: payload)
-        output.withLock { output in
+        output?.withLock { output in
             output.writeLine(bytes: line)
             output.flush()
         }
     }
 
-    func flush() { output.withLock { $0.flush() } }
+    /// A device's state: retained, so a subscriber arriving later learns it at once.
+    func sendState(topic: String, _ payload: [(String, JSONValue)]) { send(topic: topic, payload, kind: .state, retain: true) }
+
+    func flush() { output?.withLock { $0.flush() } }
 }
 
 /// The engine: managed devices from the configuration, the discovery scan for `match` entries
 /// and forwarded advertisements, the periodic reads.
 actor GatewayEngine {
     let configuration: GatewayConfiguration
+    let prefix: String
     let adapter: Adapter
     let sink: GatewaySink
+    /// Home Assistant discovery messages for the SensorTag's sensors and battery levels.
+    let homeAssistant: Bool
     private var tasks: [Task<Void, Never>] = []
     /// The tasks publishing each device's events (they end with the device's stream).
     private var followers: [Task<Void, Never>] = []
     private var managedAddresses: Set<BluetoothAddress> = []
 
-    init(configuration: GatewayConfiguration, adapter: Adapter, sink: GatewaySink) {
+    init(configuration: GatewayConfiguration, prefix: String, adapter: Adapter, sink: GatewaySink, homeAssistant: Bool = false) {
         self.configuration = configuration
+        self.prefix = prefix
         self.adapter = adapter
         self.sink = sink
+        self.homeAssistant = homeAssistant
     }
 
     func start() async {
@@ -317,7 +409,7 @@ actor GatewayEngine {
                     do {
                         for try await advertisement in scan { await self?.seen(advertisement, matching) }
                     } catch {
-                        self?.sink.send(topic: (self?.configuration.prefix ?? "gattclient") + "/error", [
+                        self?.sink.send(topic: (self?.prefix ?? "gattclient") + "/error", [
                             ("message", .string("the scan ended: \(error)"))
                         ])
                     }
@@ -356,7 +448,7 @@ actor GatewayEngine {
                         .object([("companyID", .integer($0.companyID)), ("data", .string(Hex.encode($0.data)))])
                     })))
             }
-            sink.send(topic: "\(configuration.prefix)/adv/\(advertisement.peer.address)", payload)
+            sink.send(topic: "\(prefix)/adv/\(advertisement.peer.address)", payload, kind: .advertisement)
         }
         guard advertisement.isConnectable, !managedAddresses.contains(advertisement.peer.address),
             let entry = matching.first(where: { $0.match?.matches(advertisement) == true })
@@ -367,7 +459,7 @@ actor GatewayEngine {
     private func manage(_ peer: PeerAddress, _ entry: GatewayConfiguration.Device) async {
         guard managedAddresses.insert(peer.address).inserted else { return }
         let device = await adapter.manage(peer)
-        let (sink, prefix) = (sink, configuration.prefix)
+        let (sink, prefix) = (sink, self.prefix)
         let base = "\(prefix)/dev/\(peer.address)"
         let events = device.events()
         // The state it had before this stream began, then every event.
@@ -376,6 +468,16 @@ actor GatewayEngine {
             Task {
                 for await event in events { Self.publish(event, base: base, sink: sink) }
             })
+        if homeAssistant {
+            // Discovery once the device is first connected (its database says what it has).
+            tasks.append(
+                Task { [weak self] in
+                    for await state in device.states() where state == .connected {
+                        if let peripheral = device.peripheral { await self?.announceToHomeAssistant(peripheral, name: nil) }
+                        return
+                    }
+                })
+        }
         for write in entry.writes { try? await device.write(onEveryConnection: write.value, to: write.characteristic) }
         for characteristic in entry.subscribe { try? await device.subscribe(to: characteristic) }
         for read in entry.reads {
@@ -413,17 +515,17 @@ actor GatewayEngine {
                 payload.append(("reason", .string(ConnectionVisibility.describe(reason))))
             case .removed: payload.insert(("state", .string("removed")), at: 0)
             }
-            sink.send(topic: base + "/state", payload)
+            sink.sendState(topic: base + "/state", payload)
         case .notification(let service, let characteristic, let value):
             publishValue(value.value, service: service, characteristic: characteristic, read: false, base: base, sink: sink)
         case .reconnected(let gap, let attempts, let restoredIn):
-            sink.send(topic: base + "/state", [
+            sink.sendState(topic: base + "/state", [
                 ("state", .string("reconnected")), ("gapSeconds", .number(JSONNumber(seconds(gap)) ?? JSONNumber(0))),
                 ("attempts", .integer(attempts)),
                 ("restoredSeconds", .number(JSONNumber(seconds(restoredIn)) ?? JSONNumber(0))), ("time", time),
             ])
         case .attemptFailed(let error, let retry):
-            sink.send(topic: base + "/state", [
+            sink.sendState(topic: base + "/state", [
                 ("state", .string("attemptFailed")), ("error", .string(error.message)),
                 ("retrySeconds", .number(JSONNumber(seconds(retry)) ?? JSONNumber(0))), ("time", time),
             ])
@@ -437,6 +539,7 @@ actor GatewayEngine {
             ("value", .string(Hex.encode(value))), ("time", .number(JSONNumber(GatewayCommand.now()) ?? JSONNumber(0))),
         ]
         if let decoded = ValueText.decoded(value, uuid: characteristic) { payload.append(("decoded", .string(decoded))) }
+        if let fields = GatewayFields.fields(value, uuid: characteristic) { payload.append(("fields", .object(fields))) }
         if read { payload.append(("read", .bool(true))) }
         sink.send(topic: base + "/" + (service.map(jsonUUID) ?? "unknown") + "/" + jsonUUID(characteristic), payload)
     }

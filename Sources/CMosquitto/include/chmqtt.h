@@ -1,0 +1,47 @@
+#ifndef CHMQTT_H
+#define CHMQTT_H
+
+/*
+ * A thin shim over Debian's libmosquitto (libmosquitto-dev for the header, libmosquitto1 at run
+ * time): the library is opened with dlopen on first use (only `gateway --mqtt` needs it, and
+ * every other gattclient start stays free of it), and each function below forwards to the
+ * library's own of the same name without the `ch` prefix. The callbacks take the client's
+ * `obj` (the Swift side's context).
+ */
+
+#include <mosquitto.h>
+#include <stdbool.h>
+
+/* Opens libmosquitto.so.1 and initialises it (once; thread-safe). 0, or -1 with the reason in
+ * chmqtt_load_error(). */
+int chmqtt_load(void);
+const char *chmqtt_load_error(void);
+
+struct mosquitto *chmqtt_new(const char *id, bool clean_session, void *obj);
+void chmqtt_destroy(struct mosquitto *mosq);
+void chmqtt_user_data_set(struct mosquitto *mosq, void *obj);
+int chmqtt_will_set(struct mosquitto *mosq, const char *topic, int payloadlen, const void *payload, int qos, bool retain);
+int chmqtt_username_pw_set(struct mosquitto *mosq, const char *username, const char *password);
+int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile);
+int chmqtt_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential);
+int chmqtt_max_inflight_messages_set(struct mosquitto *mosq, unsigned int max_inflight_messages);
+int chmqtt_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive);
+int chmqtt_loop_start(struct mosquitto *mosq);
+int chmqtt_loop_stop(struct mosquitto *mosq, bool force);
+int chmqtt_disconnect(struct mosquitto *mosq);
+int chmqtt_publish(struct mosquitto *mosq, int *mid, const char *topic, int payloadlen, const void *payload, int qos, bool retain);
+int chmqtt_subscribe(struct mosquitto *mosq, int *mid, const char *pattern, int qos);
+const char *chmqtt_strerror(int error);
+const char *chmqtt_connack_string(int code);
+
+typedef void (*chmqtt_connect_callback)(struct mosquitto *mosq, void *obj, int rc);
+typedef void (*chmqtt_disconnect_callback)(struct mosquitto *mosq, void *obj, int rc);
+typedef void (*chmqtt_publish_callback)(struct mosquitto *mosq, void *obj, int mid);
+typedef void (*chmqtt_message_callback)(struct mosquitto *mosq, void *obj, const struct mosquitto_message *message);
+
+/* All four at once (any may be NULL). */
+void chmqtt_callbacks_set(
+    struct mosquitto *mosq, chmqtt_connect_callback on_connect, chmqtt_disconnect_callback on_disconnect,
+    chmqtt_publish_callback on_publish, chmqtt_message_callback on_message);
+
+#endif

@@ -1,0 +1,318 @@
+import Bluetooth
+import CMosquitto
+import Synchronization
+
+/// A failure of the MQTT client: the library, the configuration, the broker.
+public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// An MQTT client for a gateway that must lose nothing: Debian's libmosquitto (opened on first
+/// use) on its own network thread, publishing from a bounded ``MQTTOutbox``. A message leaves
+/// the outbox only while the broker is connected and fewer than `inflight` await their
+/// acknowledgement (QoS 1: PUBACK); what libmosquitto has taken it keeps across a reconnect and
+/// sends again (clean session off), so a QoS 1 message is delivered at least once. The broker
+/// connection comes back by itself with exponential back-off (1 s to `maximumReconnectDelay`).
+public final class MQTTClient: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        public var clientID: String
+        public var username: String?
+        public var password: String?
+        /// A CA certificate file: TLS to the broker.
+        public var caFile: String?
+        public var keepAlive = 30
+        /// The last will: published by the broker when this client goes without a DISCONNECT.
+        public var will: MQTTMessage?
+        public var queueCapacity = 100_000
+        public var inflight = 64
+        public var maximumReconnectDelay = 30
+        /// Persistent session (the broker keeps subscriptions and queued QoS 1 messages).
+        public var cleanSession = false
+
+        public init(host: String, port: Int, clientID: String) {
+            self.host = host
+            self.port = port
+            self.clientID = clientID
+        }
+    }
+
+    /// What happens to the connection, and what arrives on subscribed topics.
+    public enum Event: Sendable {
+        case connected
+        case connectionFailed(String)
+        case disconnected(String)
+        case message(topic: String, payload: [UInt8])
+        /// The outbox was full: `message` was dropped (a value or state: counted and said).
+        case dropped(MQTTMessage)
+    }
+
+    /// Counters, for the gateway's summary and the benchmark.
+    public struct Statistics: Hashable, Sendable {
+        public var queued = 0
+        public var inFlight = 0
+        public var acknowledged = 0
+        public var droppedAdvertisements = 0
+        public var droppedValues = 0
+        public var connections = 0
+    }
+
+    private struct State {
+        var outbox: MQTTOutbox
+        var connected = false
+        var started = false
+        var stopping = false
+        /// Messages libmosquitto has taken, by message id, until acknowledged.
+        var inFlight: [Int32: MQTTMessage] = [:]
+        /// Acknowledgements that came before their id was recorded.
+        var earlyAcknowledgements: Set<Int32> = []
+        /// Taken from the outbox and being handed over now.
+        var handing = 0
+        var acknowledged = 0
+        var connections = 0
+        var subscriptions: [(filter: String, qos: Int)] = []
+        var drained: [CheckedContinuation<Void, Never>] = []
+    }
+
+    public let configuration: Configuration
+    /// libmosquitto's client: its calls are thread-safe with the threaded interface
+    /// (`mosquitto_loop_start`), which this client uses; set once, destroyed in deinit.
+    nonisolated(unsafe) private let handle: OpaquePointer
+    private let state: Mutex<State>
+    private let continuation: AsyncStream<Event>.Continuation
+    /// The client's events, in order.
+    public let events: AsyncStream<Event>
+
+    public init(_ configuration: Configuration) throws(MQTTError) {
+        guard chmqtt_load() == 0 else {
+            throw MQTTError("cannot use libmosquitto (apt install libmosquitto1): \(String(cString: chmqtt_load_error()))")
+        }
+        self.configuration = configuration
+        state = Mutex(State(outbox: MQTTOutbox(capacity: configuration.queueCapacity)))
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+        guard let client = chmqtt_new(configuration.clientID, configuration.cleanSession, nil) else {
+            throw MQTTError("mosquitto_new failed for client id '\(configuration.clientID)'")
+        }
+        handle = client
+        // The callbacks find this client through `obj`; `stop()` ends them before it goes.
+        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+            guard rc == 0 else { throw MQTTError("\(what): \(String(cString: chmqtt_strerror(rc)))") }
+        }
+        do throws(MQTTError) {
+            if let will = configuration.will {
+                try check(
+                    chmqtt_will_set(client, will.topic, Int32(will.payload.count), will.payload, Int32(will.qos), will.retain),
+                    "the last will")
+            }
+            if let username = configuration.username {
+                try check(chmqtt_username_pw_set(client, username, configuration.password), "the user name")
+            }
+            if let caFile = configuration.caFile { try check(chmqtt_tls_set(client, caFile), "TLS with \(caFile)") }
+            try check(
+                chmqtt_reconnect_delay_set(client, 1, UInt32(max(1, configuration.maximumReconnectDelay)), true), "the reconnect delay")
+            try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
+        } catch {
+            chmqtt_destroy(client)
+            throw error
+        }
+    }
+
+    /// Connects (in the background; failures are events and retried) and starts the network
+    /// thread.
+    public func start() throws(MQTTError) {
+        guard state.withLock({ state -> Bool in
+            defer { state.started = true }
+            return !state.started && !state.stopping
+        }) else { throw MQTTError("the client was started or stopped already") }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        chmqtt_user_data_set(handle, context)
+        chmqtt_callbacks_set(
+            handle,
+            { _, obj, rc in MQTTClient.from(obj)?.connected(rc) },
+            { _, obj, rc in MQTTClient.from(obj)?.disconnected(rc) },
+            { _, obj, mid in MQTTClient.from(obj)?.acknowledged(mid) },
+            { _, obj, message in
+                guard let message, let client = MQTTClient.from(obj) else { return }
+                let topic = String(cString: message.pointee.topic)
+                let count = Int(message.pointee.payloadlen)
+                let payload: [UInt8] =
+                    count > 0 && message.pointee.payload != nil
+                    ? Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
+                client.continuation.yield(.message(topic: topic, payload: payload))
+            })
+        let rc = chmqtt_connect_async(handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive))
+        if rc != 0 {
+            // The broker is not there yet: the network thread keeps trying.
+            continuation.yield(.connectionFailed(String(cString: chmqtt_strerror(rc))))
+        }
+        let started = chmqtt_loop_start(handle)
+        guard started == 0 else {
+            chmqtt_user_data_set(handle, nil)
+            state.withLock { $0.started = false }
+            Unmanaged<MQTTClient>.fromOpaque(context).release()
+            throw MQTTError("mosquitto_loop_start: \(String(cString: chmqtt_strerror(started)))")
+        }
+    }
+
+    private static func from(_ obj: UnsafeMutableRawPointer?) -> MQTTClient? {
+        obj.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Queues `message`; it is sent as soon as the broker takes it.
+    public func publish(_ message: MQTTMessage) {
+        let dropped = state.withLock { $0.stopping ? nil : $0.outbox.enqueue(message) }
+        if let dropped { continuation.yield(.dropped(dropped)) }
+        pump()
+    }
+
+    /// Subscribes `filter` now and after every reconnect.
+    public func subscribe(_ filter: String, qos: Int = 1) {
+        let connected = state.withLock { state in
+            state.subscriptions.append((filter, qos))
+            return state.connected
+        }
+        if connected { _ = chmqtt_subscribe(handle, nil, filter, Int32(qos)) }
+    }
+
+    public var statistics: Statistics {
+        state.withLock { state in
+            Statistics(
+                queued: state.outbox.count + state.handing, inFlight: state.inFlight.count, acknowledged: state.acknowledged,
+                droppedAdvertisements: state.outbox.droppedAdvertisements, droppedValues: state.outbox.droppedValues,
+                connections: state.connections)
+        }
+    }
+
+    /// Waits until every queued message is acknowledged, or `timeout` passes; true when all were.
+    public func drain(timeout: Duration) async -> Bool {
+        let done = Task {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.outbox.isEmpty && state.inFlight.isEmpty && state.handing == 0 { return true }
+                    state.drained.append(waiter)
+                    return false
+                }
+                if now { waiter.resume() }
+            }
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let timer = Task {
+            try? await Task.sleep(until: deadline, clock: clock)
+            self.releaseDrainWaiters()
+        }
+        await done.value
+        timer.cancel()
+        return state.withLock { $0.outbox.isEmpty && $0.inFlight.isEmpty && $0.handing == 0 }
+    }
+
+    /// Disconnects cleanly (no last will), stops the network thread, and ends the events.
+    public func stop() {
+        let (first, started) = state.withLock { state -> (Bool, Bool) in
+            defer { state.stopping = true }
+            return (!state.stopping, state.started)
+        }
+        guard first else { return }
+        releaseDrainWaiters()
+        continuation.finish()
+        guard started else { return }
+        _ = chmqtt_disconnect(handle)
+        _ = chmqtt_loop_stop(handle, false)
+        chmqtt_user_data_set(handle, nil)
+        // The callbacks can no longer run: the retain taken by start() is given back.
+        Unmanaged.passUnretained(self).release()
+    }
+
+    deinit { chmqtt_destroy(handle) }
+
+    // MARK: - The network thread's callbacks
+
+    private func connected(_ rc: Int32) {
+        guard rc == 0 else {
+            continuation.yield(.connectionFailed(String(cString: chmqtt_connack_string(rc))))
+            return
+        }
+        let subscriptions = state.withLock { state in
+            state.connected = true
+            state.connections += 1
+            return state.subscriptions
+        }
+        for (filter, qos) in subscriptions { _ = chmqtt_subscribe(handle, nil, filter, Int32(qos)) }
+        continuation.yield(.connected)
+        pump()
+    }
+
+    private func disconnected(_ rc: Int32) {
+        let stopping = state.withLock { state in
+            state.connected = false
+            return state.stopping
+        }
+        guard !stopping else { return }
+        continuation.yield(.disconnected(rc == 0 ? "disconnected" : String(cString: chmqtt_strerror(rc))))
+    }
+
+    private func acknowledged(_ mid: Int32) {
+        state.withLock { state in
+            if state.inFlight.removeValue(forKey: mid) != nil {
+                state.acknowledged += 1
+            } else {
+                state.earlyAcknowledgements.insert(mid)
+            }
+        }
+        pump()
+        releaseDrainWaitersIfDrained()
+    }
+
+    // MARK: - Handing messages to libmosquitto
+
+    /// While connected and the window has room: the next message from the outbox, handed over
+    /// outside the lock (libmosquitto takes its own).
+    private func pump() {
+        while true {
+            let next = state.withLock { state -> MQTTMessage? in
+                guard state.connected, !state.stopping, state.inFlight.count + state.handing < configuration.inflight else { return nil }
+                guard let message = state.outbox.dequeue() else { return nil }
+                state.handing += 1
+                return message
+            }
+            guard let message = next else { return }
+            var mid: Int32 = 0
+            let rc = chmqtt_publish(handle, &mid, message.topic, Int32(message.payload.count), message.payload, Int32(message.qos), message.retain)
+            let keepGoing = state.withLock { state -> Bool in
+                state.handing -= 1
+                guard rc == 0 else {
+                    // Not taken (the connection went): first again at the next connect.
+                    state.outbox.putBack(message)
+                    return false
+                }
+                if state.earlyAcknowledgements.remove(mid) != nil {
+                    state.acknowledged += 1
+                } else {
+                    state.inFlight[mid] = message
+                }
+                return true
+            }
+            guard keepGoing else { return }
+        }
+    }
+
+    private func releaseDrainWaitersIfDrained() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard state.outbox.isEmpty && state.inFlight.isEmpty && state.handing == 0 else { return [] }
+            defer { state.drained.removeAll() }
+            return state.drained
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func releaseDrainWaiters() {
+        let waiters = state.withLock { state in
+            defer { state.drained.removeAll() }
+            return state.drained
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}

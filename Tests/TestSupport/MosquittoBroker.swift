@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Debian's `mosquitto` broker, started for one test with its own configuration on a free
+/// loopback port (never 1883, which the package's own service may hold), persistence on in a
+/// directory of its own so a restart keeps sessions and queued QoS 1 messages. Every process it
+/// starts is stopped by its id (`stop`, `kill`, or `deinit`).
+public final class MosquittoBroker: @unchecked Sendable {
+    // @unchecked: `process` changes only in start/stop/kill, which the test calls in sequence.
+
+    /// The broker's executable, where the `mosquitto` package put it.
+    public static let executable: String? = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"].first { (path: String) in access(path, X_OK) == 0 }
+    /// Whether the broker and libmosquitto (libmosquitto1) are installed.
+    public static var isAvailable: Bool {
+        guard executable != nil, let library = dlopen("libmosquitto.so.1", RTLD_LAZY) else { return false }
+        dlclose(library)
+        return true
+    }
+
+    public let port: Int
+    public let directory: String
+    private var process: ChildProcess?
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
+
+    /// Writes the configuration and starts the broker; returns once it accepts connections (at
+    /// most 10 s).
+    public init() async throws {
+        port = try Self.freePort()
+        let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        directory = temporary + "/mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard mkdir(directory, 0o700) == 0 else { throw Failure(description: "mkdir \(directory): errno \(errno)") }
+        // As root, mosquitto would drop to its own user, which cannot write this directory: the
+        // persistence would be lost at the restart.
+        let user = getuid() == 0 ? "user root\n" : ""
+        let configuration = user + """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(directory)/
+            persistence_file broker.db
+            autosave_interval 1
+            max_queued_messages 0
+            max_inflight_messages 100
+            log_dest none
+
+            """
+        guard let file = fopen(directory + "/mosquitto.conf", "w") else { throw Failure(description: "cannot write the configuration") }
+        fputs(configuration, file)
+        fclose(file)
+        try await start()
+    }
+
+    deinit {
+        process?.kill()
+        for name in ["mosquitto.conf", "broker.db", "broker.db.new"] { unlink(directory + "/" + name) }
+        rmdir(directory)
+    }
+
+    /// Starts it (again); returns once it accepts connections.
+    public func start() async throws {
+        guard let executable = Self.executable else { throw Failure(description: "mosquitto is not installed") }
+        process = try ChildProcess([executable, "-c", directory + "/mosquitto.conf"], standardOutput: .null, standardError: .null)
+        for _ in 0..<200 {
+            if Self.accepts(port) { return }
+            if let process, process.poll() != nil { throw Failure(description: "mosquitto exited at start (port \(port) taken?)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Failure(description: "mosquitto did not accept connections on 127.0.0.1:\(port) within 10 s")
+    }
+
+    /// SIGTERM (the broker saves its persistence and exits), reaped within 10 s, else SIGKILL.
+    public func stop() {
+        guard let process else { return }
+        if process.poll() == nil {
+            _ = Glibc.kill(process.pid, SIGTERM)
+            if process.wait(timeout: 10) == nil { process.kill() }
+        }
+        self.process = nil
+    }
+
+    /// A port the kernel had free a moment ago.
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts a TCP connection on 127.0.0.1:`port`.
+    static func accepts(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
