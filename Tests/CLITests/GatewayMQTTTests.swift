@@ -197,3 +197,28 @@ struct GatewayMQTTTests {
         #expect(try GatewayMQTTOptions(url: "mqtt://[::1]:1999").host == "::1")
     }
 }
+
+/// Issue 23: the systemd unit in `contrib/`, checked by `systemd-analyze verify` (with the unit's
+/// `gattclient` path pointing at the one built here) where systemd is installed.
+@Suite(
+    "contrib/gattclient-gateway.service",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "needs systemd-analyze (systemd)"))
+struct GatewayUnitTests {
+    static let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("contrib/gattclient-gateway.service").path
+
+    @Test func theUnitVerifiesAndRunsWithoutRoot() throws {
+        let text = try String(contentsOfFile: Self.unit, encoding: .utf8)
+        // No root: a dynamic user with the Bluetooth sockets' capabilities and nothing more.
+        #expect(text.contains("DynamicUser=yes") && !text.contains("User=root"))
+        #expect(text.contains("AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN"))
+        #expect(text.contains("CapabilityBoundingSet=CAP_NET_RAW CAP_NET_ADMIN"))
+        #expect(text.contains("gateway --config /etc/gattclient/gateway.json --mqtt mqtt://"))
+        let path = NSTemporaryDirectory() + "gattclient-gateway-\(getpid()).service"
+        try text.replacingOccurrences(of: "/usr/local/bin/gattclient", with: InterruptTests.binary)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let run = try ChildProcess.run(["/usr/bin/systemd-analyze", "verify", path], timeout: 60)
+        #expect(run.code == 0, "systemd-analyze verify: \(String(decoding: run.output, as: UTF8.self))")
+    }
+}
