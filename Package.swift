@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "CGattBenchMalloc", path: "Sources/gattbench/CMallocCounter"),
         .executableTarget(
             name: "gattbench",
-            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "BLE", "CGattBenchMalloc"],
+            dependencies: ["Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture", "Host", "BLE", "CGattBenchMalloc", "MQTT"],
             path: "Sources/gattbench/Swift"
         ),
         // Test helpers shared by the test targets (child processes spawned without leaks).

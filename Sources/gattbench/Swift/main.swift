@@ -17,6 +17,7 @@ let usage = """
            gattbench startup [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench decoder FILE.btsnoop
            gattbench managed TRANSPORT SECONDS ADDRESS,...   (benchmarks/many_devices.py runs it)
+           gattbench mqtt-count PORT PREFIX                  (benchmarks/mqtt_gateway.py runs it)
 
     all (default): capture decoding on the 100k and 1M files (gattclient dump --summary, --json,
     text; the C floor; btmon -r and tshark -r when installed), PDU codec micro-benchmarks,
@@ -166,6 +167,9 @@ do {
         guard options.positional.count == 3, let seconds = Double(options.positional[1]) else { throw BenchError(usage) }
         let addresses = options.positional[2].split(separator: ",").compactMap { BluetoothAddress(String($0)) }
         try await ManagedBenchmark(transport: options.positional[0], seconds: seconds, addresses: addresses).run()
+    case "mqtt-count":
+        guard options.positional.count == 2, let port = Int(options.positional[0]) else { throw BenchError(usage) }
+        try await MQTTCountBenchmark(port: port, prefix: options.positional[1]).run()
     case "all":
         let started = Clock.monotonic
         print("gattbench — issue 10 performance suite")
