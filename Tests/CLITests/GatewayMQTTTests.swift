@@ -146,7 +146,7 @@ struct GatewayMQTTTests {
         #expect(irValues.contains { ($0["fields"] as? [String: Any])?["objectC"] as? Double != nil }, "\(irValues.count) IR values")
         for index in 1...2 {
             let values = collector.all("test/gw/dev/C0:DE:00:00:00:0\(index)/C0DE0001-0000-4000-8000-00805F9B34FB/C0DE0002-0000-4000-8000-00805F9B34FB")
-                .compactMap { ($0.json?["value"] as? String).flatMap { UInt32($0.prefix(2), radix: 16) } }
+                .compactMap { ($0.json?["value"] as? String).flatMap(counterValue) }
             #expect(values.count >= 10 && zip(values, values.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "counter \(index): \(values.count)")
         }
         #expect(collector.messages.withLock { $0.contains { $0.topic.hasPrefix("test/gw/adv/C0:DE:00:00:00:") } })

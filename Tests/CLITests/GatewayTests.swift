@@ -1,4 +1,5 @@
 import BLE
+import Bluetooth
 import Foundation
 import Testing
 import TestSupport
@@ -69,7 +70,7 @@ struct GatewayTests {
         for index in 1...4 {
             let base = "home/ble/dev/C0:DE:00:00:00:0\(index)"
             let values = payloads(base + "/C0DE0001-0000-4000-8000-00805F9B34FB/C0DE0002-0000-4000-8000-00805F9B34FB")
-                .compactMap { ($0["value"] as? String).flatMap { UInt32($0.prefix(2), radix: 16) } }
+                .compactMap { ($0["value"] as? String).flatMap(counterValue) }
             #expect(values.count >= 10, "counter \(index): \(values.count) values")
             #expect(zip(values, values.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "counter \(index): consecutive")
         }
@@ -84,4 +85,10 @@ struct GatewayTests {
         let missing = await runInProcess(["--transport", "sim", "gateway", "--config", "/nonexistent/gw.json"])
         #expect(missing.code == 64 && missing.stderr.contains("/nonexistent/gw.json"), "\(missing.stderr)")
     }
+}
+
+/// A counter's value (4 octets, little-endian) from its message's hex.
+func counterValue(_ hex: String) -> UInt32? {
+    guard let bytes = Hex.decode(hex), bytes.count == 4 else { return nil }
+    return bytes.reversed().reduce(0) { $0 << 8 | UInt32($1) }
 }
