@@ -97,7 +97,9 @@ int chmqtt_will_set(struct mosquitto *mosq, const char *topic, int payloadlen, c
 int chmqtt_username_pw_set(struct mosquitto *mosq, const char *username, const char *password) {
     return mqtt.username_pw_set(mosq, username, password);
 }
-int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile) { return mqtt.tls_set(mosq, cafile, NULL, NULL, NULL, NULL); }
+int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath) {
+    return mqtt.tls_set(mosq, cafile, capath, NULL, NULL, NULL);
+}
 int chmqtt_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential) {
     return mqtt.reconnect_delay_set(mosq, delay, delay_max, exponential);
 }

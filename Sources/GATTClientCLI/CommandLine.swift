@@ -288,7 +288,7 @@ let commandOptionNames: [String: [String]] = [
     "shell": ["--random"],
     "gateway": [
         "--config", "--duration", "--mqtt", "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue",
-        "--home-assistant",
+        "--home-assistant", "--commands",
     ],
     "help": [],
 ]
@@ -649,7 +649,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--config": config = value
             case "--duration": duration = try positiveSeconds(value, flag)
             case "--mqtt": mqttURL = value ?? ""
-            case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant":
+            case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant", "--commands":
                 mqttFlags.append((flag, value))
             default: throw UsageError("gateway does not know \(flag)")
             }
@@ -681,10 +681,12 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                         throw UsageError("--queue takes a number of messages from 1 to 10000000, not '\(text)'")
                     }
                     options.queue = queue
+                case "--commands": options.commands = true
                 default: options.homeAssistant = true
                 }
             }
             if options.passwordFile != nil, options.username == nil { throw UsageError("--password-file needs --username") }
+            if options.caFile != nil, !options.tls { throw UsageError("--tls-ca is for TLS: give --mqtt mqtts://HOST[:PORT]") }
             mqtt = options
         } else if let (flag, _) = mqttFlags.first {
             throw UsageError("\(flag) is for the broker: give --mqtt mqtt://HOST[:PORT]")

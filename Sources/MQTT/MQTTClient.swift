@@ -22,7 +22,9 @@ public final class MQTTClient: Sendable {
         public var clientID: String
         public var username: String?
         public var password: String?
-        /// A CA certificate file: TLS to the broker.
+        /// TLS to the broker, checked against `caFile` (else the system's certificates,
+        /// /etc/ssl/certs).
+        public var tls = false
         public var caFile: String?
         public var keepAlive = 30
         /// The last will: published by the broker when this client goes without a DISCONNECT.
@@ -45,9 +47,12 @@ public final class MQTTClient: Sendable {
         case connected
         case connectionFailed(String)
         case disconnected(String)
-        case message(topic: String, payload: [UInt8])
+        /// `retained`: the broker's stored copy (sent at subscription), not a new publication.
+        case message(topic: String, payload: [UInt8], retained: Bool)
         /// The outbox was full: `message` was dropped (a value or state: counted and said).
         case dropped(MQTTMessage)
+        /// libmosquitto refused `message` for good (malformed topic, too large): dropped, counted.
+        case refused(MQTTMessage, String)
     }
 
     /// Counters, for the gateway's summary and the benchmark.
@@ -57,6 +62,7 @@ public final class MQTTClient: Sendable {
         public var acknowledged = 0
         public var droppedAdvertisements = 0
         public var droppedValues = 0
+        public var refused = 0
         public var connections = 0
     }
 
@@ -71,6 +77,12 @@ public final class MQTTClient: Sendable {
         var earlyAcknowledgements: Set<Int32> = []
         /// Taken from the outbox and being handed over now.
         var handing = 0
+        /// One thread hands messages over at a time (order kept); another asking meanwhile
+        /// makes it go round once more.
+        var pumping = false
+        var pumpAgain = false
+        /// Messages libmosquitto refused for good (malformed, too large): dropped, counted.
+        var refused = 0
         var acknowledged = 0
         var connections = 0
         var subscriptions: [(filter: String, qos: Int)] = []
@@ -110,7 +122,10 @@ public final class MQTTClient: Sendable {
             if let username = configuration.username {
                 try check(chmqtt_username_pw_set(client, username, configuration.password), "the user name")
             }
-            if let caFile = configuration.caFile { try check(chmqtt_tls_set(client, caFile), "TLS with \(caFile)") }
+            if configuration.tls || configuration.caFile != nil {
+                let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
+                try check(chmqtt_tls_set(client, configuration.caFile, caPath), "TLS with \(configuration.caFile ?? "/etc/ssl/certs")")
+            }
             try check(
                 chmqtt_reconnect_delay_set(client, 1, UInt32(max(1, configuration.maximumReconnectDelay)), true), "the reconnect delay")
             try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
@@ -141,7 +156,7 @@ public final class MQTTClient: Sendable {
                 let payload: [UInt8] =
                     count > 0 && message.pointee.payload != nil
                     ? Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
-                client.continuation.yield(.message(topic: topic, payload: payload))
+                client.continuation.yield(.message(topic: topic, payload: payload, retained: message.pointee.retain))
             })
         let rc = chmqtt_connect_async(handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive))
         if rc != 0 {
@@ -182,7 +197,7 @@ public final class MQTTClient: Sendable {
             Statistics(
                 queued: state.outbox.count + state.handing, inFlight: state.inFlight.count, acknowledged: state.acknowledged,
                 droppedAdvertisements: state.outbox.droppedAdvertisements, droppedValues: state.outbox.droppedValues,
-                connections: state.connections)
+                refused: state.refused, connections: state.connections)
         }
     }
 
@@ -235,14 +250,19 @@ public final class MQTTClient: Sendable {
             continuation.yield(.connectionFailed(String(cString: chmqtt_connack_string(rc))))
             return
         }
-        let subscriptions = state.withLock { state in
+        let (subscriptions, resending) = state.withLock { state in
             state.connected = true
             state.connections += 1
-            return state.subscriptions
+            // Ids of a past connection's acknowledgements mean nothing now.
+            state.earlyAcknowledgements.removeAll()
+            return (state.subscriptions, !state.inFlight.isEmpty)
         }
         for (filter, qos) in subscriptions { _ = chmqtt_subscribe(handle, nil, filter, Int32(qos)) }
         continuation.yield(.connected)
-        pump()
+        // libmosquitto sends what awaited an acknowledgement again after this callback: new
+        // messages wait until those are acknowledged (`acknowledged` pumps), so nothing
+        // overtakes them (a retained state stays the last one).
+        if !resending { pump() }
     }
 
     private func disconnected(_ rc: Int32) {
@@ -269,34 +289,90 @@ public final class MQTTClient: Sendable {
     // MARK: - Handing messages to libmosquitto
 
     /// While connected and the window has room: the next message from the outbox, handed over
-    /// outside the lock (libmosquitto takes its own).
+    /// outside the lock (libmosquitto takes its own), by one thread at a time so the order holds.
     private func pump() {
-        while true {
-            let next = state.withLock { state -> MQTTMessage? in
-                guard state.connected, !state.stopping, state.inFlight.count + state.handing < configuration.inflight else { return nil }
-                guard let message = state.outbox.dequeue() else { return nil }
-                state.handing += 1
-                return message
+        let mine = state.withLock { state -> Bool in
+            if state.pumping {
+                state.pumpAgain = true
+                return false
             }
-            guard let message = next else { return }
-            var mid: Int32 = 0
-            let rc = chmqtt_publish(handle, &mid, message.topic, Int32(message.payload.count), message.payload, Int32(message.qos), message.retain)
-            let keepGoing = state.withLock { state -> Bool in
-                state.handing -= 1
-                guard rc == 0 else {
-                    // Not taken (the connection went): first again at the next connect.
-                    state.outbox.putBack(message)
-                    return false
-                }
-                if state.earlyAcknowledgements.remove(mid) != nil {
-                    state.acknowledged += 1
-                } else {
-                    state.inFlight[mid] = message
-                }
-                return true
-            }
-            guard keepGoing else { return }
+            state.pumping = true
+            return true
         }
+        guard mine else { return }
+        while true {
+            let next = state.withLock { state -> Next in
+                guard state.connected, !state.stopping, state.inFlight.count + state.handing < configuration.inflight,
+                    let message = state.outbox.dequeue()
+                else {
+                    // Asked again while this round ran: one more look; else this pump is done.
+                    if state.pumpAgain {
+                        state.pumpAgain = false
+                        return .again
+                    }
+                    state.pumping = false
+                    return .done
+                }
+                state.handing += 1
+                return .message(message)
+            }
+            let message: MQTTMessage
+            switch next {
+            case .again: continue
+            case .done:
+                releaseDrainWaitersIfDrained()
+                return
+            case .message(let taken): message = taken
+            }
+            var mid: Int32 = 0
+            let rc = chmqtt_publish(
+                handle, &mid, message.topic, Int32(message.payload.count), message.payload, Int32(message.qos), message.retain)
+            let outcome = state.withLock { state -> Outcome in
+                state.handing -= 1
+                switch rc {
+                case 0 where message.qos == 0:
+                    // Nothing to acknowledge: done once handed over.
+                    state.acknowledged += 1
+                    return .sent
+                case 0 where message.qos > 0, MOSQ_ERR_NO_CONN.rawValue where message.qos > 0:
+                    // Taken: libmosquitto keeps a QoS 1/2 message it could not send yet and
+                    // sends it after the reconnect.
+                    if state.earlyAcknowledgements.remove(mid) != nil {
+                        state.acknowledged += 1
+                    } else {
+                        state.inFlight[mid] = message
+                    }
+                    return rc == 0 ? .sent : .stop
+                case MOSQ_ERR_NO_CONN.rawValue:
+                    // A QoS 0 message not taken: first again at the next connection.
+                    state.outbox.putBack(message)
+                    return .stop
+                default:
+                    state.refused += 1
+                    return .refused
+                }
+            }
+            switch outcome {
+            case .sent: continue
+            case .refused:
+                continuation.yield(.refused(message, String(cString: chmqtt_strerror(rc))))
+            case .stop:
+                state.withLock {
+                    $0.pumping = false
+                    $0.pumpAgain = false
+                }
+                releaseDrainWaitersIfDrained()
+                return
+            }
+        }
+    }
+
+    private enum Next {
+        case message(MQTTMessage), again, done
+    }
+
+    private enum Outcome {
+        case sent, refused, stop
     }
 
     private func releaseDrainWaitersIfDrained() {

@@ -77,7 +77,7 @@ public struct MQTTOutbox: Sendable {
 
     /// The next message to send, oldest first.
     public mutating func dequeue() -> MQTTMessage? {
-        if !returned.isEmpty { return returned.removeLast() }
+        if !returned.isEmpty { return returned.removeFirst() }
         switch (advertisements.elements.first?.sequence, others.elements.first?.sequence) {
         case (let a?, let o?): return a < o ? advertisements.popFirst()?.message : others.popFirst()?.message
         case (.some, nil): return advertisements.popFirst()?.message

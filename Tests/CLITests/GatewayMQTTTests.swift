@@ -35,6 +35,7 @@ struct GatewayMQTTTests {
         struct Message: Sendable {
             var topic: String
             var payload: [UInt8]
+            var retained = false
             var text: String { String(decoding: payload, as: UTF8.self) }
             var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] }
         }
@@ -61,8 +62,8 @@ struct GatewayMQTTTests {
             let (client, messages) = (client, messages)
             task = Task {
                 for await event in client.events {
-                    guard case .message(let topic, let payload) = event else { continue }
-                    let message = Message(topic: topic, payload: payload)
+                    guard case .message(let topic, let payload, let retained) = event else { continue }
+                    let message = Message(topic: topic, payload: payload, retained: retained)
                     messages.append(message)
                     continuation.yield(message)
                 }
@@ -104,12 +105,21 @@ struct GatewayMQTTTests {
         defer { broker.stop() }
         let path = try Self.writeConfiguration()
         defer { try? FileManager.default.removeItem(atPath: path) }
+        // An old command the broker keeps (retained): switching the IR sensor off. It must not run.
+        var stale = MQTTClient.Configuration(host: "127.0.0.1", port: broker.port, clientID: "stale")
+        stale.maximumReconnectDelay = 1
+        let staleClient = try MQTTClient(stale)
+        try staleClient.start()
+        let irSwitch = "test/gw/dev/54:6C:0E:9A:3B:01/F000AA00-0451-4000-B000-000000000000/F000AA02-0451-4000-B000-000000000000"
+        staleClient.publish(MQTTMessage(topic: irSwitch + "/set", payload: Array("00".utf8), retain: true))
+        #expect(await staleClient.drain(timeout: .seconds(20)))
+        staleClient.stop()
         let collector = try Collector(port: broker.port, filters: ["test/gw/#", "homeassistant/#"])
         defer { collector.stop() }
         let gateway = Task {
             await runInProcess([
                 "--transport", "sim:sensortag,counter*2", "gateway", "--config", path, "--mqtt", "mqtt://127.0.0.1:\(broker.port)",
-                "--duration", String(8 * testTimeoutScale), "--home-assistant", "--client-id", "gw-under-test",
+                "--duration", String(8 * testTimeoutScale), "--home-assistant", "--commands", "--client-id", "gw-under-test",
             ])
         }
         let tag = "test/gw/dev/54:6C:0E:9A:3B:01"
@@ -156,6 +166,17 @@ struct GatewayMQTTTests {
         #expect(battery_config["value_template"] as? String == "{{ value_json.fields.level }}")
         #expect(battery_config["availability_topic"] as? String == "test/gw/status")
         #expect(!collector.all("homeassistant/sensor/gattclient_546c0e9a3b01_ir_object/config").isEmpty)
+        // The retained command was not run (no answer; the IR values kept coming).
+        #expect(collector.all(irSwitch + "/result").isEmpty)
+        #expect(run.stderr.contains("ignored a retained command on \(irSwitch)/set"))
+
+        // A subscriber arriving after the end learns the retained status and states at once.
+        let late = try Collector(port: broker.port, filters: ["test/gw/status", "test/gw/dev/+/state"])
+        defer { late.stop() }
+        let status = try await late.first(20, "the retained status") { $0.topic == "test/gw/status" }
+        #expect(status.retained && status.text == "offline")
+        let state = try await late.first(20, "a retained state") { $0.topic == tag + "/state" }
+        #expect(state.retained && state.json?["state"] as? String == "removed")
     }
 
     @Test func theLastWillSaysOfflineWhenTheGatewayIsKilled() async throws {
@@ -184,15 +205,17 @@ struct GatewayMQTTTests {
         #expect(throws: UsageError.self) { try parse(["gateway", "--config", "x.json", "--qos", "1"]) }
         #expect(throws: UsageError.self) { try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--qos", "3"]) }
         #expect(throws: UsageError.self) { try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--password-file", "p"]) }
+        #expect(throws: UsageError.self) { try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--tls-ca", "ca.pem"]) }
         guard case .gateway(_, _, let mqtt?) = try parse([
             "gateway", "--config", "x.json", "--mqtt", "mqtts://broker.example:8884", "--tls-ca", "ca.pem", "--username", "gw",
-            "--password-file", "pw", "--queue", "500", "--qos", "0", "--home-assistant",
+            "--password-file", "pw", "--queue", "500", "--qos", "0", "--home-assistant", "--commands",
         ]).command else {
             Issue.record("not a gateway command with --mqtt")
             return
         }
         #expect(mqtt.host == "broker.example" && mqtt.port == 8884 && mqtt.tls && mqtt.caFile == "ca.pem")
         #expect(mqtt.username == "gw" && mqtt.passwordFile == "pw" && mqtt.queue == 500 && mqtt.qos == 0 && mqtt.homeAssistant)
+        #expect(mqtt.commands)
         #expect(try GatewayMQTTOptions(url: "mqtt://127.0.0.1").port == 1883)
         #expect(try GatewayMQTTOptions(url: "mqtt://[::1]:1999").host == "::1")
     }
@@ -213,7 +236,8 @@ struct GatewayUnitTests {
         #expect(text.contains("DynamicUser=yes") && !text.contains("User=root"))
         #expect(text.contains("AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN"))
         #expect(text.contains("CapabilityBoundingSet=CAP_NET_RAW CAP_NET_ADMIN"))
-        #expect(text.contains("gateway --config /etc/gattclient/gateway.json --mqtt mqtt://"))
+        #expect(text.contains("LoadCredential=gateway.json:/etc/gattclient/gateway.json"))
+        #expect(text.contains("gateway --config %d/gateway.json --mqtt mqtt://"))
         let path = NSTemporaryDirectory() + "gattclient-gateway-\(getpid()).service"
         try text.replacingOccurrences(of: "/usr/local/bin/gattclient", with: InterruptTests.binary)
             .write(toFile: path, atomically: true, encoding: .utf8)

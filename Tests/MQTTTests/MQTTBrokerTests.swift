@@ -39,7 +39,7 @@ struct MQTTBrokerTests {
             task = Task {
                 for await event in client.events {
                     if case .connected = event { connection.yield() }
-                    guard case .message(_, let payload) = event, let number = Int(String(decoding: payload, as: UTF8.self)) else { continue }
+                    guard case .message(_, let payload, _) = event, let number = Int(String(decoding: payload, as: UTF8.self)) else { continue }
                     received.append(number)
                     continuation.yield(number)
                 }

@@ -22,7 +22,7 @@ void chmqtt_destroy(struct mosquitto *mosq);
 void chmqtt_user_data_set(struct mosquitto *mosq, void *obj);
 int chmqtt_will_set(struct mosquitto *mosq, const char *topic, int payloadlen, const void *payload, int qos, bool retain);
 int chmqtt_username_pw_set(struct mosquitto *mosq, const char *username, const char *password);
-int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile);
+int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath);
 int chmqtt_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential);
 int chmqtt_max_inflight_messages_set(struct mosquitto *mosq, unsigned int max_inflight_messages);
 int chmqtt_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive);

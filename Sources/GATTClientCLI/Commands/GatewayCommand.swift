@@ -241,6 +241,8 @@ public struct GatewayMQTTOptions: Equatable, Sendable {
     public var queue = 100_000
     /// Home Assistant MQTT discovery for the SensorTag's sensors and every battery level.
     public var homeAssistant = false
+    /// `--commands`: the set/read command topics write and read the devices.
+    public var commands = false
 
     /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883).
     public init(url: String) throws(UsageError) {

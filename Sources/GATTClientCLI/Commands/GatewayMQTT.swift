@@ -18,11 +18,16 @@ final class GatewayBroker: Sendable {
     let prefix: String
     let endpoint: String
     private let errors: Int32
+    /// `--commands`: the set/read topics are followed.
+    private let commands: Bool
     private let listener = Mutex<Task<Void, Never>?>(nil)
+    /// The end has begun: `offline` is said, no `online` may follow it.
+    private let finishing = Mutex(false)
 
     init(_ options: GatewayMQTTOptions, prefix: String, adapter: Adapter, errors: Int32) throws {
         self.prefix = prefix
         self.errors = errors
+        commands = options.commands
         endpoint = "\(options.host):\(options.port)"
         let identity = adapter.address.address.description.split(separator: ":").joined().lowercased()
         var configuration = MQTTClient.Configuration(
@@ -38,9 +43,10 @@ final class GatewayBroker: Sendable {
             // The first line, without its line end.
             configuration.password = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
         }
-        if options.tls, options.caFile == nil {
-            throw CommandFailure("--mqtt mqtts://… needs --tls-ca FILE (the broker's CA certificate)", kind: "usage", exitCode: .usage)
+        if options.caFile != nil, !options.tls {
+            throw CommandFailure("--tls-ca is for TLS: give --mqtt mqtts://HOST[:PORT]", kind: "usage", exitCode: .usage)
         }
+        configuration.tls = options.tls
         configuration.caFile = options.caFile
         configuration.queueCapacity = options.queue
         configuration.will = MQTTMessage(topic: prefix + "/status", payload: Array("offline".utf8), qos: 1, retain: true, kind: .state)
@@ -53,16 +59,25 @@ final class GatewayBroker: Sendable {
 
     /// Subscribes the command topics, follows the client's events, and connects.
     func start(engine: GatewayEngine) throws {
-        client.subscribe(prefix + "/dev/+/+/+/set")
-        client.subscribe(prefix + "/dev/+/+/+/read")
+        if commands {
+            // QoS 0: a command sent while the gateway was away is not kept for it (it would run
+            // late); a retained one is ignored below.
+            client.subscribe(prefix + "/dev/+/+/+/set", qos: 0)
+            client.subscribe(prefix + "/dev/+/+/+/read", qos: 0)
+        }
         let (client, prefix, endpoint, errors) = (client, prefix, endpoint, errors)
-        let task = Task {
+        let task = Task { [self] in
             var lastProblem: String?
             var droppedValues = 0
             for await event in client.events {
                 switch event {
                 case .connected:
-                    client.publish(MQTTMessage(topic: prefix + "/status", payload: Array("online".utf8), retain: true, kind: .state))
+                    // Under the lock: `finish` says offline under it too, so online never follows.
+                    self.finishing.withLock { finished in
+                        if !finished {
+                            client.publish(MQTTMessage(topic: prefix + "/status", payload: Array("online".utf8), retain: true, kind: .state))
+                        }
+                    }
                     printError("gattclient: mqtt: connected to \(endpoint)", to: errors)
                     lastProblem = nil
                 case .connectionFailed(let why), .disconnected(let why):
@@ -71,8 +86,16 @@ final class GatewayBroker: Sendable {
                         printError("gattclient: mqtt: \(endpoint): \(why); messages wait (queue up to \(client.configuration.queueCapacity))", to: errors)
                         lastProblem = why
                     }
-                case .message(let topic, let payload):
-                    await engine.command(topic: topic, payload: payload)
+                case .message(let topic, let payload, let retained):
+                    // A retained command is an old one the broker keeps: never run it again.
+                    guard !retained else {
+                        printError("gattclient: warning: mqtt: ignored a retained command on \(topic)", to: errors)
+                        continue
+                    }
+                    // In a task of its own: a slow device does not hold up the broker's events.
+                    Task { await engine.command(topic: topic, payload: payload) }
+                case .refused(let message, let why):
+                    printError("gattclient: warning: mqtt: the broker client refused \(message.topic): \(why); dropped", to: errors)
                 case .dropped(let message):
                     guard message.kind != .advertisement else { continue }
                     droppedValues += 1
@@ -92,7 +115,10 @@ final class GatewayBroker: Sendable {
 
     /// Says `offline`, waits (at most 5 s) for the broker to take what waits, and disconnects.
     func finish() async {
-        client.publish(MQTTMessage(topic: prefix + "/status", payload: Array("offline".utf8), retain: true, kind: .state))
+        finishing.withLock { finished in
+            finished = true
+            client.publish(MQTTMessage(topic: prefix + "/status", payload: Array("offline".utf8), retain: true, kind: .state))
+        }
         let delivered = await client.drain(timeout: .seconds(5))
         let statistics = client.statistics
         client.stop()
@@ -242,6 +268,7 @@ extension GatewayEngine {
                         ("device", .object([("identifiers", .array([.string(identity)])), ("name", .string(name ?? address.description))])),
                     ]
                     if let deviceClass = sensor.deviceClass { payload.append(("device_class", .string(deviceClass))) }
+                    payload.append(("state_class", .string("measurement")))
                     sink.send(topic: "homeassistant/sensor/\(identity)_\(sensor.key)/config", payload, kind: .state, retain: true)
                 }
             }

@@ -35,7 +35,7 @@ struct MQTTCountBenchmark {
             for await event in client.events {
                 switch event {
                 case .connected: tally.state.withLock { $0.connections += 1 }
-                case .message(let topic, let payload):
+                case .message(let topic, let payload, _):
                     if topic == prefix + "/status" {
                         tally.state.withLock { $0.status = String(decoding: payload, as: UTF8.self) }
                         continue
