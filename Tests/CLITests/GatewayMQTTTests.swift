@@ -159,7 +159,9 @@ struct GatewayMQTTTests {
                 .compactMap { ($0.json?["value"] as? String).flatMap(counterValue) }
             #expect(values.count >= 10 && zip(values, values.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "counter \(index): \(values.count)")
         }
-        #expect(collector.messages.withLock { $0.contains { $0.topic.hasPrefix("test/gw/adv/C0:DE:00:00:00:") } })
+        let advertisement = try #require(collector.messages.withLock { $0.first { $0.topic.hasPrefix("test/gw/adv/C0:DE:00:00:00:") } }?.json)
+        #expect(advertisement["kind"] as? String == "report" && advertisement["addressType"] as? String == "random")
+        #expect((advertisement["serviceUUIDs"] as? [String])?.contains("C0DE0001-0000-4000-8000-00805F9B34FB") == true)
         // Home Assistant discovery: the SensorTag's battery and IR sensors, pointing at their topics.
         let battery_config = try #require(collector.all("homeassistant/sensor/gattclient_546c0e9a3b01_battery/config").first?.json)
         #expect(battery_config["state_topic"] as? String == tag + "/180F/2A19")

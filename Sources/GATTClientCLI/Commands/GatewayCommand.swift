@@ -432,7 +432,9 @@ actor GatewayEngine {
 
     private func seen(_ advertisement: Advertisement, _ matching: [GatewayConfiguration.Device]) async {
         if configuration.advertisements.forwards(advertisement) {
+            // The fields `scan --json` gives a report (kind `report`), plus `connectable`.
             var payload: [(String, JSONValue)] = [
+                ("kind", .string("report")),
                 ("address", .string(advertisement.peer.address.description)),
                 ("addressType", .string(advertisement.peer.type == .random ? "random" : "public")),
                 ("rssi", .integer(advertisement.rssi)),
@@ -440,9 +442,20 @@ actor GatewayEngine {
                 ("time", .number(JSONNumber(GatewayCommand.now()) ?? JSONNumber(0))),
                 ("data", .string(Hex.encode(advertisement.data))),
             ]
+            if let identity = advertisement.identity {
+                payload.append(("identity", .string(identity.address.description)))
+                payload.append(("identityType", .string(identity.type == .random ? "random" : "public")))
+            }
+            if let txPower = advertisement.txPower { payload.append(("txPower", .integer(txPower))) }
             if let name = advertisement.name { payload.append(("name", .string(name))) }
             if !advertisement.serviceUUIDs.isEmpty {
                 payload.append(("serviceUUIDs", .array(advertisement.serviceUUIDs.map { .string(jsonUUID($0)) })))
+            }
+            if !advertisement.serviceData.isEmpty {
+                payload.append(
+                    ("serviceData", .array(advertisement.serviceData.map {
+                        .object([("uuid", .string(jsonUUID($0.uuid))), ("data", .string(Hex.encode($0.data)))])
+                    })))
             }
             if !advertisement.manufacturerData.isEmpty {
                 payload.append(
