@@ -146,10 +146,12 @@ struct PeripheralServingTests {
             to: link, clock: clock, configuration: .init(address: peripheralAddress, extendedAdvertising: extended))
         let (_, centralTransport) = await VirtualController.attach(
             to: link, clock: clock, configuration: .init(address: centralAddress))
+        // 30 s: the suite starts every suite at once on 2 cores; the first seconds can stall the
+        // in-process controllers for over 15 s (seen in .ci/run).
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(15 * testTimeoutScale)
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
-        let host = try await UserSpacePeripheralHost.start(peripheralTransport, name: "virtual", commandTimeout: .seconds(15 * testTimeoutScale))
+        let host = try await UserSpacePeripheralHost.start(peripheralTransport, name: "virtual", commandTimeout: .seconds(30 * testTimeoutScale))
         #expect(host.host.usesExtendedAdvertising == extended)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: options)
@@ -367,7 +369,7 @@ struct PeripheralServingTests {
         let (_, centralTransport) = await VirtualController.attach(
             to: simulation.link, clock: SystemClock(), configuration: .init(address: Self.centralAddress))
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(15 * testTimeoutScale)
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)
         let central = try await LEHost.start(transport: centralTransport, configuration: configuration)
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: PeripheralOptions(device: .bluefruit))

@@ -76,7 +76,7 @@ struct PeripheralPairingCommandTests {
         let (_, transport) = await VirtualController.attach(
             to: simulation.link, clock: SystemClock(), configuration: .init(address: peripheralAddress))
         let host = try await UserSpacePeripheralHost.start(
-            transport, name: "virtual", commandTimeout: .seconds(15 * testTimeoutScale))
+            transport, name: "virtual", commandTimeout: .seconds(30 * testTimeoutScale))
         let (input, lines) = AsyncStream.makeStream(of: String.self)
         var command = PeripheralCommand(options: options)
         command.host = host
