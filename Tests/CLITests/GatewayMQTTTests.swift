@@ -14,20 +14,8 @@ import TestSupport
     "gattclient gateway --mqtt", .enabled(if: MosquittoBroker.isAvailable, "needs mosquitto and libmosquitto1 (apt install mosquitto)"),
     .serialized, .timeLimit(.minutes(3)))
 struct GatewayMQTTTests {
-    static let configuration = """
-        {
-          "prefix": "test/gw",
-          "advertisements": {"forward": true, "services": ["C0DE0001-0000-4000-8000-00805F9B34FB"]},
-          "devices": [
-            {"address": "54:6C:0E:9A:3B:01/public",
-             "write": [{"characteristic": "F000AA02-0451-4000-B000-000000000000", "value": "01"}],
-             "subscribe": ["F000AA01-0451-4000-B000-000000000000"],
-             "read": [{"characteristic": "2A19", "every": 1}]},
-            {"match": {"service": "C0DE0001-0000-4000-8000-00805F9B34FB"},
-             "subscribe": ["C0DE0002-0000-4000-8000-00805F9B34FB"]}
-          ]
-        }
-        """
+    /// The configuration of the JSON Lines tests, under a prefix of its own.
+    static let configuration = GatewayTests.configuration.replacingOccurrences(of: "\"home/ble\"", with: "\"test/gw\"")
 
     /// Everything published under a filter, in order, with the first arrival of each topic
     /// announced.
