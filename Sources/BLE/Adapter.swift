@@ -75,11 +75,29 @@ public actor Adapter {
     package static func open(
         _ transport: String?, options: AdapterOptions, hooks: SessionHooks = SessionHooks()
     ) async throws(BLEError) -> Adapter {
+        let central: any Central
         do {
-            return Adapter(central: try await openCentral(transport, options: options), options: options, hooks: hooks)
+            central = try await openCentral(transport, options: options)
         } catch {
             throw BLEError.from(error, doing: "opening \(transport ?? "hci0")")
         }
+        do {
+            try central.setLinkPreferences(options.link)
+        } catch {
+            await central.close()
+            throw error
+        }
+        return Adapter(central: central, options: options, hooks: hooks)
+    }
+
+    /// What every later connection of this adapter is asked for: its connection parameters
+    /// (in LE Create Connection), then its PHY and data length once it is up — where our host
+    /// runs in user space (`tcp:`, `unix:`, `serial:`, `hci-user:`, `sim`). A controller that
+    /// lacks LE Set PHY or LE Set Data Length leaves the link as it is, said as a warning.
+    /// - Throws: a usage error for values out of range, or where the transport cannot ask (the
+    ///   kernel path, whose kernel owns the link; a replay).
+    public nonisolated func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError) {
+        try central.setLinkPreferences(preferences)
     }
 
     /// One more controller on `simulation`'s air, with an address of its own: two adapters of
@@ -96,7 +114,8 @@ public actor Adapter {
         do {
             let central = try await UserSpaceCentral.start(
                 transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout,
-                record: options.record)
+                record: options.record, warning: options.warning)
+            try central.setLinkPreferences(options.link)
             return Adapter(central: central, options: options)
         } catch {
             await controller.stop()

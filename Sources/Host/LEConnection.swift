@@ -63,11 +63,38 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     public let encryptionChanges: AsyncStream<LEEncryptionOutcome>
     private let encryptionContinuation: AsyncStream<LEEncryptionOutcome>.Continuation
 
+    /// The largest payload (octets) and air time (µs) the link layer sends and receives per
+    /// packet: 27 octets and 328 µs each way until LE Data Length Change says otherwise.
+    /// - SeeAlso: Core Spec 5.4, Vol 6, Part B, §4.5.10; Vol 4, Part E, §7.7.65.7
+    public struct DataLength: Hashable, Sendable, CustomStringConvertible {
+        public var maxTXOctets: UInt16
+        public var maxTXTime: UInt16
+        public var maxRXOctets: UInt16
+        public var maxRXTime: UInt16
+
+        public init(maxTXOctets: UInt16, maxTXTime: UInt16, maxRXOctets: UInt16, maxRXTime: UInt16) {
+            self.maxTXOctets = maxTXOctets
+            self.maxTXTime = maxTXTime
+            self.maxRXOctets = maxRXOctets
+            self.maxRXTime = maxRXTime
+        }
+
+        /// What every link starts with (the Core's minimum).
+        public static let initial = DataLength(maxTXOctets: 27, maxTXTime: 328, maxRXOctets: 27, maxRXTime: 328)
+
+        public var description: String {
+            "TX \(maxTXOctets) octets/\(maxTXTime) µs, RX \(maxRXOctets) octets/\(maxRXTime) µs"
+        }
+    }
+
     private struct State {
         var parameters: Parameters
         var disconnectionReason: HCIStatus?
         var parameterUpdates = 0
         var encryptionKeySize: Int?
+        var txPHY = LEPHY.le1M
+        var rxPHY = LEPHY.le1M
+        var dataLength = DataLength.initial
     }
 
     private let state: Mutex<State>
@@ -93,7 +120,25 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         (linkEvents, linkContinuation) = AsyncStream.makeStream(of: LinkEvent.self, bufferingPolicy: .bufferingNewest(32))
     }
 
-    func linkChanged(_ event: LinkEvent) { linkContinuation.yield(event) }
+    func linkChanged(_ event: LinkEvent) {
+        state.withLock { state in
+            switch event {
+            case .parametersUpdated: break
+            case .dataLengthChanged(let txOctets, let txTime, let rxOctets, let rxTime):
+                state.dataLength = DataLength(maxTXOctets: txOctets, maxTXTime: txTime, maxRXOctets: rxOctets, maxRXTime: rxTime)
+            case .phyUpdated(let tx, let rx):
+                state.txPHY = tx
+                state.rxPHY = rx
+            }
+        }
+        linkContinuation.yield(event)
+    }
+
+    /// The PHYs in use each way: LE 1M until LE PHY Update Complete changed them.
+    public var phy: (tx: LEPHY, rx: LEPHY) { state.withLock { ($0.txPHY, $0.rxPHY) } }
+
+    /// The data length in force (LE Data Length Change; 27 octets each way before any).
+    public var dataLength: DataLength { state.withLock { $0.dataLength } }
 
     /// The parameters in force (updated by LE Connection Update Complete).
     public var parameters: Parameters { state.withLock { $0.parameters } }

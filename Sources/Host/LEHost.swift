@@ -49,6 +49,9 @@ public actor LEHost {
         public var encryptionTimeout: Duration = .seconds(10)
         /// Bound on the wait for LE Connection Update Complete.
         public var updateTimeout: Duration = .seconds(10)
+        /// What a peer may ask for when it requests new connection parameters (through L2CAP or
+        /// the link layer) while we are Central.
+        public var parameterRequests = ConnectionParameterRequestPolicy.acceptValid
         /// Connection parameters of LE Create Connection: 30–50 ms, latency 0, 4 s timeout.
         public var connectionParameters = LEConnectionParameters(
             connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400)
@@ -189,7 +192,8 @@ public actor LEHost {
             l2cap = UserSpaceL2CAP(
                 bufferSize: buffers, maximumQueuedFrames: configuration.maximumQueuedFrames,
                 maximumBufferedSDUs: configuration.maximumBufferedSDUs,
-                securityManager: SecurityManagerResponder(), logger: logger.child("l2cap"))
+                securityManager: SecurityManagerResponder(), parameterPolicy: configuration.parameterRequests,
+                logger: logger.child("l2cap"))
         } catch let error as HCIError {
             await driver.close(reason: "initialisation failed: \(error)")
             throw .hci(error)
@@ -537,6 +541,60 @@ public actor LEHost {
         guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
         switch await submit(.encrypt(handle: connection.handle, longTermKey: longTermKey, ediv: ediv, rand: rand)) {
         case .encryption(let outcome): return outcome
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Asks for PHYs (HCI_LE_Set_PHY; an empty mask: no preference that way) and waits, bounded
+    /// by `configuration.updateTimeout`, for LE PHY Update Complete.
+    /// - Returns: the PHYs in use afterwards (TX, RX).
+    /// - Throws: `.hci` when the controller refuses (Unknown HCI Command, Unsupported Feature) or
+    ///   never answers (`.commandTimeout`; the credit is given back and the link goes on),
+    ///   `.timeout` when the update never completes.
+    public func setPHY(
+        _ connection: LEConnection, tx: LEPHYMask, rx: LEPHYMask, options: LECodedPHYOptions = .noPreference
+    ) async throws(LEHostError) -> (tx: LEPHY, rx: LEPHY) {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        switch await submit(.setPHY(handle: connection.handle, tx: tx, rx: rx, options: options)) {
+        case .phy(let tx, let rx): return (tx, rx)
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// The PHYs in use (HCI_LE_Read_PHY).
+    public func readPHY(_ connection: LEConnection) async throws(LEHostError) -> (tx: LEPHY, rx: LEPHY) {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        switch await submit(.readPHY(handle: connection.handle)) {
+        case .phy(let tx, let rx): return (tx, rx)
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Asks the link layer for a larger data length (HCI_LE_Set_Data_Length: 27…251 octets;
+    /// `time` defaults to what `octets` needs on LE 1M). What the peer and the controller agree on
+    /// comes later, when anything changed, as `.dataLengthChanged` in `linkEvents`.
+    public func setDataLength(_ connection: LEConnection, octets: UInt16, time: UInt16? = nil) async throws(LEHostError) {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        let time = time ?? LEHostCore.dataLengthTime(forOctets: octets)
+        switch await submit(.setDataLength(handle: connection.handle, octets: octets, time: time)) {
+        case .done: return
+        case .failed(let error): throw error
+        default: throw .closed("unexpected result")
+        }
+    }
+
+    /// The link's RSSI in dBm (HCI_Read_RSSI; 127 where the controller cannot tell).
+    public func readRSSI(_ connection: LEConnection) async throws(LEHostError) -> Int8 {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        switch await submit(.readRSSI(handle: connection.handle)) {
+        case .rssi(let rssi): return rssi
         case .failed(let error): throw error
         default: throw .closed("unexpected result")
         }

@@ -97,6 +97,16 @@ public struct LEHostCore: Sendable {
         /// Advertise; accepted connections come as `.accepted`.
         case advertise(LEAdvertisingParameters)
         case stopAdvertising
+        /// HCI_LE_Set_PHY: the PHYs preferred each way (empty: no preference that way), then LE
+        /// PHY Update Complete; ends `.phy`.
+        case setPHY(handle: UInt16, tx: LEPHYMask, rx: LEPHYMask, options: LECodedPHYOptions)
+        /// HCI_LE_Read_PHY; ends `.phy`.
+        case readPHY(handle: UInt16)
+        /// HCI_LE_Set_Data_Length: the largest TX payload (octets) and time (µs) wanted; ends
+        /// `.done` (LE Data Length Change follows when the link layer changed anything).
+        case setDataLength(handle: UInt16, octets: UInt16, time: UInt16)
+        /// HCI_Read_RSSI; ends `.rssi`.
+        case readRSSI(handle: UInt16)
     }
 
     /// How a request ended.
@@ -107,7 +117,11 @@ public struct LEHostCore: Sendable {
         case disconnected(HCIStatus)
         case updated(LEConnection.Parameters)
         case encryption(LEEncryptionOutcome)
-        /// Advertising started or stopped.
+        /// The PHYs in use each way (LE Read PHY, LE PHY Update Complete).
+        case phy(tx: LEPHY, rx: LEPHY)
+        /// The link's RSSI in dBm (HCI_Read_RSSI; 127: not available).
+        case rssi(Int8)
+        /// Advertising started or stopped, the data length asked for.
         case done
         case failed(LEHostError)
     }
@@ -168,6 +182,8 @@ public struct LEHostCore: Sendable {
         var open = false
         var acceptedByAdvertising = false
         var encryptionKeySize: Int?
+        /// The PHYs in use (TX, RX): LE 1M until LE PHY Update Complete says otherwise.
+        var phy: (tx: LEPHY, rx: LEPHY) = (.le1M, .le1M)
     }
     var links: [UInt16: Link] = [:]
 
@@ -210,6 +226,11 @@ public struct LEHostCore: Sendable {
         case disconnect
         case update
         case encrypt
+        /// LE Set PHY, until LE PHY Update Complete.
+        case phy
+        /// LE Set Data Length, until LE Data Length Change or, when the link layer changed
+        /// nothing (no event comes then), a short wait.
+        case dataLength
     }
 
     struct Procedure {
@@ -265,6 +286,8 @@ public struct LEHostCore: Sendable {
         case advertiseSetup(RequestID)
         case advertisingResume(RequestID)
         case advertisingStop(RequestID?)
+        /// A command answered by Command Complete whose return parameters end the request.
+        case query(RequestID)
         /// A reply or a clean-up: failures are logged and counted.
         case control(String)
     }
@@ -358,6 +381,8 @@ public struct LEHostCore: Sendable {
             startAdvertising(id, parameters, now: now, into: &actions)
         case .stopAdvertising:
             stopAdvertising(id, now: now, into: &actions)
+        case .setPHY, .readPHY, .setDataLength, .readRSSI:
+            controlLink(request, id, now: now, into: &actions)
         }
         return actions
     }
@@ -543,10 +568,14 @@ public struct LEHostCore: Sendable {
                                 maxTXOctets: change.maxTXOctets, maxTXTime: change.maxTXTime,
                                 maxRXOctets: change.maxRXOctets, maxRXTime: change.maxRXTime)))
                 }
-            case .phyUpdateComplete(let update):
-                if update.status == .success, links[update.connectionHandle]?.open == true {
-                    actions.append(.linkEvent(handle: update.connectionHandle, .phyUpdated(tx: update.txPHY, rx: update.rxPHY)))
+                // After the link event: the caller finds the new data length in place.
+                for (id, procedure) in procedures.sorted(by: { $0.key < $1.key })
+                where procedure.handle == change.connectionHandle && procedure.kind == .dataLength && procedure.deadline != nil {
+                    procedures[id] = nil
+                    actions.append(.complete(id, .done))
                 }
+            case .phyUpdateComplete(let update):
+                phyUpdated(update, into: &actions)
             case .unknown:
                 if let request = LELongTermKeyRequestEvent(meta) { longTermKeyRequested(request, now: now, into: &actions) }
             default:
@@ -609,6 +638,8 @@ public struct LEHostCore: Sendable {
             // Disabling what the controller already stopped (a connection was made) is fine.
             if case .commandFailed(_, .commandDisallowed)? = error { error = nil }
             if let id { actions.append(.complete(id, error.map { .failed(.hci($0)) } ?? .done)) }
+        case .query(let id):
+            actions.append(.complete(id, Self.queryResult(outcome)))
         case .control(let what):
             if let error = Self.failure(outcome) { controlFailed(what, error, into: &actions) }
         }
@@ -642,6 +673,11 @@ public struct LEHostCore: Sendable {
             case .disconnect: what = "Disconnection Complete for \(handle)"
             case .update: what = "LE Connection Update Complete for \(handle)"
             case .encrypt: what = "Encryption Change for \(handle)"
+            case .phy: what = "LE PHY Update Complete for \(handle)"
+            case .dataLength:
+                // No LE Data Length Change: the link layer kept the data length.
+                actions.append(.complete(id, .done))
+                continue
             }
             actions.append(.complete(id, .failed(.timeout(what))))
         }
@@ -749,7 +785,7 @@ public struct LEHostCore: Sendable {
                     actions.append(
                         .complete(id, .failed(.hci(.commandFailed(opcode: DisconnectCommand.opcode, status: complete.status)))))
                 }
-            case .update, .encrypt:
+            case .update, .encrypt, .phy, .dataLength:
                 guard complete.status == .success else { continue }
                 procedures[id] = nil
                 actions.append(.complete(id, .failed(.l2cap(.disconnected(handle: handle, reason: complete.reason)))))
@@ -820,22 +856,26 @@ public struct LEHostCore: Sendable {
         _ request: LERemoteConnectionParameterRequestEvent, now: Duration, into actions: inout [Action]
     ) {
         let handle = request.connectionHandle
-        if let why = ConnectionParameterPolicy.invalidity(request) {
-            actions.append(.log(.info, "connection 0x\(String(handle, radix: 16)): refused the peer's parameters (\(why))"))
+        let asked = ConnectionParameterUpdateRequest(
+            intervalMin: request.intervalMin, intervalMax: request.intervalMax, peripheralLatency: request.maxLatency,
+            timeoutMultiplier: request.timeout)
+        switch configuration.parameterRequests.decide(asked) {
+        case .failure(let refusal):
+            actions.append(.log(.info, "connection 0x\(String(handle, radix: 16)): refused the peer's parameters (\(refusal.reason))"))
             statistics.refusedParameterRequests += 1
             send(
                 LERemoteConnectionParameterRequestNegativeReplyCommand(
                     connectionHandle: handle, reason: .unacceptableConnectionParameters),
                 .control("LE Remote Connection Parameter Request Negative Reply"), now: now, into: &actions)
-        } else {
+        case .success(let applied):
             actions.append(.log(.debug, "connection 0x\(String(handle, radix: 16)): accepted the peer's parameters"))
             statistics.acceptedParameterRequests += 1
             send(
                 LERemoteConnectionParameterRequestReplyCommand(
                     connectionHandle: handle,
                     connectionParameters: LEConnectionParameters(
-                        connectionIntervalMin: request.intervalMin, connectionIntervalMax: request.intervalMax,
-                        maxLatency: request.maxLatency, supervisionTimeout: request.timeout)),
+                        connectionIntervalMin: applied.intervalMin, connectionIntervalMax: applied.intervalMax,
+                        maxLatency: applied.peripheralLatency, supervisionTimeout: applied.timeoutMultiplier)),
                 .control("LE Remote Connection Parameter Request Reply"), now: now, into: &actions)
         }
     }
@@ -857,11 +897,24 @@ public struct LEHostCore: Sendable {
         _ id: RequestID, _ outcome: HCICommandFlow.Outcome, now: Duration, into actions: inout [Action]
     ) {
         guard var procedure = procedures[id] else { return }  // already over (its event came first)
+        if procedure.kind == .dataLength {
+            // Answered by Command Complete; then LE Data Length Change, if anything changed.
+            if case .failed(let error) = Self.queryResult(outcome) {
+                procedures[id] = nil
+                actions.append(.complete(id, .failed(error)))
+            } else {
+                procedure.deadline = now + Self.dataLengthChangeWait
+                procedures[id] = procedure
+            }
+            return
+        }
         let timeout: Duration
         switch procedure.kind {
         case .disconnect: timeout = configuration.disconnectTimeout
         case .update: timeout = configuration.updateTimeout
         case .encrypt: timeout = configuration.encryptionTimeout
+        case .phy: timeout = configuration.updateTimeout
+        case .dataLength: timeout = Self.dataLengthChangeWait
         }
         if let error = Self.acceptance(outcome) {
             // A disconnect already under way (the ATT channel's close asks for one too): the

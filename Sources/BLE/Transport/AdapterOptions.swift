@@ -19,6 +19,9 @@ package struct AdapterOptions: Sendable {
     package var bondsDirectory: String?
     /// `--repair`: a peer that lost its bond is paired again rather than refused.
     package var allowRepair = false
+    /// `--interval`, `--latency`, `--supervision-timeout`, `--phy`, `--data-length`: what every
+    /// central link is asked for (refused where the transport cannot ask).
+    package var link = LinkPreferences()
 
     package init() {}
 }

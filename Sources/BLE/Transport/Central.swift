@@ -31,12 +31,27 @@ package protocol Central: Sendable {
     var recordsHCI: Bool { get }
     /// What the controller said it is when our host started it; nil where the host is not ours.
     var controllerInfo: ControllerInfo? { get }
+    /// What every later link is asked for (connection parameters, PHY, data length); a usage
+    /// error where the transport cannot ask (the kernel path, a replay) and `preferences` asks
+    /// anything.
+    func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError)
+    /// Why this transport cannot control the link (the refusal's reason).
+    static var linkControlRefusal: String { get }
 }
 
 extension Central {
     package var recordsHCI: Bool { false }
     package var controllerInfo: ControllerInfo? { nil }
     package var localAddress: BluetoothAddress? { nil }
+    package func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError) {
+        guard preferences.isEmpty else {
+            throw BLEError(
+                "connection parameters, PHY and data length are set by our host in user space (tcp:, unix:, serial:, "
+                    + "hci-user:, sim); \(Self.linkControlRefusal)", kind: "usage", exitCode: .usage)
+        }
+    }
+    /// Why this transport cannot control the link.
+    package static var linkControlRefusal: String { "this transport does not control the link" }
     package func linkEitherType(
         to address: BluetoothAddress, timeout: Duration
     ) async throws -> (link: CentralLink, peer: PeerAddress)? { nil }
@@ -75,6 +90,8 @@ package struct CentralLink: Sendable {
     /// The link's changes as the controller reports them (one consumer), where the transport
     /// shows them.
     package var linkEvents: AsyncStream<LinkEvent>?
+    /// RSSI, parameter updates, PHY and data length, where our host made the link.
+    package var control: LinkControl?
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,
@@ -139,7 +156,7 @@ package func openCentral(_ uri: String?, options: AdapterOptions) async throws -
         }
         return ReplayCentral(path: path, matchAny: options.replayMatchAny, connection: options.replayConnection)
     case .userChannel, .tcp, .unix, .serial:
-        return try await UserSpaceCentral.open(parsed, timeout: options.timeout, record: options.record)
+        return try await UserSpaceCentral.open(parsed, timeout: options.timeout, record: options.record, warning: options.warning)
     case .simulator:
         return try await SimulatedCentral.open(parsed, record: options.record, display: options.warning)
     }
@@ -217,6 +234,11 @@ package struct KernelCentral: Central {
     package func peripheralHost(warning: @escaping @Sendable (String) -> Void) throws -> (any PeripheralHost)? {
         try KernelPeripheralHost(index: index, security: security, warning: warning)
     }
+
+    package static var linkControlRefusal: String {
+        "on hciN the kernel owns the link (its connection parameters come from the management interface's stored "
+            + "parameters, and it hides PHY, data length and RSSI from the ATT socket): use hci-user:N for them"
+    }
 }
 
 /// `replay:FILE`: the recorded peer side of one ATT bearer answers our requests.
@@ -241,5 +263,7 @@ package struct ReplayCentral: Central {
     }
 
     package func close() async {}
+
+    package static var linkControlRefusal: String { "a replayed capture has no link to control" }
 }
 

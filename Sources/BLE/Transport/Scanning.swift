@@ -24,20 +24,37 @@ package protocol Scanner: Sendable {
 package final class UserSpaceCentral: Central, Scanner {
     package let host: LEHost
     package let recordsHCI: Bool
+    /// What each new link is asked for.
+    private let preferences = Mutex(LinkPreferences())
+    /// Where what the controller could not do for a link is said.
+    package let warning: @Sendable (String) -> Void
 
-    package init(host: LEHost, recordsHCI: Bool) {
+    package init(host: LEHost, recordsHCI: Bool, warning: @escaping @Sendable (String) -> Void = { _ in }) {
         self.host = host
         self.recordsHCI = recordsHCI
+        self.warning = warning
     }
 
-    package static func open(_ uri: TransportURI, timeout: Duration, record: String? = nil) async throws -> UserSpaceCentral {
+    package func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError) {
+        try preferences.validate()
+        self.preferences.withLock { $0 = preferences }
+    }
+
+    package static var linkControlRefusal: String { "" }
+
+    /// The link preferences in force.
+    package var linkPreferences: LinkPreferences { preferences.withLock { $0 } }
+
+    package static func open(
+        _ uri: TransportURI, timeout: Duration, record: String? = nil, warning: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> UserSpaceCentral {
         let transport: any HCITransport
         do {
             transport = try await uri.openRawTransport(connectTimeout: timeout)
         } catch {
             throw BLEError(transportFailure(uri, error), kind: "transport", exitCode: error.transportExitCode)
         }
-        return try await start(transport, name: uri.description, record: record)
+        return try await start(transport, name: uri.description, record: record, warning: warning)
     }
 
     /// `URI: what failed`, the URI once, and what to check where the transport is a socket
@@ -69,14 +86,16 @@ package final class UserSpaceCentral: Central, Scanner {
     /// `commandTimeout`: how long a command may wait for its Command Complete/Status (2 s for a
     /// real controller, as the host issue asks).
     package static func start(
-        _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), record: String? = nil
+        _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), record: String? = nil,
+        warning: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> UserSpaceCentral {
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = commandTimeout
         let transport = try recording(transport, record)
         do {
             return UserSpaceCentral(
-                host: try await LEHost.start(transport: transport, configuration: configuration), recordsHCI: record != nil)
+                host: try await LEHost.start(transport: transport, configuration: configuration), recordsHCI: record != nil,
+                warning: warning)
         } catch {
             throw BLEError("\(name): the controller did not come up: \(error)", kind: "transport", exitCode: .unavailable)
         }
@@ -88,30 +107,42 @@ package final class UserSpaceCentral: Central, Scanner {
 
     /// The link with its HCI disconnection reason, ended with HCI Disconnect.
     package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        let preferences = linkPreferences
+        let connection: LEConnection
         do {
-            return await link(try await host.connect(to: peer.address, type: peer.type, timeout: timeout))
+            connection = try await host.connect(
+                to: peer.address, type: peer.type, timeout: timeout,
+                parameters: try preferences.connectionParameters?.hciParameters())
+        } catch let error as BLEError {
+            throw error
         } catch {
             throw BLEError("connecting to \(peer): \(error)", kind: "connect")
         }
+        return await link(connection, preferences: preferences)
     }
 
     /// One LE Create Connection through the Filter Accept List holding both address types.
     package func linkEitherType(
         to address: BluetoothAddress, timeout: Duration
     ) async throws -> (link: CentralLink, peer: PeerAddress)? {
+        let preferences = linkPreferences
         let connection: LEConnection
         do {
-            connection = try await host.connect(toEitherType: address, timeout: timeout)
+            connection = try await host.connect(
+                toEitherType: address, timeout: timeout, parameters: try preferences.connectionParameters?.hciParameters())
+        } catch let error as BLEError {
+            throw error
         } catch {
             throw BLEError("connecting to \(address) (public or random): \(error)", kind: "connect")
         }
         let type = connection.peerAddressType.addressType ?? .public
-        return (await link(connection), PeerAddress(address: address, type: type))
+        return (await link(connection, preferences: preferences), PeerAddress(address: address, type: type))
     }
 
-    /// The link of a connection we made: its HCI reason, HCI Disconnect, and our Security
-    /// Manager on its SMP channel from the start (a peripheral's Security Request is heard).
-    private func link(_ connection: LEConnection) async -> CentralLink {
+    /// The link of a connection we made: its HCI reason, HCI Disconnect, its link control (the
+    /// PHY and data length `preferences` ask for applied first), and our Security Manager on its
+    /// SMP channel from the start (a peripheral's Security Request is heard).
+    private func link(_ connection: LEConnection, preferences: LinkPreferences) async -> CentralLink {
         let host = host
         var link = CentralLink(
             channel: connection.channel,
@@ -122,6 +153,8 @@ package final class UserSpaceCentral: Central, Scanner {
             disconnect: { _ = try? await host.disconnect(connection, reason: .remoteUserTerminatedConnection) })
         link.encryptionKeySize = { connection.encryptionKeySize }
         link.parameters = { ConnectionParameters(connection.parameters) }
+        let control = LinkControl(host: host, connection: connection)
+        link.control = control
         link.linkEvents = AsyncStream { continuation in
             let forwarding = Task {
                 for await event in connection.linkEvents { continuation.yield(LinkEvent(event)) }
@@ -147,6 +180,7 @@ package final class UserSpaceCentral: Central, Scanner {
             await manager.start()
             link.securityManager = manager
         }
+        await control.apply(preferences, peer: "\(connection.peerAddress)", warning: warning)
         return link
     }
 
@@ -243,6 +277,12 @@ package final class SimulatedCentral: Central, Scanner {
     package var recordsHCI: Bool { central.recordsHCI }
     package var controllerInfo: ControllerInfo? { central.host.info }
 
+    package func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError) {
+        try central.setLinkPreferences(preferences)
+    }
+
+    package static var linkControlRefusal: String { "" }
+
     /// The HCI command timeout towards the in-process virtual controller.
     package static let commandTimeout = Duration.seconds(30)
 
@@ -264,7 +304,8 @@ package final class SimulatedCentral: Central, Scanner {
         // loaded that the in-process controller task is not scheduled for seconds (seen under
         // AddressSanitizer with the suite's Bumble peers starting on two cores: over 15 s).
         let central = try await UserSpaceCentral.start(
-            simulation.hostTransport, name: uri.description, commandTimeout: Self.commandTimeout, record: record)
+            simulation.hostTransport, name: uri.description, commandTimeout: Self.commandTimeout, record: record,
+            warning: display)
         return SimulatedCentral(simulation: simulation, central: central)
     }
 

@@ -282,3 +282,84 @@ extension VirtualController {
     /// The Filter Accept List's capacity (LE Read Filter Accept List Size).
     static let filterAcceptListSize = 16
 }
+
+extension VirtualController {
+    /// The largest data length this controller and every emulated peer support (the Core's
+    /// maximum: 251 octets, 2120 µs on LE 1M).
+    static let maximumDataLength = (octets: UInt16(251), time: UInt16(2120))
+
+    /// The PHY the link layer picks from a host's preference: LE 2M when allowed (faster), else
+    /// LE 1M, else LE Coded; the current one when the host has no preference. Every emulated peer
+    /// supports all three.
+    static func choosePHY(_ mask: LEPHYMask, noPreference: Bool, current: LEPHY) -> LEPHY {
+        if noPreference || mask.isEmpty { return current }
+        if mask.contains(.le2M) { return .le2M }
+        if mask.contains(.le1M) { return .le1M }
+        if mask.contains(.leCoded) { return .leCoded }
+        return current
+    }
+
+    /// HCI_LE_Set_PHY: Command Status, then the PHY update procedure's outcome as LE PHY Update
+    /// Complete, also when neither PHY changes (the host asked).
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.49, §7.7.65.12; Vol 6, Part B, §5.1.10
+    func setPHY(_ command: LESetPHYCommand) async {
+        guard var connection = connections[command.connectionHandle] else {
+            await status(LESetPHYCommand.opcode, .unknownConnectionIdentifier)
+            return
+        }
+        let known: LEPHYMask = [.le1M, .le2M, .leCoded]
+        let noTX = command.allPHYs.contains(.noTXPreference)
+        let noRX = command.allPHYs.contains(.noRXPreference)
+        // A preference naming no PHY, or one this controller does not know (bits 3–7 reserved).
+        guard (noTX || !command.txPHYs.isEmpty) && (noRX || !command.rxPHYs.isEmpty),
+            command.txPHYs.isSubset(of: known), command.rxPHYs.isSubset(of: known)
+        else {
+            await status(LESetPHYCommand.opcode, .unsupportedFeatureOrParameterValue)
+            return
+        }
+        await status(LESetPHYCommand.opcode, .success)
+        connection.txPHY = Self.choosePHY(command.txPHYs, noPreference: noTX, current: connection.txPHY)
+        connection.rxPHY = Self.choosePHY(command.rxPHYs, noPreference: noRX, current: connection.rxPHY)
+        connections[command.connectionHandle] = connection
+        await emit(
+            .leMeta(
+                .phyUpdateComplete(
+                    LEPHYUpdateCompleteEvent(
+                        status: .success, connectionHandle: command.connectionHandle, txPHY: connection.txPHY,
+                        rxPHY: connection.rxPHY))))
+    }
+
+    /// HCI_LE_Set_Data_Length: Command Complete, then — when the largest payload or time either
+    /// way changed — LE Data Length Change. The peer (every emulated one supports 251 octets)
+    /// answers the data length update procedure with its own maximum, so our receive side grows
+    /// to it along with our transmit side.
+    /// - SeeAlso: Core Spec 5.4, Vol 4, Part E, §7.8.33, §7.7.65.7; Vol 6, Part B, §4.5.10, §5.1.9
+    func setDataLength(_ command: LESetDataLengthCommand) async {
+        guard var connection = connections[command.connectionHandle] else {
+            await complete(
+                LESetDataLengthCommand.self, .init(status: .unknownConnectionIdentifier, connectionHandle: command.connectionHandle))
+            return
+        }
+        guard (27...251).contains(command.txOctets), (328...17040).contains(command.txTime) else {
+            await complete(
+                LESetDataLengthCommand.self,
+                .init(status: .unsupportedFeatureOrParameterValue, connectionHandle: command.connectionHandle))
+            return
+        }
+        await complete(LESetDataLengthCommand.self, .init(connectionHandle: command.connectionHandle))
+        let before = (connection.maxTXOctets, connection.maxTXTime, connection.maxRXOctets, connection.maxRXTime)
+        connection.maxTXOctets = min(command.txOctets, Self.maximumDataLength.octets)
+        connection.maxTXTime = min(command.txTime, Self.maximumDataLength.time)
+        connection.maxRXOctets = Self.maximumDataLength.octets
+        connection.maxRXTime = Self.maximumDataLength.time
+        connections[command.connectionHandle] = connection
+        guard before != (connection.maxTXOctets, connection.maxTXTime, connection.maxRXOctets, connection.maxRXTime) else { return }
+        await emit(
+            .leMeta(
+                .dataLengthChange(
+                    LEDataLengthChangeEvent(
+                        connectionHandle: command.connectionHandle, maxTXOctets: connection.maxTXOctets,
+                        maxTXTime: connection.maxTXTime, maxRXOctets: connection.maxRXOctets,
+                        maxRXTime: connection.maxRXTime))))
+    }
+}

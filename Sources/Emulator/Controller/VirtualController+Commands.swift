@@ -13,7 +13,8 @@ extension VirtualController {
         .leConnectionUpdate, .leRand, .writeLEHostSupport, .leSetAdvertisingParameters, .leSetAdvertisingData,
         .leSetScanResponseData, .leSetAdvertisingEnable, .leReadFilterAcceptListSize, .leClearFilterAcceptList,
         .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList, .leEnableEncryption,
-        .leLongTermKeyRequestReply, .leLongTermKeyRequestNegativeReply,
+        .leLongTermKeyRequestReply, .leLongTermKeyRequestNegativeReply, .leSetPHY, .leReadPHY, .leSetDataLength,
+        .leReadMaximumDataLength,
     ]
 
     /// The extended advertising, scanning and initiating commands (with
@@ -44,11 +45,12 @@ extension VirtualController {
     public static let lmpFeatures = LMPFeatures(
         rawValue: 1 << UInt64(LMPFeatures.brEDRNotSupported) | 1 << UInt64(LMPFeatures.leSupportedController))
 
-    /// LE features: LE Extended Advertising (bit 12) with `Configuration.extendedAdvertising`,
-    /// otherwise none of the optional link-layer features (no encryption, no LL parameter
-    /// request procedure).
+    /// LE features: LE Data Packet Length Extension, LE 2M PHY and LE Coded PHY, and LE Extended
+    /// Advertising (bit 12) with `Configuration.extendedAdvertising`; none of the other optional
+    /// link-layer features (no encryption bit, no LL parameter request procedure).
     public nonisolated var leFeatures: LEFeatures {
-        configuration.extendedAdvertising ? .leExtendedAdvertising : []
+        let link: LEFeatures = [.leDataPacketLengthExtension, .le2MPHY, .leCodedPHY]
+        return configuration.extendedAdvertising ? link.union(.leExtendedAdvertising) : link
     }
 
     /// The version reported: HCI/LMP 5.0, company 0xFFFF (for testing).
@@ -57,6 +59,10 @@ extension VirtualController {
         companyID: 0xFFFF, lmpSubversion: 0x0001)
 
     func execute(_ packet: HCICommandPacket) async {
+        if configuration.unansweredCommands.contains(packet.opcode) {
+            logger.debug("virtual controller: leaving \(packet.opcode) unanswered")
+            return
+        }
         // A command this controller does not implement is unknown to it, whatever its parameters.
         guard packet.opcode == .readLocalSupportedCommands || implementedCommands.contains(packet.opcode) else {
             await complete(opcode: packet.opcode, returnParameters: [HCIStatus.unknownHCICommand.rawValue])
@@ -230,6 +236,26 @@ extension VirtualController {
             await disconnect(command)
         case .leConnectionUpdate(let command):
             await updateConnection(command)
+        case .leSetPHY(let command):
+            await setPHY(command)
+        case .leReadPHY(let command):
+            guard let connection = connections[command.connectionHandle] else {
+                await complete(opcode: packet.opcode, returnParameters: [HCIStatus.unknownConnectionIdentifier.rawValue])
+                return
+            }
+            await complete(
+                LEReadPHYCommand.self,
+                .init(
+                    connectionHandle: command.connectionHandle, txPHY: LEPHYType(rawValue: connection.txPHY.rawValue) ?? .le1M,
+                    rxPHY: LEPHYType(rawValue: connection.rxPHY.rawValue) ?? .le1M))
+        case .leSetDataLength(let command):
+            await setDataLength(command)
+        case .leReadMaximumDataLength:
+            await complete(
+                LEReadMaximumDataLengthCommand.self,
+                .init(
+                    supportedMaxTXOctets: Self.maximumDataLength.octets, supportedMaxTXTime: Self.maximumDataLength.time,
+                    supportedMaxRXOctets: Self.maximumDataLength.octets, supportedMaxRXTime: Self.maximumDataLength.time))
         case .leRand:
             var random = SystemRandomNumberGenerator()
             await complete(LERandCommand.self, .init(randomNumber: random.next()))

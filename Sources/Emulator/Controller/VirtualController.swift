@@ -33,6 +33,9 @@ public actor VirtualController {
         /// Whether the extended advertising, scanning and initiating commands (and the LE
         /// Extended Advertising feature bit) are offered.
         public var extendedAdvertising: Bool
+        /// Commands this controller takes and never answers (neither Command Complete nor
+        /// Command Status): a controller such as Bumble's, which leaves LE Set PHY unanswered.
+        public var unansweredCommands: Set<HCIOpcode> = []
         public init(
             address: BluetoothAddress = BluetoothAddress("00:1B:DC:E0:5A:01")!,
             aclBufferLength: UInt16 = 27, aclBufferCount: UInt8 = 4,
@@ -59,6 +62,14 @@ public actor VirtualController {
         var parameters: VirtualLinkConnection.Parameters
         /// Encrypted (LL encryption procedure done; payloads are not actually encrypted).
         var encrypted = false
+        /// The PHYs in use (TX, RX).
+        var txPHY = LEPHY.le1M
+        var rxPHY = LEPHY.le1M
+        /// The data length in force: our largest TX payload and time, and the peer's (what we receive).
+        var maxTXOctets: UInt16 = 27
+        var maxTXTime: UInt16 = 328
+        var maxRXOctets: UInt16 = 27
+        var maxRXTime: UInt16 = 328
         /// As central, until our host has heard LE Connection Complete: what the peripheral sent
         /// meanwhile (held so that no data reaches the host before the connection does), and a
         /// disconnect it asked for. `nil` once the host knows the connection.

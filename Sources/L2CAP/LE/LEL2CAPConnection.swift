@@ -36,13 +36,14 @@ public struct LEL2CAPConnection: Sendable {
     public init(
         handle: UInt16, role: LERole, maximumFrameLength: Int = 65_535,
         signalingMTU: Int = LESignalingResponder.minimumSignalingMTU,
-        securityManager: (any LESecurityManagerChannel)? = nil
+        securityManager: (any LESecurityManagerChannel)? = nil,
+        parameterPolicy: ConnectionParameterRequestPolicy = .acceptValid
     ) {
         self.handle = handle
         self.securityManager = securityManager
         self.role = role
         self.reassembler = L2CAPReassembler(maximumLength: maximumFrameLength, maximumPartialFrames: 1)
-        self.signaling = LESignalingResponder(role: role, signalingMTU: signalingMTU)
+        self.signaling = LESignalingResponder(role: role, signalingMTU: signalingMTU, parameterPolicy: parameterPolicy)
     }
 
     /// Whether a frame is partly received.

@@ -30,6 +30,8 @@ public struct LEL2CAPMultiplexer: Sendable {
     private var connections: [UInt16: LEL2CAPConnection] = [:]
     private let maximumFrameLength: Int
     private let securityManager: (any LESecurityManagerChannel)?
+    /// What a peer's Connection Parameter Update Request may ask for, on links made after it is set.
+    public var parameterPolicy = ConnectionParameterRequestPolicy.acceptValid
     private var scratch: [LEL2CAPConnection.Action] = []
 
     /// - Parameters:
@@ -58,7 +60,8 @@ public struct LEL2CAPMultiplexer: Sendable {
         guard connections[handle] == nil else { throw L2CAPError.connectionExists(handle: handle) }
         try flowControl.addConnection(handle: handle)
         connections[handle] = LEL2CAPConnection(
-            handle: handle, role: role, maximumFrameLength: maximumFrameLength, securityManager: securityManager)
+            handle: handle, role: role, maximumFrameLength: maximumFrameLength, securityManager: securityManager,
+            parameterPolicy: parameterPolicy)
     }
 
     /// Hands the connection's SMP (CID 0x0006) to the host's Security Manager from now on

@@ -77,14 +77,15 @@ public final class UserSpaceL2CAP: Sendable {
     ///     module's responder); nil drops it.
     public init(
         bufferSize: ACLBufferSize, maximumQueuedFrames: Int = 64, maximumBufferedSDUs: Int = 1024,
-        securityManager: (any LESecurityManagerChannel)? = nil, logger: Logger = .disabled
+        securityManager: (any LESecurityManagerChannel)? = nil,
+        parameterPolicy: ConnectionParameterRequestPolicy = .acceptValid, logger: Logger = .disabled
     ) {
         precondition(maximumBufferedSDUs > 0, "a channel must buffer at least one SDU")
         (outputs, outputContinuation) = AsyncStream<Output>.makeStream(bufferingPolicy: .unbounded)
-        state = Mutex(
-            State(
-                multiplexer: LEL2CAPMultiplexer(
-                    bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames, securityManager: securityManager)))
+        var multiplexer = LEL2CAPMultiplexer(
+            bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames, securityManager: securityManager)
+        multiplexer.parameterPolicy = parameterPolicy
+        state = Mutex(State(multiplexer: multiplexer))
         self.maximumBufferedSDUs = maximumBufferedSDUs
         self.logger = logger
     }

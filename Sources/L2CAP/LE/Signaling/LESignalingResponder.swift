@@ -5,8 +5,8 @@ import HCI
 /// every request the peer may send and never sends requests itself.
 ///
 /// - Connection Parameter Update Request: as Central, accepted (result 0x0000, and the host is
-///   asked to apply the parameters with HCI_LE_Connection_Update) when valid, rejected (0x0001)
-///   otherwise; as Peripheral, Command Reject (not understood) as §4.20 requires.
+///   asked to apply the parameters with HCI_LE_Connection_Update) when valid and within the
+///   ``ConnectionParameterRequestPolicy``, rejected (0x0001) otherwise; as Peripheral, Command Reject (not understood) as §4.20 requires.
 /// - LE Credit Based and (enhanced) Credit Based Connection Requests: refused with "SPSM not
 ///   supported" (0x0002) — no SPSM is registered, EATT included.
 /// - Credit Based Reconfigure Request: "Destination CIDs invalid" (0x0003).
@@ -46,12 +46,18 @@ public struct LESignalingResponder: Sendable {
     public let role: LERole
     /// Largest C-frame payload accepted.
     public let signalingMTU: Int
+    /// What a Connection Parameter Update Request may ask for (as Central).
+    public let parameterPolicy: ConnectionParameterRequestPolicy
 
-    public init(role: LERole, signalingMTU: Int = LESignalingResponder.minimumSignalingMTU) {
+    public init(
+        role: LERole, signalingMTU: Int = LESignalingResponder.minimumSignalingMTU,
+        parameterPolicy: ConnectionParameterRequestPolicy = .acceptValid
+    ) {
         precondition(
             signalingMTU >= Self.minimumSignalingMTU && signalingMTU <= Int(UInt16.max), "MTUsig is 23 to 65535")
         self.role = role
         self.signalingMTU = signalingMTU
+        self.parameterPolicy = parameterPolicy
     }
 
     /// Handles the payload of one C-frame.
@@ -109,16 +115,18 @@ public struct LESignalingResponder: Sendable {
                     code: packet.code, identifier: id, reason: .unknownChannel(request.destinationCID)))
         case .connectionParameterUpdateRequest(let request):
             guard role == .central else { return notUnderstood(packet, reason: .peripheralRole) }
-            if let why = request.invalidity {
+            switch parameterPolicy.decide(request) {
+            case .failure(let refusal):
                 return Outcome(
                     response: reply(
                         id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .rejected))),
-                    report: .rejectedConnectionParameters(request, reason: why))
+                    report: .rejectedConnectionParameters(request, reason: refusal.reason))
+            case .success(let applied):
+                return Outcome(
+                    response: reply(
+                        id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .accepted))),
+                    connectionParameterUpdate: applied)
             }
-            return Outcome(
-                response: reply(
-                    id, .connectionParameterUpdateResponse(ConnectionParameterUpdateResponse(result: .accepted))),
-                connectionParameterUpdate: request)
         case .leCreditBasedConnectionRequest(let request):
             return Outcome(
                 response: reply(id, .leCreditBasedConnectionResponse(.refused(.spsmNotSupported))),
