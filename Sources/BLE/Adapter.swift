@@ -81,8 +81,13 @@ public actor Adapter {
         } catch {
             throw BLEError.from(error, doing: "opening \(transport ?? "hci0")")
         }
-        do {
+        do throws(BLEError) {
             try central.setLinkPreferences(options.link)
+            if options.parameterRequests != .acceptValid, !(central is UserSpaceCentral || central is SimulatedCentral) {
+                throw BLEError(
+                    "a policy for peers' parameter requests: \(type(of: central).linkControlRefusal)", kind: "usage",
+                    exitCode: .usage)
+            }
         } catch {
             await central.close()
             throw error

@@ -81,8 +81,9 @@ public struct ConnectionParameterRequest: Hashable, Sendable, CustomStringConver
         func units(_ duration: Duration, _ step: Int64, _ what: String) throws(BLEError) -> UInt16 {
             let micro = Self.microseconds(duration)
             guard micro >= 0, micro % step == 0, micro / step <= Int64(UInt16.max) else {
+                let range = step == 1250 ? "7.5 ms to 4 s" : "100 ms to 32 s"
                 throw BLEError(
-                    "\(what) \(Double(micro) / 1000) ms is not a multiple of \(Double(step) / 1000) ms in range",
+                    "\(what) \(Double(micro) / 1000) ms: the link layer takes multiples of \(Double(step) / 1000) ms (\(range))",
                     kind: "usage", exitCode: .usage)
             }
             return UInt16(micro / step)

@@ -43,6 +43,13 @@ public struct GlobalOptions: Equatable, Sendable {
     /// Where the address-type cache is (set by the runner from the environment; nil: none, as
     /// for commands run directly in tests).
     public var addressCacheDirectory: String?
+    /// `--interval MS[-MS]`, `--latency N`, `--supervision-timeout MS`, `--phy`, `--data-length N`:
+    /// what each connection this invocation makes is asked for.
+    public var link = LinkPreferences()
+    /// `--parameter-requests accept|refuse`: a peripheral's requests for other parameters.
+    public var refuseParameterRequests = false
+    /// Which link options were given, as typed (for the refusal where they cannot apply).
+    public var linkOptionNames: [String] = []
 
     public init() {}
 }
@@ -264,7 +271,29 @@ public let usageText: String = {
 let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
     "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
+    "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests",
 ]
+
+/// The commands that connect to a device as central, where the link options apply.
+let linkOptionCommands: Set<String> = [
+    "services", "info", "read", "write", "subscribe", "uart", "sensortag", "watch", "pair", "shell", "gateway",
+]
+
+/// `7.5` or `30-50` (ms): one interval or a range, in milliseconds.
+func parseIntervalRange(_ text: String) throws(UsageError) -> (Duration, Duration) {
+    let parts = text.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+    func ms(_ part: String) throws(UsageError) -> Duration {
+        guard let value = Double(part), value.isFinite, value > 0 else {
+            throw UsageError("--interval takes milliseconds like 30 or 15-30, not '\(text)'")
+        }
+        return .microseconds(Int64((value * 1000).rounded()))
+    }
+    switch parts.count {
+    case 1: let one = try ms(parts[0]); return (one, one)
+    case 2: return (try ms(parts[0]), try ms(parts[1]))
+    default: throw UsageError("--interval takes milliseconds like 30 or 15-30, not '\(text)'")
+    }
+}
 
 /// Each command's own options (what its parser takes), for "unknown option" and "did you mean".
 let commandOptionNames: [String: [String]] = [
@@ -396,6 +425,55 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--no-cache":
             if inlineValue != nil { throw UsageError("--no-cache takes no value") }
             options.noCache = true
+        case "--interval":
+            let (low, high) = try parseIntervalRange(try take())
+            var request = options.link.connectionParameters ?? ConnectionParameterRequest(minimumInterval: low, maximumInterval: high)
+            request.minimumInterval = low
+            request.maximumInterval = high
+            options.link.connectionParameters = request
+            options.linkOptionNames.append(argument)
+        case "--latency":
+            let text = try take()
+            guard let latency = Int(text), (0...499).contains(latency) else {
+                throw UsageError("--latency takes 0 to 499 connection events, not '\(text)'")
+            }
+            var request = options.link.connectionParameters
+                ?? ConnectionParameterRequest(minimumInterval: .microseconds(30_000), maximumInterval: .microseconds(50_000))
+            request.peripheralLatency = latency
+            options.link.connectionParameters = request
+            options.linkOptionNames.append(argument)
+        case "--supervision-timeout":
+            let text = try take()
+            guard let ms = Int(text), (100...32_000).contains(ms), ms % 10 == 0 else {
+                throw UsageError("--supervision-timeout takes 100 to 32000 ms in steps of 10, not '\(text)'")
+            }
+            var request = options.link.connectionParameters
+                ?? ConnectionParameterRequest(minimumInterval: .microseconds(30_000), maximumInterval: .microseconds(50_000))
+            request.supervisionTimeout = .milliseconds(ms)
+            options.link.connectionParameters = request
+            options.linkOptionNames.append(argument)
+        case "--phy":
+            switch try take().lowercased() {
+            case "1m": options.link.phy = .le1M
+            case "2m": options.link.phy = .le2M
+            case "coded": options.link.phy = .leCoded
+            case let other: throw UsageError("--phy is 1m, 2m or coded, not '\(other)'")
+            }
+            options.linkOptionNames.append(argument)
+        case "--data-length":
+            let text = try take()
+            guard let octets = Int(text), (27...251).contains(octets) else {
+                throw UsageError("--data-length takes 27 to 251 octets, not '\(text)'")
+            }
+            options.link.dataLength = octets
+            options.linkOptionNames.append(argument)
+        case "--parameter-requests":
+            switch try take() {
+            case "accept": options.refuseParameterRequests = false
+            case "refuse": options.refuseParameterRequests = true
+            case let other: throw UsageError("--parameter-requests is accept or refuse, not '\(other)'")
+            }
+            options.linkOptionNames.append(argument)
         case "-I", "--interactive":
             if inlineValue != nil { throw UsageError("\(argument) takes no value") }
             interactiveShell = true
@@ -445,6 +523,19 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         throw UsageError("no command given: try `gattclient demo` (no hardware needed), or `gattclient --help`")
     }
     let rest = Array(positional.dropFirst())
+    // The link options ask something of a connection this command makes; elsewhere they would be dropped.
+    if let first = options.linkOptionNames.first, !linkOptionCommands.contains(name), commandHelpText[name] != nil || name == "help" {
+        throw UsageError(
+            "\(first) applies to the commands that connect to a device (\(linkOptionCommands.sorted().joined(separator: ", "))); "
+                + "\(name) makes no such connection")
+    }
+    if let request = options.link.connectionParameters {
+        do {
+            _ = try request.hciParameters()
+        } catch {
+            throw UsageError(error.message)
+        }
+    }
     // A device address without a type: the cache's type, else both (issue 19, item 3).
     let addressed: Set<String> = ["services", "info", "read", "write", "subscribe", "uart", "sensortag", "watch", "pair", "unpair", "shell"]
     if addressed.contains(name), let address = rest.first, !address.contains("/"),

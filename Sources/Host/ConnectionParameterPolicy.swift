@@ -24,7 +24,10 @@ public enum ConnectionParameterPolicy {
         let timeoutQuarterMs = Int(timeout) * 40
         let needed = (1 + Int(latency)) * Int(intervalMax) * 5 * 2
         guard timeoutQuarterMs > needed else {
-            return "timeout \(Int(timeout) * 10) ms not over twice the effective interval"
+            let interval = Double(intervalMax) * 1.25
+            let text = interval == interval.rounded() ? String(Int(interval)) : String(interval)
+            return "supervision timeout \(Int(timeout) * 10) ms must exceed 2 × (1 + latency \(latency)) × interval "
+                + "\(text) ms = \(Double(needed) / 4) ms"
         }
         return nil
     }

@@ -1,3 +1,5 @@
+import L2CAP
+
 /// How an adapter is opened beyond its transport: what `gattclient`'s global options say.
 package struct AdapterOptions: Sendable {
     /// `--security low|medium|high|fips`: the kernel ATT socket's `BT_SECURITY`.
@@ -22,6 +24,8 @@ package struct AdapterOptions: Sendable {
     /// `--interval`, `--latency`, `--supervision-timeout`, `--phy`, `--data-length`: what every
     /// central link is asked for (refused where the transport cannot ask).
     package var link = LinkPreferences()
+    /// `--parameter-requests`: what a peripheral may ask for when it requests new parameters.
+    package var parameterRequests = ConnectionParameterRequestPolicy.acceptValid
 
     package init() {}
 }

@@ -156,9 +156,12 @@ package func openCentral(_ uri: String?, options: AdapterOptions) async throws -
         }
         return ReplayCentral(path: path, matchAny: options.replayMatchAny, connection: options.replayConnection)
     case .userChannel, .tcp, .unix, .serial:
-        return try await UserSpaceCentral.open(parsed, timeout: options.timeout, record: options.record, warning: options.warning)
+        return try await UserSpaceCentral.open(
+            parsed, timeout: options.timeout, record: options.record, warning: options.warning,
+            parameterRequests: options.parameterRequests)
     case .simulator:
-        return try await SimulatedCentral.open(parsed, record: options.record, display: options.warning)
+        return try await SimulatedCentral.open(
+            parsed, record: options.record, display: options.warning, parameterRequests: options.parameterRequests)
     }
 }
 

@@ -46,7 +46,8 @@ package final class UserSpaceCentral: Central, Scanner {
     package var linkPreferences: LinkPreferences { preferences.withLock { $0 } }
 
     package static func open(
-        _ uri: TransportURI, timeout: Duration, record: String? = nil, warning: @escaping @Sendable (String) -> Void = { _ in }
+        _ uri: TransportURI, timeout: Duration, record: String? = nil, warning: @escaping @Sendable (String) -> Void = { _ in },
+        parameterRequests: ConnectionParameterRequestPolicy = .acceptValid
     ) async throws -> UserSpaceCentral {
         let transport: any HCITransport
         do {
@@ -54,7 +55,8 @@ package final class UserSpaceCentral: Central, Scanner {
         } catch {
             throw BLEError(transportFailure(uri, error), kind: "transport", exitCode: error.transportExitCode)
         }
-        return try await start(transport, name: uri.description, record: record, warning: warning)
+        return try await start(
+            transport, name: uri.description, record: record, warning: warning, parameterRequests: parameterRequests)
     }
 
     /// `URI: what failed`, the URI once, and what to check where the transport is a socket
@@ -87,10 +89,12 @@ package final class UserSpaceCentral: Central, Scanner {
     /// real controller, as the host issue asks).
     package static func start(
         _ transport: any HCITransport, name: String, commandTimeout: Duration = .seconds(2), record: String? = nil,
-        warning: @escaping @Sendable (String) -> Void = { _ in }
+        warning: @escaping @Sendable (String) -> Void = { _ in },
+        parameterRequests: ConnectionParameterRequestPolicy = .acceptValid
     ) async throws -> UserSpaceCentral {
         var configuration = LEHost.Configuration()
         configuration.commandTimeout = commandTimeout
+        configuration.parameterRequests = parameterRequests
         let transport = try recording(transport, record)
         do {
             return UserSpaceCentral(
@@ -288,7 +292,8 @@ package final class SimulatedCentral: Central, Scanner {
 
     /// - Parameter display: what an emulated device shows its user (the thermometer's passkey).
     package static func open(
-        _ uri: TransportURI, record: String? = nil, display: @escaping @Sendable (String) -> Void = { _ in }
+        _ uri: TransportURI, record: String? = nil, display: @escaping @Sendable (String) -> Void = { _ in },
+        parameterRequests: ConnectionParameterRequestPolicy = .acceptValid
     ) async throws -> SimulatedCentral {
         let simulation: Simulation
         do {
@@ -305,7 +310,7 @@ package final class SimulatedCentral: Central, Scanner {
         // AddressSanitizer with the suite's Bumble peers starting on two cores: over 15 s).
         let central = try await UserSpaceCentral.start(
             simulation.hostTransport, name: uri.description, commandTimeout: Self.commandTimeout, record: record,
-            warning: display)
+            warning: display, parameterRequests: parameterRequests)
         return SimulatedCentral(simulation: simulation, central: central)
     }
 

@@ -48,6 +48,17 @@ struct InfoCommand {
         }
         let peer = session.peer
         let parameters = session.peripheral.connectionParameters
+        // The link's RSSI now, where our host runs the link; a controller without Read RSSI is said.
+        var rssi: Int?
+        if session.peripheral.phy != nil {
+            do {
+                rssi = try await session.peripheral.readRSSI()
+            } catch {
+                SessionDiagnostics.libraryMessage("warning: \(error.message)")
+            }
+        }
+        let phy = session.peripheral.phy
+        let dataLength = session.peripheral.dataLength
         await session.close()
         SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
@@ -65,6 +76,22 @@ struct InfoCommand {
                 json.endObject()
             } else {
                 json.fieldNull("connectionParameters")
+            }
+            if let rssi { json.field("rssi", rssi) } else { json.fieldNull("rssi") }
+            if let phy {
+                json.beginObject("phy")
+                json.field("tx", "\(phy.tx)")
+                json.field("rx", "\(phy.rx)")
+                json.endObject()
+            } else {
+                json.fieldNull("phy")
+            }
+            if let dataLength {
+                json.beginObject("dataLength")
+                Self.writeDataLength(dataLength, into: &json)
+                json.endObject()
+            } else {
+                json.fieldNull("dataLength")
             }
             for (uuid, label, value) in values {
                 json.beginObject(Self.jsonKey(label))
@@ -84,6 +111,17 @@ struct InfoCommand {
         output.writeLine(
             "  " + "connection".padding(toLength: 22)
                 + (parameters.map(\.description) ?? "parameters not available (the kernel path hides the link layer)"))
+        if let phy { output.writeLine("  " + "PHY".padding(toLength: 22) + "\(phy)") }
+        if let dataLength { output.writeLine("  " + "data length".padding(toLength: 22) + "\(dataLength)") }
+        if let rssi { output.writeLine("  " + "RSSI".padding(toLength: 22) + "\(rssi) dBm") }
+    }
+
+    /// The data length's four fields.
+    static func writeDataLength(_ length: DataLength, into json: inout JSONWriter) {
+        json.field("txOctets", length.txOctets)
+        json.field("txTimeUs", length.txTime)
+        json.field("rxOctets", length.rxOctets)
+        json.field("rxTimeUs", length.rxTime)
     }
 
     /// `preferred parameters` → `preferredParameters`.

@@ -23,6 +23,8 @@ extension GlobalOptions {
         options.warning = { SessionDiagnostics.libraryMessage($0) }
         options.bondsDirectory = bonds
         options.allowRepair = repair
+        options.link = link
+        options.parameterRequests = refuseParameterRequests ? .refuseAll : .acceptValid
         return options
     }
 

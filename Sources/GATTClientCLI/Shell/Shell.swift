@@ -80,6 +80,8 @@ actor Shell {
                 } else {
                     console.print("ATT_MTU \(mtu)")
                 }
+            case "rssi", "phy", "params", "data-length":
+                try await link(name, arguments)
             case "subscribe":
                 try await subscribe(arguments)
             case "unsubscribe":
@@ -406,8 +408,81 @@ actor Shell {
 
     static let commands = [
         "services", "read", "write", "subscribe", "unsubscribe", "mtu", "info", "pair", "connect", "disconnect", "wait", "help",
-        "quit", "exit",
+        "quit", "exit", "rssi", "phy", "params", "data-length",
     ]
+
+    /// `rssi`, `phy [1m|2m|coded]`, `params [MS[-MS] [LATENCY [TIMEOUT_MS]]]`, `data-length [N]`:
+    /// the link under the connection, read or changed (our host in user space, `sim`).
+    private func link(_ name: String, _ arguments: [String]) async throws {
+        let peripheral = try await connected().peripheral
+        let usage = { (text: String) in CommandFailure(text, kind: "usage", exitCode: .usage) }
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("kind", name == "data-length" ? "dataLength" : name)
+        let text: String
+        switch name {
+        case "rssi":
+            guard arguments.isEmpty else { throw usage("rssi takes no arguments") }
+            let rssi = try await peripheral.readRSSI()
+            json.field("rssi", rssi)
+            text = "RSSI \(rssi) dBm"
+        case "phy":
+            let phy: LinkPHY
+            switch arguments.first?.lowercased() {
+            case nil: phy = try await peripheral.readPHY()
+            case "1m": phy = try await peripheral.setPHY(.le1M)
+            case "2m": phy = try await peripheral.setPHY(.le2M)
+            case "coded": phy = try await peripheral.setPHY(.leCoded)
+            case let other?: throw usage("phy takes 1m, 2m or coded (or nothing, to read it), not '\(other)'")
+            }
+            guard arguments.count <= 1 else { throw usage("phy takes at most one PHY") }
+            json.field("tx", "\(phy.tx)")
+            json.field("rx", "\(phy.rx)")
+            text = "PHY \(phy)"
+        case "params":
+            guard arguments.count <= 3 else { throw usage("params takes INTERVAL_MS[-MAX_MS] [LATENCY [SUPERVISION_TIMEOUT_MS]]") }
+            let parameters: ConnectionParameters
+            if let interval = arguments.first {
+                let (low, high): (Duration, Duration)
+                do { (low, high) = try parseIntervalRange(interval) } catch { throw usage(error.message) }
+                var request = ConnectionParameterRequest(minimumInterval: low, maximumInterval: high)
+                if arguments.count > 1 {
+                    guard let latency = Int(arguments[1]) else { throw usage("params: latency '\(arguments[1])' is not a number") }
+                    request.peripheralLatency = latency
+                }
+                if arguments.count > 2 {
+                    guard let ms = Int(arguments[2]) else { throw usage("params: timeout '\(arguments[2])' is not milliseconds") }
+                    request.supervisionTimeout = .milliseconds(ms)
+                }
+                parameters = try await peripheral.updateConnectionParameters(request)
+            } else {
+                guard let current = peripheral.connectionParameters else {
+                    throw usage("params: the connection parameters are not shown on this transport")
+                }
+                parameters = current
+            }
+            json.field("intervalMs", parameters.intervalMilliseconds)
+            json.field("peripheralLatency", Int(parameters.peripheralLatency))
+            json.field("supervisionTimeoutMs", parameters.supervisionTimeoutMilliseconds)
+            text = "\(parameters)"
+        default:
+            guard arguments.count <= 1 else { throw usage("data-length takes at most one number of octets (27…251)") }
+            let length: DataLength
+            if let wanted = arguments.first {
+                guard let octets = Int(wanted) else { throw usage("data-length takes 27…251 octets, not '\(wanted)'") }
+                length = try await peripheral.setDataLength(octets)
+            } else {
+                guard let current = peripheral.dataLength else {
+                    throw usage("data-length: the data length is not shown on this transport")
+                }
+                length = current
+            }
+            InfoCommand.writeDataLength(length, into: &json)
+            text = "data length \(length)"
+        }
+        json.endObject()
+        console.print(options.json ? String(decoding: json.bytes, as: UTF8.self) : text)
+    }
 
     static func help(_ topic: String?) -> String {
         if let topic, ["services", "read", "write", "info", "pair"].contains(topic), let text = commandHelpText[topic] {
@@ -422,6 +497,10 @@ actor Shell {
               unsubscribe HANDLE|UUID
               info                                what the device says it is
               mtu                                 the ATT_MTU in force
+              rssi                                the link's RSSI now
+              phy [1m|2m|coded]                   the PHYs in use, or ask for one
+              params [MS[-MS] [LATENCY [TIMEOUT_MS]]]  the connection parameters, or ask for new ones
+              data-length [OCTETS]                the data length, or ask for up to 251 octets
               pair [--passkey N] [--confirm] [--legacy] [--no-bond] [--force] [--io-capability CAP]
               connect [ADDR[/random]]             (again to the last device without ADDR)
               disconnect
