@@ -17,23 +17,45 @@ final class HostScriptedController: Sendable {
     /// Every opcode received, in order (not consumed by `next`).
     private let seen = SeenOpcodes()
     private let reader: Task<Void, Never>
+    /// The B-frames the host sent (CID, payload), read by one iterator.
+    private let frames: FrameLog
+
+    /// How the scripted controller answers a command other than with its defaults.
+    enum Answer: Sendable {
+        /// Command Status, success (the command's own event is the test's to inject).
+        case commandStatus
+    }
 
     /// - Parameter extended: claim the LE Extended Advertising feature and the extended
     ///   scanning/initiating commands, so `LEHost` uses them.
     /// `refusingCreateConnectionWhileScanning`: LE Create Connection is answered Command
     /// Disallowed while scanning is enabled (a controller that cannot scan and initiate at once).
-    init(extended: Bool = false, refusingCreateConnectionWhileScanning: Bool = false) {
+    init(
+        extended: Bool = false, refusingCreateConnectionWhileScanning: Bool = false, answering: [HCIOpcode: Answer] = [:]
+    ) {
         let (host, controller) = InMemoryTransport.makePair()
         hostTransport = host
         self.controller = controller
         let (commands, sink) = AsyncStream.makeStream(of: (HCIOpcode, [UInt8]).self)
         log = CommandLog(commands.makeAsyncIterator())
+        let (acl, aclSink) = AsyncStream.makeStream(of: (UInt16, [UInt8]).self)
+        frames = FrameLog(acl.makeAsyncIterator())
         let seen = seen
         reader = Task {
             var scanning = false
             do {
-                for try await packet in controller.packets where packet.type == .command {
-                    guard packet.bytes.count >= 3 else { continue }
+                for try await packet in controller.packets {
+                    if packet.type == .acl {
+                        // One whole B-frame per packet here (the signaling answers are short).
+                        let bytes = packet.bytes
+                        guard bytes.count >= 8 else { continue }
+                        let handle = UInt16(bytes[0]) | UInt16(bytes[1] & 0x0F) << 8
+                        aclSink.yield((UInt16(bytes[6]) | UInt16(bytes[7]) << 8, Array(bytes[8...])))
+                        // Number of Completed Packets: the buffer is free again.
+                        try await controller.send(.event, [0x13, 5, 0x01] + Self.le16(handle) + [0x01, 0x00])
+                        continue
+                    }
+                    guard packet.type == .command, packet.bytes.count >= 3 else { continue }
                     let opcode = HCIOpcode(rawValue: UInt16(packet.bytes[0]) | UInt16(packet.bytes[1]) << 8)
                     let parameters = Array(packet.bytes[3...])
                     seen.opcodes.withLock { $0.append(opcode) }
@@ -43,10 +65,25 @@ final class HostScriptedController: Sendable {
                         try await controller.send(.event, [0x0F, 4, 0x0C, 0x01, 0x0D, 0x20])  // Command Disallowed
                         continue
                     }
+                    if case .commandStatus? = answering[opcode] {
+                        try await controller.send(
+                            .event, [0x0F, 4, 0x00, 0x01, UInt8(opcode.rawValue & 0xFF), UInt8(opcode.rawValue >> 8)])
+                        continue
+                    }
                     try await controller.send(.event, Self.answer(opcode, parameters, extended: extended))
                 }
             } catch {}
             sink.finish()
+            aclSink.finish()
+        }
+    }
+
+    /// Waits (bounded) for the next B-frame the host sent on `cid`, skipping others; its payload.
+    func nextACL(cid: UInt16, seconds: Double = 30) async throws -> [UInt8] {
+        let frames = frames
+        return try await withTimeout(seconds) {
+            guard let payload = await frames.next(cid) else { throw HostStreamEnded(what: "ACL on CID \(cid): stream ended") }
+            return payload
         }
     }
 
@@ -160,6 +197,22 @@ actor CommandLog {
             iterator = copy
             guard let (seen, parameters) = command else { return nil }
             if seen == opcode { return parameters }
+        }
+    }
+}
+
+actor FrameLog {
+    private var iterator: AsyncStream<(UInt16, [UInt8])>.Iterator
+
+    init(_ iterator: AsyncStream<(UInt16, [UInt8])>.Iterator) { self.iterator = iterator }
+
+    func next(_ cid: UInt16) async -> [UInt8]? {
+        while true {
+            var copy = iterator
+            let frame = await copy.next(isolation: self)
+            iterator = copy
+            guard let (seen, payload) = frame else { return nil }
+            if seen == cid { return payload }
         }
     }
 }

@@ -63,6 +63,7 @@ public struct ConnectionParameterRequestPolicy: Hashable, Sendable, CustomString
     /// Why a request is refused.
     public struct Refusal: Error, Hashable, Sendable {
         public var reason: String
+        public init(reason: String) { self.reason = reason }
     }
 
     static func ms(_ units: UInt16) -> String {

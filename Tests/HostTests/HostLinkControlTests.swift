@@ -1,0 +1,165 @@
+import Host
+import Bluetooth
+import Emulator
+import HCI
+import L2CAP
+import Testing
+import TestSupport
+
+/// Issue 24, link control: LE Set PHY, LE Read PHY, LE Set Data Length and Read RSSI on the
+/// virtual controller (with their events), a controller that refuses them or never answers
+/// (the request fails, the credit comes back, the link goes on), and the policy for a peer's
+/// parameter requests over L2CAP and the link layer.
+@Suite("Host: link control")
+struct HostLinkControlTests {
+    static let sensorTag = BluetoothAddress("54:6C:0E:9A:3B:01")!
+
+    /// Our host over a simulation with the SensorTag, connected to it.
+    static func connected(
+        configuration controller: VirtualController.Configuration = .init(),
+        host configure: (inout LEHost.Configuration) -> Void = { _ in }
+    ) async throws -> (Simulation, LEHost, LEConnection) {
+        let simulation = try await Simulation.start(devices: [.sensortag], configuration: controller)
+        var configuration = LEHost.Configuration()
+        configuration.commandTimeout = .seconds(30)
+        configure(&configuration)
+        let host = try await LEHost.start(transport: simulation.hostTransport, configuration: configuration)
+        let connection = try await host.connect(to: sensorTag, type: .public, timeout: .seconds(30))
+        return (simulation, host, connection)
+    }
+
+    @Test func setPHYReportsTheUpdateAndReadPHYAgrees() async throws {
+        let (simulation, host, connection) = try await Self.connected()
+        #expect(connection.phy == (.le1M, .le1M))
+        var events = connection.linkEvents.makeAsyncIterator()
+        let phy = try await host.setPHY(connection, tx: .le2M, rx: .le2M)
+        #expect(phy == (.le2M, .le2M))
+        #expect(connection.phy == (.le2M, .le2M))
+        #expect(await events.next() == .phyUpdated(tx: .le2M, rx: .le2M))
+        #expect(try await host.readPHY(connection) == (.le2M, .le2M))
+        // Coded TX only, no preference for RX: RX stays LE 2M.
+        #expect(try await host.setPHY(connection, tx: .leCoded, rx: []) == (.leCoded, .le2M))
+        // The same again: the controller still answers (unchanged), no link event.
+        #expect(try await host.setPHY(connection, tx: .leCoded, rx: []) == (.leCoded, .le2M))
+        #expect(await events.next() == .phyUpdated(tx: .leCoded, rx: .le2M))
+        await host.close()
+        await simulation.stop()
+    }
+
+    @Test func setDataLengthWaitsForTheChangeAndRSSIIsRead() async throws {
+        let (simulation, host, connection) = try await Self.connected()
+        #expect(connection.dataLength == .initial)
+        try await host.setDataLength(connection, octets: 251)
+        // The change is in place when the call returns.
+        #expect(connection.dataLength == LEConnection.DataLength(maxTXOctets: 251, maxTXTime: 2120, maxRXOctets: 251, maxRXTime: 2120))
+        #expect(try await host.readRSSI(connection) == simulation.sensorTag!.rssi)
+        await #expect(throws: LEHostError.invalidArgument("data length 300 octets, 2120 µs: 27…251 octets, 328…17040 µs")) {
+            try await host.setDataLength(connection, octets: 300, time: 2120)
+        }
+        #expect(LEHostCore.dataLengthTime(forOctets: 27) == 328)
+        #expect(LEHostCore.dataLengthTime(forOctets: 251) == 2120)
+        await host.close()
+        await simulation.stop()
+    }
+
+    /// Bumble's controller never answers LE Set PHY: the command times out, its credit comes
+    /// back (the next command goes), the link stays up.
+    @Test func anUnansweredSetPHYTimesOutAndTheLinkGoesOn() async throws {
+        var controller = VirtualController.Configuration()
+        controller.unansweredCommands = [.leSetPHY]
+        let (simulation, host, connection) = try await Self.connected(configuration: controller) {
+            $0.commandTimeout = .milliseconds(400)
+        }
+        await #expect(throws: LEHostError.hci(.commandTimeout(opcode: .leSetPHY))) {
+            _ = try await host.setPHY(connection, tx: .le2M, rx: .le2M)
+        }
+        #expect(connection.isConnected)
+        #expect(connection.phy == (.le1M, .le1M))
+        #expect(try await host.readPHY(connection) == (.le1M, .le1M))
+        await host.close()
+        await simulation.stop()
+    }
+
+    /// A controller that does not know the commands (the scripted one answers Unknown HCI Command).
+    @Test func aControllerWithoutTheCommandsRefusesThemAndTheLinkGoesOn() async throws {
+        let controller = HostScriptedController()
+        let host = try await HostLEHostTests.start(controller)
+        let connection = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        await #expect(throws: LEHostError.hci(.commandFailed(opcode: .leSetDataLength, status: .unknownHCICommand))) {
+            try await host.setDataLength(connection, octets: 251)
+        }
+        await #expect(throws: LEHostError.hci(.commandFailed(opcode: .readRSSI, status: .unknownHCICommand))) {
+            _ = try await host.readRSSI(connection)
+        }
+        await #expect(throws: LEHostError.hci(.commandFailed(opcode: .leSetPHY, status: .unknownHCICommand))) {
+            _ = try await host.setPHY(connection, tx: .le2M, rx: .le2M)
+        }
+        #expect(connection.isConnected)
+        await host.close()
+    }
+
+    @Test func setPHYWaitsForItsUpdateCompleteAndFailsWithItsStatus() async throws {
+        let controller = HostScriptedController()
+        let host = try await HostLEHostTests.start(controller)
+        let connection = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        // The scripted controller refuses LE Set PHY; a real one accepts with Command Status, then
+        // reports the update: here the peer's refusal (Unsupported Remote Feature).
+        let answered = HostScriptedController(answering: [.leSetPHY: .commandStatus])
+        let host2 = try await HostLEHostTests.start(answered)
+        let connection2 = try await HostLEHostTests.connect(host2, answered, handle: 0x0041)
+        let refused = Task { try await host2.setPHY(connection2, tx: .le2M, rx: .le2M) }
+        let sent = try await answered.next(.leSetPHY)
+        #expect(sent == [0x41, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00])
+        try await answered.event([0x3E, 6, 0x0C, 0x1A] + HostScriptedController.le16(0x0041) + [0x01, 0x01])
+        await #expect(throws: LEHostError.hci(.commandFailed(opcode: .leSetPHY, status: .unsupportedRemoteFeature))) {
+            _ = try await refused.value
+        }
+        #expect(connection.isConnected && connection2.isConnected)
+        await host.close()
+        await host2.close()
+    }
+
+    // MARK: - Peer parameter requests
+
+    @Test func aRefusingPolicyRejectsL2CAPAndLinkLayerRequests() async throws {
+        let controller = HostScriptedController()
+        let host = try await HostLEHostTests.start(controller) { $0.parameterRequests = .refuseAll }
+        _ = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        try await controller.event(
+            HostScriptedController.remoteParameterRequest(handle: 0x0040, min: 24, max: 40, latency: 0, timeout: 400))
+        let refusal = try await controller.next(.leRemoteConnectionParameterRequestNegativeReply)
+        #expect(refusal == [0x40, 0x00, 0x3B])
+        #expect(host.statistics.refusedParameterRequests == 1)
+        // L2CAP Connection Parameter Update Request, identifier 7: answered Rejected (0x0001).
+        let responses = Task { try await controller.nextACL(cid: 5) }
+        try await controller.acl(
+            HostScriptedController.aclFrame(handle: 0x0040, cid: 5, [0x12, 0x07, 0x08, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01]))
+        #expect(try await responses.value == [0x13, 0x07, 0x02, 0x00, 0x01, 0x00])
+        #expect(controller.count(.leConnectionUpdate) == 0)
+        await host.close()
+    }
+
+    @Test func aPolicyNarrowsTheIntervalToItsRangeOrRefuses() async throws {
+        let policy = ConnectionParameterRequestPolicy(intervals: 24...40, maximumLatency: 4)
+        let controller = HostScriptedController()
+        let host = try await HostLEHostTests.start(controller) { $0.parameterRequests = policy }
+        _ = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        // 7.5–100 ms asked: 30–50 ms applied.
+        try await controller.acl(
+            HostScriptedController.aclFrame(handle: 0x0040, cid: 5, [0x12, 0x08, 0x08, 0x00, 6, 0, 80, 0, 0, 0, 0xF4, 0x01]))
+        let update = try await controller.next(.leConnectionUpdate)
+        #expect(Array(update[0..<10]) == [0x40, 0x00, 24, 0, 40, 0, 0, 0, 0xF4, 0x01])
+        // The link layer's request above the range, then with a latency over the limit: refused.
+        try await controller.event(
+            HostScriptedController.remoteParameterRequest(handle: 0x0040, min: 80, max: 160, latency: 0, timeout: 600))
+        _ = try await controller.next(.leRemoteConnectionParameterRequestNegativeReply)
+        try await controller.event(
+            HostScriptedController.remoteParameterRequest(handle: 0x0040, min: 24, max: 40, latency: 10, timeout: 600))
+        _ = try await controller.next(.leRemoteConnectionParameterRequestNegativeReply)
+        #expect(host.statistics.refusedParameterRequests == 2)
+        #expect(
+            policy.decide(ConnectionParameterUpdateRequest(intervalMin: 6, intervalMax: 12, peripheralLatency: 0, timeoutMultiplier: 100))
+                == .failure(.init(reason: "interval 7.5–15 ms outside 30–50 ms")))
+        await host.close()
+    }
+}
