@@ -51,7 +51,8 @@ never outlive the test that started it. `--mtu N` limits the peripherals' ATT_MT
 
 Deviations from stock Bumble (0.0.236), to behave more like real silicon:
   * unknown or unimplemented HCI commands are answered with status 0x01 (Unknown HCI Command)
-    instead of silence; malformed command parameters with 0x12;
+    instead of silence (`--stock-unknown-commands` keeps stock silence for the asynchronous
+    ones, LE Set PHY among them); malformed command parameters with 0x12;
   * controller-to-host ACL data is fragmented to the LE ACL buffer size (27 octets), and
     host-to-controller ACL packets longer than that buffer are refused (dropped, with a Data
     Buffer Overflow event), so a host that ignores LE Read Buffer Size fails visibly;
@@ -189,6 +190,9 @@ class StrictController(Controller):
     reports advertising the way the host asked for it."""
 
     extended_scanning = False
+    # --stock-unknown-commands: asynchronous commands Bumble does not implement (LE Set PHY)
+    # get no answer at all, as from stock Bumble and some real controllers.
+    stock_unknown_commands = False
 
     def on_packet(self, packet: bytes) -> None:
         if packet and packet[0] == hci.HCI_COMMAND_PACKET and len(packet) >= 4:
@@ -213,6 +217,9 @@ class StrictController(Controller):
             # does not implement; a host waiting for an answer would hang.
             code = hci.HCI_ErrorCode.UNKNOWN_HCI_COMMAND_ERROR
             if isinstance(command, hci.HCI_AsyncCommand):
+                if self.stock_unknown_commands:
+                    log.info('leaving %s unanswered (--stock-unknown-commands)', command.name)
+                    return
                 self._send_hci_command_status(code, command.op_code)
             else:
                 self._complete_with_status(command.op_code, code)
@@ -1140,6 +1147,7 @@ async def run(arguments) -> None:
     host_controller = StrictController('host', link=link, public_address=HOST_CONTROLLER_ADDRESS)
     host_controller.enforce_flow_control = True
     host_controller.total_num_le_acl_data_packets = arguments.acl_buffers
+    host_controller.stock_unknown_commands = arguments.stock_unknown_commands
     if arguments.extended_commands:
         # Stock Bumble implements these but does not claim them in Read Local Supported Commands.
         host_controller.supported_commands = set(host_controller.supported_commands) | {
@@ -1242,6 +1250,8 @@ def main() -> None:
     parser.add_argument('--keystore', default=None, help='a JSON key store file for the secure device')
     parser.add_argument('--privacy', action='store_true',
                         help='the secure device advertises with resolvable private addresses (LE privacy)')
+    parser.add_argument('--stock-unknown-commands', action='store_true',
+                        help='leave asynchronous commands Bumble does not implement (LE Set PHY) unanswered, as stock Bumble does')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
     PAIRING.update(sc=arguments.pairing == 'sc', mitm=arguments.pairing_mitm, io=arguments.pairing_io,
