@@ -119,7 +119,7 @@ public actor Adapter {
         do {
             let central = try await UserSpaceCentral.start(
                 transport, name: "simulated adapter \(address)", commandTimeout: SimulatedCentral.commandTimeout,
-                record: options.record, warning: options.warning)
+                record: options.record, warning: options.warning, parameterRequests: options.parameterRequests)
             try central.setLinkPreferences(options.link)
             return Adapter(central: central, options: options)
         } catch {

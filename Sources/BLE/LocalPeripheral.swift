@@ -49,6 +49,8 @@ public actor LocalPeripheral {
         struct Client: Sendable {
             var peer: PeerAddress
             var link: any GATTPeripheralLink
+            /// L2CAP Connection Parameter Update Request (our host in user space).
+            var requestParameters: (@Sendable (LEConnectionParameters) async throws -> Bool)?
         }
         private let table = Mutex<[GATTServer.ClientID: Client]>([:])
 
@@ -119,12 +121,15 @@ public actor LocalPeripheral {
         let peer = central.address ?? PeerAddress(address: .zero, type: .public)
         let clients = clients
         let link = central.link
+        let requestParameters = central.requestParameters
         // SMP goes to our Security Manager from the start (before any ATT), on the user-space host.
         let security = await pairing?.attach(central, peer: peer)
         // Registered before the server handles the first PDU, so no write misses its peer.
         let (_, id) = await server.serve(
             central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
-            registered: { id in clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link) } })
+            registered: { id in
+                clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link, requestParameters: requestParameters) }
+            })
         let server = server
         await security?.served(as: id) { level in await server.setSecurity(level, for: id) }
         if stopped {
@@ -137,6 +142,35 @@ public actor LocalPeripheral {
             _ = await central.ended()
             clients.withLock { _ = $0.removeValue(forKey: id) }
         }
+    }
+
+    /// Asks the central `peer` for new connection parameters with the L2CAP Connection Parameter
+    /// Update Request (Vol 3, Part A, §4.20) and waits, bounded, for its answer: true when it
+    /// accepted (the new parameters then take effect with its LE Connection Update), false when
+    /// it rejected or did not understand the request.
+    /// - Throws: a usage error for parameters out of range, or on the kernel path (its kernel
+    ///   owns the link); when `peer` is not connected; when the central does not answer.
+    public func requestConnectionParameters(
+        _ request: ConnectionParameterRequest, from peer: PeerAddress
+    ) async throws(BLEError) -> Bool {
+        let parameters = try request.hciParameters()
+        let client = clients.withLock { table in table.values.first { $0.peer == peer } }
+        guard let client else { throw BLEError("\(peer) is not connected to this peripheral", kind: "usage", exitCode: .usage) }
+        guard let ask = client.requestParameters else {
+            throw BLEError(
+                "asking \(peer) for connection parameters: on hciN the kernel owns the link; use hci-user:N", kind: "usage",
+                exitCode: .usage)
+        }
+        do {
+            return try await ask(parameters)
+        } catch {
+            throw BLEError("asking \(peer) for \(request): \(error)", kind: "l2cap")
+        }
+    }
+
+    /// The centrals connected now.
+    public var connectedCentrals: [PeerAddress] {
+        clients.withLock { table in table.values.map(\.peer) }
     }
 
     /// Our Rx MTU: the largest ATT allows on LE.

@@ -564,6 +564,27 @@ public actor LEHost {
         }
     }
 
+    /// As peripheral, asks the central for new connection parameters with the L2CAP Connection
+    /// Parameter Update Request (what every central understands, unlike the link layer's
+    /// procedure) and waits, bounded, for its answer: true when it accepted — the parameters it
+    /// applies then arrive with LE Connection Update Complete, in `linkEvents` — false when it
+    /// rejected the request or did not understand it.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §4.20, §4.21
+    public func requestConnectionParameters(
+        _ connection: LEConnection, _ parameters: LEConnectionParameters
+    ) async throws(LEHostError) -> Bool {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        let request = ConnectionParameterUpdateRequest(
+            intervalMin: parameters.connectionIntervalMin, intervalMax: parameters.connectionIntervalMax,
+            peripheralLatency: parameters.maxLatency, timeoutMultiplier: parameters.supervisionTimeout)
+        do {
+            return try await l2cap.requestConnectionParameters(request, handle: connection.handle)
+        } catch {
+            throw .l2cap(error)
+        }
+    }
+
     /// The PHYs in use (HCI_LE_Read_PHY).
     public func readPHY(_ connection: LEConnection) async throws(LEHostError) -> (tx: LEPHY, rx: LEPHY) {
         try checkOpen()

@@ -24,6 +24,12 @@ package struct AcceptedCentral: Sendable {
     /// The user-space host's connection, for our Security Manager (nil on the kernel path).
     package var connection: LEConnection?
     package var host: LEHost?
+
+    /// Asks the central for new parameters over L2CAP (user space); nil on the kernel path.
+    package var requestParameters: (@Sendable (LEConnectionParameters) async throws -> Bool)? {
+        guard let connection, let host else { return nil }
+        return { try await host.requestConnectionParameters(connection, $0) }
+    }
 }
 
 /// What `gattclient peripheral` needs from a transport: advertising and accepting centrals.

@@ -26,6 +26,8 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
     case channelClosed(handle: UInt16)
     /// The HCI transport under the whole host closed.
     case transportClosed(String)
+    /// The peer did not answer a signaling request in time (the RTX timer, Vol 3, Part A, §6.2.1).
+    case timeout(String)
 
     /// Wraps a cursor error as malformed input of `context`.
     public init(_ error: ByteReaderError, context: String) {
@@ -54,6 +56,7 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
             return "connection \(l2capHex(handle, 4)) disconnected (reason \(l2capHex(reason.rawValue, 2)))"
         case .channelClosed(let handle): return "ATT channel on connection \(l2capHex(handle, 4)) is closed"
         case .transportClosed(let why): return "transport closed: \(why)"
+        case .timeout(let what): return "no answer to \(what) in time"
         }
     }
 }

@@ -18,8 +18,67 @@ public struct LEL2CAPConnection: Sendable {
         /// The host should issue HCI_LE_Connection_Update with these parameters (Interval
         /// Min/Max, Peripheral Latency as Max_Latency, Timeout Multiplier as Supervision_Timeout).
         case updateConnectionParameters(ConnectionParameterUpdateRequest)
+        /// Our Connection Parameter Update Request was answered: accepted (0x0000), rejected
+        /// (0x0001), or not understood (Command Reject: `accepted` false).
+        case parameterRequestAnswered(accepted: Bool)
         /// Input that was dropped, ignored, refused or rejected.
         case report(LEL2CAPReport)
+    }
+
+    /// The identifier of our pending Connection Parameter Update Request.
+    private var pendingParameterRequest: UInt8?
+    /// The last identifier this side used for a request (1…255, never 0).
+    private var lastIdentifier: UInt8 = 0
+
+    /// A fresh signaling identifier: the next one after the last, never 0 (§4).
+    mutating func nextIdentifier() -> UInt8 {
+        lastIdentifier = lastIdentifier == 255 ? 1 : lastIdentifier + 1
+        return lastIdentifier
+    }
+
+    /// Whether a Connection Parameter Update Request of ours waits for its answer.
+    public var hasPendingParameterRequest: Bool { pendingParameterRequest != nil }
+
+    /// As peripheral, asks the central for new connection parameters (L2CAP Connection
+    /// Parameter Update Request); the answer comes as `.parameterRequestAnswered`.
+    /// - Throws: `.invalidArgument` as central (the central updates with HCI), for invalid
+    ///   parameters, or while another such request waits.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part A, §4.20, §4.21
+    public mutating func requestConnectionParameters(_ request: ConnectionParameterUpdateRequest) throws(L2CAPError) -> L2CAPBasicFrame {
+        let context = "Connection Parameter Update Request"
+        guard role == .peripheral else {
+            throw L2CAPError.invalidArgument(context: context, reason: "only the peripheral sends it (the central uses LE Connection Update)")
+        }
+        if let why = request.invalidity { throw L2CAPError.invalidArgument(context: context, reason: why) }
+        guard pendingParameterRequest == nil else {
+            throw L2CAPError.invalidArgument(context: context, reason: "one is already waiting for its answer")
+        }
+        let identifier = nextIdentifier()
+        let packet = try L2CAPSignalingPacket(identifier: identifier, command: .connectionParameterUpdateRequest(request))
+        pendingParameterRequest = identifier
+        return L2CAPBasicFrame(channelID: L2CAPBasicFrame.leSignalingCID, payload: try packet.encode()[...])
+    }
+
+    /// Forgets our pending parameter request (it timed out).
+    public mutating func abandonParameterRequest() { pendingParameterRequest = nil }
+
+    /// The answer to a request of ours, when `payload` is one (a response or Command Reject with
+    /// its identifier); nil otherwise.
+    private mutating func answerToOurRequest(_ payload: ArraySlice<UInt8>) -> Action? {
+        guard let pending = pendingParameterRequest, payload.count >= 4,
+            payload[payload.startIndex + 1] == pending,
+            let packet = try? L2CAPSignalingPacket(bytes: payload)
+        else { return nil }
+        switch try? packet.command() {
+        case .connectionParameterUpdateResponse(let response)?:
+            pendingParameterRequest = nil
+            return .parameterRequestAnswered(accepted: response.result == .accepted)
+        case .commandReject?:
+            pendingParameterRequest = nil
+            return .parameterRequestAnswered(accepted: false)
+        default:
+            return nil
+        }
     }
 
     public let handle: UInt16
@@ -74,6 +133,10 @@ public struct LEL2CAPConnection: Sendable {
         case L2CAPBasicFrame.attributeProtocolCID:
             actions.append(.deliverATT(Array(frame.payload)))
         case L2CAPBasicFrame.leSignalingCID:
+            if let answer = answerToOurRequest(frame.payload) {
+                actions.append(answer)
+                return
+            }
             let outcome = signaling.receive(frame.payload)
             if let response = outcome.response {
                 var writer = ByteWriter(capacity: response.encodedLength)

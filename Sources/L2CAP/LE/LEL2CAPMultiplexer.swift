@@ -18,6 +18,8 @@ public struct LEL2CAPMultiplexer: Sendable {
         case deliverSMP(handle: UInt16, pdu: [UInt8])
         /// Issue HCI_LE_Connection_Update on this connection with these parameters.
         case updateConnectionParameters(handle: UInt16, ConnectionParameterUpdateRequest)
+        /// The central answered our Connection Parameter Update Request on this connection.
+        case parameterRequestAnswered(handle: UInt16, accepted: Bool)
         /// Input on this connection that was dropped, ignored, refused or rejected.
         case report(handle: UInt16, LEL2CAPReport)
         /// Number Of Completed Packets entries that returned no credit.
@@ -83,6 +85,31 @@ public struct LEL2CAPMultiplexer: Sendable {
         drain(into: &actions)
     }
 
+    /// As peripheral, sends an L2CAP Connection Parameter Update Request on a connection; the
+    /// answer comes as `.parameterRequestAnswered`.
+    /// - Throws: `.unknownConnection`, `.queueFull`, `.invalidArgument` (see
+    ///   ``LEL2CAPConnection/requestConnectionParameters(_:)``).
+    public mutating func requestConnectionParameters(
+        _ request: ConnectionParameterUpdateRequest, handle: UInt16, into actions: inout [Action]
+    ) throws(L2CAPError) {
+        guard var connection = connections[handle] else { throw L2CAPError.unknownConnection(handle: handle) }
+        let frame = try connection.requestConnectionParameters(request)
+        do {
+            try flowControl.enqueue(pdu: frame.encode(), handle: handle)
+        } catch {
+            connection.abandonParameterRequest()
+            connections[handle] = connection
+            throw error
+        }
+        connections[handle] = connection
+        drain(into: &actions)
+    }
+
+    /// Forgets the pending parameter request of a connection (it timed out).
+    public mutating func abandonParameterRequest(handle: UInt16) {
+        connections[handle]?.abandonParameterRequest()
+    }
+
     /// Queues one ATT PDU on a connection and appends the packets that can go now.
     /// - Throws: `.unknownConnection`, `.queueFull`, `.invalidArgument` (empty or over 65535).
     public mutating func sendATT(_ sdu: [UInt8], handle: UInt16, into actions: inout [Action]) throws(L2CAPError) {
@@ -126,6 +153,8 @@ public struct LEL2CAPMultiplexer: Sendable {
                 }
             case .updateConnectionParameters(let request):
                 actions.append(.updateConnectionParameters(handle: handle, request))
+            case .parameterRequestAnswered(let accepted):
+                actions.append(.parameterRequestAnswered(handle: handle, accepted: accepted))
             case .report(let report):
                 actions.append(.report(handle: handle, report))
             }

@@ -52,6 +52,8 @@ public final class UserSpaceL2CAP: Sendable {
         var securityManager: AsyncStream<[UInt8]>.Continuation?
         /// Whether the user closed it or it failed: incoming SDUs are dropped.
         var isClosed = false
+        /// Who waits for the answer to our Connection Parameter Update Request.
+        var parameterWaiter: CheckedContinuation<Bool, any Error>?
     }
 
     struct State {
@@ -140,6 +142,7 @@ public final class UserSpaceL2CAP: Sendable {
             guard state.shutDownReason == nil else { return }
             state.shutDownReason = reason
             for (handle, channel) in state.channels {
+                channel.parameterWaiter?.resume(throwing: L2CAPError.transportClosed(reason))
                 channel.securityManager?.finish()
                 channel.status.close(.transportClosed(reason))
                 channel.queue.finish(throwing: L2CAPError.transportClosed(reason))
@@ -190,6 +193,58 @@ public final class UserSpaceL2CAP: Sendable {
         }
     }
 
+    /// How long a Connection Parameter Update Request waits for its answer (the RTX timer may
+    /// run 1 to 60 s, Vol 3, Part A, §6.2.1).
+    public static let signalingTimeout: Duration = .seconds(30)
+
+    /// As peripheral, asks the central for new connection parameters (L2CAP Connection
+    /// Parameter Update Request) and waits, bounded, for its answer: true when it accepted (the
+    /// new parameters then come with LE Connection Update Complete), false when it rejected or
+    /// did not understand the request.
+    public func requestConnectionParameters(
+        _ request: ConnectionParameterUpdateRequest, handle: UInt16, timeout: Duration = UserSpaceL2CAP.signalingTimeout
+    ) async throws(L2CAPError) -> Bool {
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+                let failure = state.withLock { (state: inout State) -> L2CAPError? in
+                    if let reason = state.shutDownReason { return .transportClosed(reason) }
+                    guard state.channels[handle] != nil else { return .unknownConnection(handle: handle) }
+                    var actions = takeScratch(&state)
+                    defer { perform(&actions, state: &state) }
+                    do throws(L2CAPError) {
+                        try state.multiplexer.requestConnectionParameters(request, handle: handle, into: &actions)
+                    } catch {
+                        return error
+                    }
+                    state.channels[handle]?.parameterWaiter = continuation
+                    return nil
+                }
+                if let failure {
+                    continuation.resume(throwing: failure)
+                    return
+                }
+                Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    self?.parameterRequestTimedOut(handle: handle)
+                }
+            }
+        } catch let error as L2CAPError {
+            throw error
+        } catch {
+            throw .timeout("Connection Parameter Update Request")
+        }
+    }
+
+    private func parameterRequestTimedOut(handle: UInt16) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, any Error>? in
+            guard let waiter = state.channels[handle]?.parameterWaiter else { return nil }
+            state.channels[handle]?.parameterWaiter = nil
+            state.multiplexer.abandonParameterRequest(handle: handle)
+            return waiter
+        }
+        waiter?.resume(throwing: L2CAPError.timeout("Connection Parameter Update Request"))
+    }
+
     // MARK: channel side
 
     func send(_ sdu: [UInt8], handle: UInt16, id: UInt64, status: ChannelStatus) throws(L2CAPError) {
@@ -238,6 +293,11 @@ public final class UserSpaceL2CAP: Sendable {
             case .updateConnectionParameters(let handle, let request):
                 logger.debug("connection \(l2capHex(handle, 4)): accepted \(request)")
                 outputContinuation.yield(.updateConnectionParameters(handle: handle, request))
+            case .parameterRequestAnswered(let handle, let accepted):
+                if let waiter = state.channels[handle]?.parameterWaiter {
+                    state.channels[handle]?.parameterWaiter = nil
+                    waiter.resume(returning: accepted)
+                }
             case .report(let handle, let report):
                 logger.debug("connection \(l2capHex(handle, 4)): \(report)")
             case .ignoredCompletions(let ignored):
@@ -249,6 +309,7 @@ public final class UserSpaceL2CAP: Sendable {
                             + "\(removal.droppedOctets) octets")
                 }
                 if let channel = state.channels.removeValue(forKey: handle) {
+                    channel.parameterWaiter?.resume(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
                     channel.securityManager?.finish()
                     channel.status.close(.disconnected(handle: handle, reason: reason))
                     channel.queue.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
