@@ -254,6 +254,14 @@ public let usageText: String = {
       --replay-match strict|any replay: answer requests in recorded order (strict) or by content (any)
       --replay-conn H           replay: the recorded connection to use when a capture holds several
       --strict                  a protocol violation by the peer fails the command instead of warning
+    the link of a connection we make (our host in user space and sim; refused on hciN and replay:):
+      --interval MS[-MS]        connection interval (7.5 to 4000 ms in steps of 1.25), one or a range
+      --latency N               connection events the peripheral may skip (0 to 499)
+      --supervision-timeout MS  the link's supervision timeout (100 to 32000 ms in steps of 10)
+      --phy 1m|2m|coded         the PHY asked for once connected (LE Set PHY; a controller without it: warned)
+      --data-length N           the largest link-layer payload asked for, 27 to 251 octets (LE Set Data Length)
+      --parameter-requests accept|refuse
+                                what a peripheral's requests for other parameters get (default accept)
       -v, -vv                   more detail on stderr (the ATT PDUs; the connection's parameters and events)
       -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version

@@ -93,14 +93,16 @@ struct AdaptersCommandTests {
         for line in [
             "  HCI version       5.0 (0x09), revision 0x0001",
             "  LE ACL buffers    4 × 27 octets",
-            "  LE features       LE Extended Advertising",
+            "  LE features       LE Data Packet Length Extension, LE 2M PHY, LE Coded PHY, LE Extended Advertising",
         ] {
             #expect(run.stdout.contains(line), "\(line)\n\(run.stdout)")
         }
         let json = await runInProcess(["--json", "--transport", "sim", "adapters"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["kind"] as? String == "adapter" && object["transport"] as? String == "sim")
-        #expect(object["leFeatures"] as? [String] == ["LE Extended Advertising"])
+        #expect(
+            object["leFeatures"] as? [String]
+                == ["LE Data Packet Length Extension", "LE 2M PHY", "LE Coded PHY", "LE Extended Advertising"])
         #expect((object["aclBuffers"] as? [String: Any])?["packetCount"] as? Int == 4)
     }
 

@@ -22,6 +22,9 @@ struct LinkControlCommandTests {
         let run = await runInProcess([
             "--transport", "sim", "--json", "info", Self.tag, "--interval", "15-30", "--latency", "2",
             "--supervision-timeout", "3000", "--phy", "2m", "--data-length", "251",
+            // The SensorTag asks for its preferred 100–200 ms over L2CAP after connecting: refused,
+            // so the parameters shown are the ones asked for.
+            "--parameter-requests", "refuse",
         ])
         #expect(run.code == 0, "\(run.stderr)")
         let info = try #require(jsonObjects(run.stdout.split(separator: "\n").map(String.init)).first { $0["kind"] as? String == "info" })

@@ -92,7 +92,7 @@ struct EmulatorControllerCommandTests {
 
     @Test func unknownCommandIsAnsweredUnknownHCICommand() async throws {
         let (simulation, probe, _) = try await makeController()
-        for opcode: UInt16 in [0xFC01, 0x0C13, 0x2032] {
+        for opcode: UInt16 in [0xFC01, 0x0C13, 0x2031] {  // vendor, Write Local Name, LE Set Default PHY
             let packet = try HCICommandPacket(opcode: HCIOpcode(rawValue: opcode), parameters: [0x01, 0x02])
             let (answer, _) = try await probe.sendPacket(packet)
             guard case .commandComplete(let complete) = answer else {
@@ -126,7 +126,8 @@ struct EmulatorControllerCommandTests {
         }
         #expect(supported.supports(.leSetExtendedScanEnable) == true)
         #expect(supported.supports(.leSetExtendedAdvertisingEnable) == true)
-        #expect(supported.supports(.leSetPHY) == false)
+        #expect(supported.supports(.leSetPHY) == true)
+        #expect(supported.supports(.leSetDefaultPHY) == false)
 
         guard case .commandComplete(let buffers) = try await probe.send(LEReadBufferSizeV1Command()).answer
         else { throw TestTimeout(what: "an answer from the controller", seconds: 0) }
@@ -158,7 +159,7 @@ struct EmulatorControllerCommandTests {
         #expect(info.address == VirtualController.Configuration().address)
         #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 4, shared: false))
         #expect(info.supportedCommands == simulation.controller.supportedCommands)
-        #expect(info.leFeatures == .leExtendedAdvertising)
+        #expect(info.leFeatures == [.leDataPacketLengthExtension, .le2MPHY, .leCodedPHY, .leExtendedAdvertising])
         await driver.close()
         await simulation.stop()
     }

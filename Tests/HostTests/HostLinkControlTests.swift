@@ -62,22 +62,37 @@ struct HostLinkControlTests {
         await simulation.stop()
     }
 
-    /// Bumble's controller never answers LE Set PHY: the command times out, its credit comes
-    /// back (the next command goes), the link stays up.
-    @Test func anUnansweredSetPHYTimesOutAndTheLinkGoesOn() async throws {
-        var controller = VirtualController.Configuration()
-        controller.unansweredCommands = [.leSetPHY]
-        let (simulation, host, connection) = try await Self.connected(configuration: controller) {
-            $0.commandTimeout = .milliseconds(400)
-        }
-        await #expect(throws: LEHostError.hci(.commandTimeout(opcode: .leSetPHY))) {
-            _ = try await host.setPHY(connection, tx: .le2M, rx: .le2M)
-        }
-        #expect(connection.isConnected)
-        #expect(connection.phy == (.le1M, .le1M))
-        #expect(try await host.readPHY(connection) == (.le1M, .le1M))
-        await host.close()
-        await simulation.stop()
+    /// Bumble's controller never answers LE Set PHY: the command flow fails it with a timeout
+    /// (and gives its credit back, HCICommandFlow); the request fails, the link stays, the next
+    /// command goes. (End to end against Bumble's controller: BumbleLinkControlInteropTests.)
+    @Test func anUnansweredSetPHYFailsTheRequestAndTheLinkGoesOn() throws {
+        var h = HostCoreTests.Harness()
+        try HostCoreTests.connect(&h, handle: 0x0040)
+        let setPHY = h.request(.setPHY(handle: 0x0040, tx: .le2M, rx: .le2M, options: .noPreference))
+        let (token, packet) = h.outstanding.removeFirst()
+        #expect(packet.opcode == .leSetPHY)
+        h.take(h.core.commandFinished(token, .failed(.commandTimeout(opcode: .leSetPHY)), now: h.now))
+        #expect(h.drain() == [.complete(setPHY, .failed(.hci(.commandTimeout(opcode: .leSetPHY))))])
+        #expect(h.core.linkCount == 1)
+        #expect(h.core.nextDeadline == nil, "nothing waits for a PHY update")
+        _ = h.request(.readRSSI(handle: 0x0040))
+        #expect(h.pending == [.readRSSI])
+    }
+
+    /// LE Set Data Length that changes nothing: no LE Data Length Change comes, and the request
+    /// ends after a short wait rather than failing.
+    @Test func aDataLengthThatChangesNothingEndsAfterTheWait() throws {
+        var h = HostCoreTests.Harness()
+        try HostCoreTests.connect(&h, handle: 0x0040)
+        let id = h.request(.setDataLength(handle: 0x0040, octets: 27, time: 328))
+        let (token, packet) = h.outstanding.removeFirst()
+        #expect(packet.opcode == .leSetDataLength)
+        let complete = CommandCompleteEvent(numHCICommandPackets: 1, opcode: .leSetDataLength, returnParameters: [0x00, 0x40, 0x00])
+        h.take(h.core.commandFinished(token, .complete(complete), now: h.now))
+        #expect(h.drain().isEmpty)
+        #expect(h.core.nextDeadline == LEHostCore.dataLengthChangeWait)
+        h.advance(to: LEHostCore.dataLengthChangeWait)
+        #expect(h.drain() == [.complete(id, .done)])
     }
 
     /// A controller that does not know the commands (the scripted one answers Unknown HCI Command).
