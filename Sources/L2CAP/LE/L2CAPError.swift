@@ -28,6 +28,10 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
     case transportClosed(String)
     /// The peer did not answer a signaling request in time (the RTX timer, Vol 3, Part A, §6.2.1).
     case timeout(String)
+    /// The peer opened none of the credit-based channels asked for, with this result.
+    case refused(spsm: UInt16, result: CreditBasedConnectionResult)
+    /// The peer broke a channel's rules (credits, MPS, MTU, SDU Length); the channel was closed.
+    case protocolViolation(String)
 
     /// Wraps a cursor error as malformed input of `context`.
     public init(_ error: ByteReaderError, context: String) {
@@ -57,6 +61,9 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .channelClosed(let handle): return "ATT channel on connection \(l2capHex(handle, 4)) is closed"
         case .transportClosed(let why): return "transport closed: \(why)"
         case .timeout(let what): return "no answer to \(what) in time"
+        case .refused(let spsm, let result):
+            return "the peer opened no channel on SPSM \(l2capHex(spsm, 4)) (result \(l2capHex(result.rawValue, 4)))"
+        case .protocolViolation(let why): return "the peer broke the channel's rules: \(why)"
         }
     }
 }

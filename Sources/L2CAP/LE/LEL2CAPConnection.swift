@@ -21,19 +21,22 @@ public struct LEL2CAPConnection: Sendable {
         /// Our Connection Parameter Update Request was answered: accepted (0x0000), rejected
         /// (0x0001), or not understood (Command Reject: `accepted` false).
         case parameterRequestAnswered(accepted: Bool)
+        /// What the enhanced credit-based channels did (their frames are `.send` already).
+        case creditBased(EnhancedCreditBasedChannels.Action)
         /// Input that was dropped, ignored, refused or rejected.
         case report(LEL2CAPReport)
     }
 
     /// The identifier of our pending Connection Parameter Update Request.
     private var pendingParameterRequest: UInt8?
-    /// The last identifier this side used for a request (1…255, never 0).
-    private var lastIdentifier: UInt8 = 0
+    /// The enhanced credit-based channels (EATT bearers) of this connection.
+    public internal(set) var creditBased: EnhancedCreditBasedChannels
 
-    /// A fresh signaling identifier: the next one after the last, never 0 (§4).
+    /// A fresh signaling identifier (shared with the credit-based channels' requests).
     mutating func nextIdentifier() -> UInt8 {
-        lastIdentifier = lastIdentifier == 255 ? 1 : lastIdentifier + 1
-        return lastIdentifier
+        var identifier = creditBased.nextIdentifier()
+        while identifier == pendingParameterRequest { identifier = creditBased.nextIdentifier() }
+        return identifier
     }
 
     /// Whether a Connection Parameter Update Request of ours waits for its answer.
@@ -96,8 +99,10 @@ public struct LEL2CAPConnection: Sendable {
         handle: UInt16, role: LERole, maximumFrameLength: Int = 65_535,
         signalingMTU: Int = LESignalingResponder.minimumSignalingMTU,
         securityManager: (any LESecurityManagerChannel)? = nil,
-        parameterPolicy: ConnectionParameterRequestPolicy = .acceptValid
+        parameterPolicy: ConnectionParameterRequestPolicy = .acceptValid,
+        creditBased: EnhancedCreditBasedChannels.Configuration = .init()
     ) {
+        self.creditBased = EnhancedCreditBasedChannels(configuration: creditBased)
         self.handle = handle
         self.securityManager = securityManager
         self.role = role
@@ -137,6 +142,15 @@ public struct LEL2CAPConnection: Sendable {
                 actions.append(answer)
                 return
             }
+            if frame.payload.count <= LESignalingResponder.minimumSignalingMTU,
+                let packet = try? L2CAPSignalingPacket(bytes: frame.payload), packet.identifier != 0,
+                creditBased.handles(packet)
+            {
+                var channelActions: [EnhancedCreditBasedChannels.Action] = []
+                creditBased.receive(packet, into: &channelActions)
+                append(channelActions, into: &actions)
+                return
+            }
             let outcome = signaling.receive(frame.payload)
             if let response = outcome.response {
                 var writer = ByteWriter(capacity: response.encodedLength)
@@ -164,9 +178,39 @@ public struct LEL2CAPConnection: Sendable {
                 actions.append(.send(L2CAPBasicFrame(channelID: L2CAPBasicFrame.securityManagerCID, payload: answer[...])))
             }
             if let report = outcome.report { actions.append(.report(.securityManager(report))) }
+        case EnhancedCreditBasedChannels.dynamicCIDs:
+            var channelActions: [EnhancedCreditBasedChannels.Action] = []
+            if creditBased.receive(localCID: frame.channelID, payload: frame.payload, into: &channelActions) {
+                append(channelActions, into: &actions)
+            } else {
+                actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
+            }
         default:
             actions.append(.report(.unsupportedChannel(cid: frame.channelID, length: frame.payload.count)))
         }
+    }
+
+    /// The credit-based channels' actions: frames to send, the rest as they are.
+    private func append(_ channelActions: [EnhancedCreditBasedChannels.Action], into actions: inout [Action]) {
+        for action in channelActions {
+            if case .send(let frame) = action {
+                actions.append(.send(frame))
+            } else {
+                actions.append(.creditBased(action))
+            }
+        }
+    }
+
+    // MARK: - Enhanced credit-based channels
+
+    /// Runs `body` on the credit-based channels and appends what it did.
+    public mutating func withCreditBased<T>(
+        into actions: inout [Action], _ body: (inout EnhancedCreditBasedChannels, inout [EnhancedCreditBasedChannels.Action]) throws(L2CAPError) -> T
+    ) throws(L2CAPError) -> T {
+        var channelActions: [EnhancedCreditBasedChannels.Action] = []
+        let result = try body(&creditBased, &channelActions)
+        append(channelActions, into: &actions)
+        return result
     }
 
     /// Forgets a partly received frame (on disconnection). Returns whether there was one.

@@ -20,6 +20,8 @@ public struct LEL2CAPMultiplexer: Sendable {
         case updateConnectionParameters(handle: UInt16, ConnectionParameterUpdateRequest)
         /// The central answered our Connection Parameter Update Request on this connection.
         case parameterRequestAnswered(handle: UInt16, accepted: Bool)
+        /// What this connection's enhanced credit-based channels did (their frames are queued).
+        case creditBased(handle: UInt16, EnhancedCreditBasedChannels.Action)
         /// Input on this connection that was dropped, ignored, refused or rejected.
         case report(handle: UInt16, LEL2CAPReport)
         /// Number Of Completed Packets entries that returned no credit.
@@ -34,6 +36,8 @@ public struct LEL2CAPMultiplexer: Sendable {
     private let securityManager: (any LESecurityManagerChannel)?
     /// What a peer's Connection Parameter Update Request may ask for, on links made after it is set.
     public var parameterPolicy = ConnectionParameterRequestPolicy.acceptValid
+    /// What enhanced credit-based channels offer and accept, on links made after it is set.
+    public var creditBasedConfiguration = EnhancedCreditBasedChannels.Configuration()
     private var scratch: [LEL2CAPConnection.Action] = []
 
     /// - Parameters:
@@ -63,7 +67,7 @@ public struct LEL2CAPMultiplexer: Sendable {
         try flowControl.addConnection(handle: handle)
         connections[handle] = LEL2CAPConnection(
             handle: handle, role: role, maximumFrameLength: maximumFrameLength, securityManager: securityManager,
-            parameterPolicy: parameterPolicy)
+            parameterPolicy: parameterPolicy, creditBased: creditBasedConfiguration)
     }
 
     /// Hands the connection's SMP (CID 0x0006) to the host's Security Manager from now on
@@ -104,6 +108,41 @@ public struct LEL2CAPMultiplexer: Sendable {
         connections[handle] = connection
         drain(into: &actions)
     }
+
+    /// Runs `body` on a connection's enhanced credit-based channels: the frames it makes are
+    /// queued (K-frames and signaling), the rest appended as `.creditBased`.
+    /// - Throws: `.unknownConnection`, what `body` throws, `.queueFull` when the connection's
+    ///   queue cannot take a frame (the frames before it stay queued).
+    public mutating func withCreditBased<T>(
+        handle: UInt16, into actions: inout [Action],
+        _ body: (inout EnhancedCreditBasedChannels, inout [EnhancedCreditBasedChannels.Action]) throws(L2CAPError) -> T
+    ) throws(L2CAPError) -> T {
+        guard var connection = connections[handle] else { throw L2CAPError.unknownConnection(handle: handle) }
+        var connectionActions: [LEL2CAPConnection.Action] = []
+        let result = try connection.withCreditBased(into: &connectionActions, body)
+        connections[handle] = connection
+        var failure: L2CAPError?
+        for action in connectionActions {
+            switch action {
+            case .send(let frame):
+                do {
+                    try flowControl.enqueue(pdu: frame.encode(), handle: handle)
+                } catch {
+                    if failure == nil { failure = error }
+                }
+            case .creditBased(let channelAction):
+                actions.append(.creditBased(handle: handle, channelAction))
+            default:
+                break
+            }
+        }
+        drain(into: &actions)
+        if let failure { throw failure }
+        return result
+    }
+
+    /// The enhanced credit-based channels of a connection, as they are.
+    public func creditBasedChannels(handle: UInt16) -> EnhancedCreditBasedChannels? { connections[handle]?.creditBased }
 
     /// Forgets the pending parameter request of a connection (it timed out).
     public mutating func abandonParameterRequest(handle: UInt16) {
@@ -155,6 +194,8 @@ public struct LEL2CAPMultiplexer: Sendable {
                 actions.append(.updateConnectionParameters(handle: handle, request))
             case .parameterRequestAnswered(let accepted):
                 actions.append(.parameterRequestAnswered(handle: handle, accepted: accepted))
+            case .creditBased(let action):
+                actions.append(.creditBased(handle: handle, action))
             case .report(let report):
                 actions.append(.report(handle: handle, report))
             }

@@ -54,6 +54,10 @@ public final class UserSpaceL2CAP: Sendable {
         var isClosed = false
         /// Who waits for the answer to our Connection Parameter Update Request.
         var parameterWaiter: CheckedContinuation<Bool, any Error>?
+        /// Its open enhanced credit-based channels, by local CID.
+        var creditBased: [UInt16: CreditBasedATTChannel] = [:]
+        /// Who waits for our credit-based connection requests, by identifier.
+        var openWaiters: [UInt8: CheckedContinuation<[CreditBasedATTChannel], any Error>] = [:]
     }
 
     struct State {
@@ -66,6 +70,10 @@ public final class UserSpaceL2CAP: Sendable {
 
     /// What the driver performs, in order. Finishes on `shutDown(_:)`.
     public let outputs: AsyncStream<Output>
+    /// The credit-based channels peers open on our registered SPSMs
+    /// (``setCreditBasedServer(spsm:_:)``), in order; finishes on `shutDown(_:)`.
+    public let acceptedCreditBasedChannels: AsyncStream<CreditBasedATTChannel>
+    private let acceptedContinuation: AsyncStream<CreditBasedATTChannel>.Continuation
     private let outputContinuation: AsyncStream<Output>.Continuation
     private let state: Mutex<State>
     private let logger: Logger
@@ -84,6 +92,7 @@ public final class UserSpaceL2CAP: Sendable {
     ) {
         precondition(maximumBufferedSDUs > 0, "a channel must buffer at least one SDU")
         (outputs, outputContinuation) = AsyncStream<Output>.makeStream(bufferingPolicy: .unbounded)
+        (acceptedCreditBasedChannels, acceptedContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(32))
         var multiplexer = LEL2CAPMultiplexer(
             bufferSize: bufferSize, maximumQueuedFrames: maximumQueuedFrames, securityManager: securityManager)
         multiplexer.parameterPolicy = parameterPolicy
@@ -149,8 +158,16 @@ public final class UserSpaceL2CAP: Sendable {
                 state.multiplexer.disconnected(handle: handle, reason: Self.closeReason, into: &state.scratch)
             }
             state.scratch.removeAll()
+            for channel in state.channels.values {
+                for waiter in channel.openWaiters.values { waiter.resume(throwing: L2CAPError.transportClosed(reason)) }
+                for dynamic in channel.creditBased.values {
+                    dynamic.status.close(.transportClosed(reason))
+                    dynamic.queue.finish(throwing: L2CAPError.transportClosed(reason))
+                }
+            }
             state.channels.removeAll()
             outputContinuation.finish()
+            acceptedContinuation.finish()
         }
         logger.debug("shut down: \(reason)")
     }
@@ -235,6 +252,179 @@ public final class UserSpaceL2CAP: Sendable {
         }
     }
 
+    // MARK: enhanced credit-based channels
+
+    /// Accepts channels peers open on `spsm` on connections opened from now on (nil: refuses
+    /// them, SPSM Not Supported); accepted channels come on ``acceptedCreditBasedChannels``.
+    public func setCreditBasedServer(spsm: UInt16, _ server: EnhancedCreditBasedChannels.Server?) {
+        state.withLock { $0.multiplexer.creditBasedConfiguration.servers[spsm] = server }
+    }
+
+    /// The MTU, MPS and initial credits of credit-based channels on connections opened from now on.
+    public func setCreditBasedParameters(mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
+        state.withLock { state in
+            state.multiplexer.creditBasedConfiguration.mtu = mtu
+            state.multiplexer.creditBasedConfiguration.mps = mps
+            state.multiplexer.creditBasedConfiguration.initialCredits = initialCredits
+        }
+    }
+
+    /// Tells the connection's credit-based channels whether the link is encrypted (and with
+    /// what key size): a server that requires encryption refuses channels until it is.
+    public func setEncryptionKeySize(_ keySize: Int?, handle: UInt16) {
+        state.withLock { state in
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            _ = try? state.multiplexer.withCreditBased(handle: handle, into: &actions) { channels, _ throws(L2CAPError) in
+                channels.encryptionKeySize = keySize
+            }
+        }
+    }
+
+    /// Opens `count` (1…5) enhanced credit-based channels on `spsm` and waits, bounded by
+    /// `timeout` (the RTX timer), for the peer's answer: the channels it opened — possibly fewer
+    /// than asked, when it has the resources for fewer.
+    /// - Throws: `.refused` with the peer's result when it opened none; `.timeout`;
+    ///   `.disconnected`; `.unknownConnection`; `.invalidArgument`.
+    public func openCreditBasedChannels(
+        handle: UInt16, spsm: UInt16, count: Int, timeout: Duration = UserSpaceL2CAP.signalingTimeout
+    ) async throws(L2CAPError) -> [CreditBasedATTChannel] {
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[CreditBasedATTChannel], any Error>) in
+                let result = state.withLock { (state: inout State) -> Result<UInt8, L2CAPError> in
+                    if let reason = state.shutDownReason { return .failure(.transportClosed(reason)) }
+                    guard state.channels[handle] != nil else { return .failure(.unknownConnection(handle: handle)) }
+                    var actions = takeScratch(&state)
+                    defer { perform(&actions, state: &state) }
+                    do throws(L2CAPError) {
+                        let identifier = try state.multiplexer.withCreditBased(handle: handle, into: &actions) {
+                            channels, channelActions throws(L2CAPError) in
+                            try channels.connect(spsm: spsm, count: count, into: &channelActions)
+                        }
+                        state.channels[handle]?.openWaiters[identifier] = continuation
+                        return .success(identifier)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch result {
+                case .failure(let error):
+                    continuation.resume(throwing: error)
+                case .success(let identifier):
+                    Task { [weak self] in
+                        try? await Task.sleep(for: timeout)
+                        self?.creditBasedRequestTimedOut(handle: handle, identifier: identifier)
+                    }
+                }
+            }
+        } catch let error as L2CAPError {
+            throw error
+        } catch {
+            throw .timeout("L2CAP_CREDIT_BASED_CONNECTION_REQ")
+        }
+    }
+
+    private func creditBasedRequestTimedOut(handle: UInt16, identifier: UInt8) {
+        state.withLock { state in
+            guard state.channels[handle]?.openWaiters[identifier] != nil else { return }
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            _ = try? state.multiplexer.withCreditBased(handle: handle, into: &actions) { channels, channelActions throws(L2CAPError) in
+                channels.abandon(identifier, into: &channelActions)
+            }
+        }
+    }
+
+    func sendCreditBased(_ sdu: [UInt8], on channel: CreditBasedATTChannel) throws(L2CAPError) {
+        if let error = channel.status.error { throw error }
+        try state.withLock { (state: inout State) throws(L2CAPError) in
+            guard state.channels[channel.handle]?.creditBased[channel.localCID] === channel else {
+                throw channel.status.error ?? L2CAPError.channelClosed(handle: channel.handle)
+            }
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            try state.multiplexer.withCreditBased(handle: channel.handle, into: &actions) { channels, channelActions throws(L2CAPError) in
+                try channels.send(sdu, localCID: channel.localCID, into: &channelActions)
+            }
+        }
+    }
+
+    func closeCreditBased(_ channel: CreditBasedATTChannel) {
+        state.withLock { state in
+            guard state.channels[channel.handle]?.creditBased[channel.localCID] === channel else { return }
+            channel.status.close(.channelClosed(handle: channel.handle))
+            channel.queue.finish()
+            var actions = takeScratch(&state)
+            defer { perform(&actions, state: &state) }
+            _ = try? state.multiplexer.withCreditBased(handle: channel.handle, into: &actions) { channels, channelActions throws(L2CAPError) in
+                try channels.disconnect(localCID: channel.localCID, into: &channelActions)
+            }
+        }
+    }
+
+    /// What a connection's credit-based channels did (under the lock).
+    private func creditBased(
+        _ action: EnhancedCreditBasedChannels.Action, handle: UInt16, state: inout State,
+        actions: inout [LEL2CAPMultiplexer.Action]
+    ) {
+        switch action {
+        case .send:
+            break  // queued by the multiplexer
+        case .opened(let identifier, let spsm, let requested, let opened, let result):
+            let made = opened.map { channel -> CreditBasedATTChannel in
+                let made = CreditBasedATTChannel(
+                    handle: handle, channel: channel, queue: ATTSDUQueue(limit: maximumBufferedSDUs), host: self)
+                state.channels[handle]?.creditBased[channel.localCID] = made
+                return made
+            }
+            logger.debug(
+                "connection \(l2capHex(handle, 4)): \(made.count) of \(requested) channel(s) on SPSM \(l2capHex(spsm, 4)) opened (\(result.rawValue))")
+            guard let waiter = state.channels[handle]?.openWaiters.removeValue(forKey: identifier) else {
+                for channel in made { channel.queue.finish() }
+                return
+            }
+            if made.isEmpty {
+                waiter.resume(throwing: L2CAPError.refused(spsm: spsm, result: result))
+            } else {
+                waiter.resume(returning: made)
+            }
+        case .accepted(let channel):
+            let made = CreditBasedATTChannel(
+                handle: handle, channel: channel, queue: ATTSDUQueue(limit: maximumBufferedSDUs), host: self)
+            state.channels[handle]?.creditBased[channel.localCID] = made
+            acceptedContinuation.yield(made)
+        case .sdu(let cid, let sdu):
+            guard let channel = state.channels[handle]?.creditBased[cid] else { return }
+            if channel.queue.push(sdu) == .full {
+                logger.warning("channel \(l2capHex(cid, 4)) fell \(maximumBufferedSDUs) SDUs behind; closing it")
+                channel.status.close(.receiveQueueOverflow(handle: handle, limit: maximumBufferedSDUs))
+                channel.queue.finish(throwing: L2CAPError.receiveQueueOverflow(handle: handle, limit: maximumBufferedSDUs))
+                _ = try? state.multiplexer.withCreditBased(handle: handle, into: &actions) { channels, channelActions throws(L2CAPError) in
+                    try channels.disconnect(localCID: cid, into: &channelActions)
+                }
+            }
+        case .closed(let cid, let reason):
+            guard let channel = state.channels[handle]?.creditBased.removeValue(forKey: cid) else { return }
+            logger.debug("connection \(l2capHex(handle, 4)): channel \(l2capHex(cid, 4)) \(reason)")
+            channel.status.close(.channelClosed(handle: handle))
+            if case .violation(let why) = reason {
+                channel.queue.finish(throwing: L2CAPError.protocolViolation(why))
+            } else {
+                channel.queue.finish()
+            }
+        case .reconfigured(let cids, let result):
+            guard result == .successful else { return }
+            for cid in cids {
+                guard let channel = state.channels[handle]?.creditBased[cid],
+                    let updated = state.multiplexer.creditBasedChannels(handle: handle)?.channel(cid)
+                else { continue }
+                channel.mtus.withLock { $0 = (updated.remoteMTU, updated.localMTU) }
+            }
+        case .report(let text):
+            logger.debug("connection \(l2capHex(handle, 4)): \(text)")
+        }
+    }
+
     private func parameterRequestTimedOut(handle: UInt16) {
         let waiter = state.withLock { state -> CheckedContinuation<Bool, any Error>? in
             guard let waiter = state.channels[handle]?.parameterWaiter else { return nil }
@@ -280,7 +470,11 @@ public final class UserSpaceL2CAP: Sendable {
     }
 
     private func perform(_ actions: inout [LEL2CAPMultiplexer.Action], state: inout State) {
-        for action in actions {
+        // By index: handling an action may append more (a channel closed for overflow).
+        var index = 0
+        while index < actions.count {
+            let action = actions[index]
+            index += 1
             switch action {
             case .transmit(let packet):
                 outputContinuation.yield(.acl(packet))
@@ -293,6 +487,8 @@ public final class UserSpaceL2CAP: Sendable {
             case .updateConnectionParameters(let handle, let request):
                 logger.debug("connection \(l2capHex(handle, 4)): accepted \(request)")
                 outputContinuation.yield(.updateConnectionParameters(handle: handle, request))
+            case .creditBased(let handle, let action):
+                creditBased(action, handle: handle, state: &state, actions: &actions)
             case .parameterRequestAnswered(let handle, let accepted):
                 if let waiter = state.channels[handle]?.parameterWaiter {
                     state.channels[handle]?.parameterWaiter = nil
@@ -310,6 +506,13 @@ public final class UserSpaceL2CAP: Sendable {
                 }
                 if let channel = state.channels.removeValue(forKey: handle) {
                     channel.parameterWaiter?.resume(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
+                    for waiter in channel.openWaiters.values {
+                        waiter.resume(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
+                    }
+                    for dynamic in channel.creditBased.values {
+                        dynamic.status.close(.disconnected(handle: handle, reason: reason))
+                        dynamic.queue.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
+                    }
                     channel.securityManager?.finish()
                     channel.status.close(.disconnected(handle: handle, reason: reason))
                     channel.queue.finish(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
