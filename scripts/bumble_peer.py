@@ -963,8 +963,46 @@ def peer_connection(device: Device):
     return None
 
 
+# --eatt: ATT requests each device served, per bearer ("att" for the unenhanced bearer, else the
+# enhanced channel's CID on the device's side), for the `bearers` command.
+BEARER_REQUESTS: dict = {}
+
+
+def serve_eatt(device: Device, kind: str, delay_ms: float) -> None:
+    """Registers the device's EATT server (SPSM 0x0027; Bumble does not ask for encryption) and
+    counts the requests each bearer carries; with `delay_ms`, every response leaves that much
+    later (the same per-PDU delay on every bearer, as a slower link would give)."""
+    server = device.gatt_server
+    server.register_eatt()
+    counts = BEARER_REQUESTS.setdefault(kind, {})
+    original_on_pdu = server.on_gatt_pdu
+    original_send = server.send_gatt_pdu
+
+    def bearer_name(bearer) -> str:
+        cid = getattr(bearer, 'source_cid', None)
+        return 'att' if cid is None else f'0x{cid:04X}'
+
+    def on_gatt_pdu(bearer, pdu):
+        if pdu.op_code in att.ATT_REQUESTS:
+            name = bearer_name(bearer)
+            counts[name] = counts.get(name, 0) + 1
+        original_on_pdu(bearer, pdu)
+
+    def send_gatt_pdu(bearer, pdu: bytes):
+        if delay_ms > 0:
+            asyncio.get_running_loop().call_later(delay_ms / 1000, original_send, bearer, pdu)
+        else:
+            original_send(bearer, pdu)
+
+    server.on_gatt_pdu = on_gatt_pdu
+    server.send_gatt_pdu = send_gatt_pdu
+
+
 async def run_command(line: str, devices: dict) -> str:
     """One stdin command; returns the RESULT line.
+
+    bearers KIND                            (--eatt) `RESULT ok bearers att=N 0x0040=N …`: the
+                                            ATT requests the device served on each bearer
 
     update KIND MIN MAX LATENCY TIMEOUT     the peripheral sends an L2CAP Connection Parameter
                                             Update Request (intervals in 1.25 ms, timeout in 10 ms)
@@ -1011,6 +1049,9 @@ async def run_command(line: str, devices: dict) -> str:
     if len(words) < 2 or words[1] not in devices:
         return f'RESULT error unknown command or device: {line}'
     verb, device = words[0], devices[words[1]]
+    if verb == 'bearers' and len(words) == 2:
+        counts = BEARER_REQUESTS.get(words[1], {})
+        return 'RESULT ok bearers ' + ' '.join(f'{name}={count}' for name, count in sorted(counts.items()))
     if verb == 'new-rpa':
         return await new_rpa(device)
     if verb in ('hr-notify', 'battery', 'battery-set', 'hr-state') and words[1] != 'profiles':
@@ -1168,6 +1209,8 @@ async def run(arguments) -> None:
             device = make_device(name, address, controller)
         build(device)
         device.gatt_server.max_mtu = arguments.mtu
+        if arguments.eatt:
+            serve_eatt(device, kind, arguments.att_delay)
         devices.append((kind, address_type, device))
     for number in range(1, arguments.counters + 1):
         address = f'C1:00:00:00:{number >> 8:02X}:{number & 0xFF:02X}'
@@ -1250,6 +1293,10 @@ def main() -> None:
     parser.add_argument('--keystore', default=None, help='a JSON key store file for the secure device')
     parser.add_argument('--privacy', action='store_true',
                         help='the secure device advertises with resolvable private addresses (LE privacy)')
+    parser.add_argument('--eatt', action='store_true',
+                        help='the devices serve Enhanced ATT bearers (SPSM 0x0027); `bearers KIND` counts requests per bearer')
+    parser.add_argument('--att-delay', type=float, default=0.0,
+                        help='with --eatt: every ATT response leaves this many milliseconds later')
     parser.add_argument('--stock-unknown-commands', action='store_true',
                         help='leave asynchronous commands Bumble does not implement (LE Set PHY) unanswered, as stock Bumble does')
     parser.add_argument('--verbose', action='store_true', help='log to stderr')

@@ -83,6 +83,13 @@ public actor Adapter {
         }
         do throws(BLEError) {
             try central.setLinkPreferences(options.link)
+            if options.enhancedBearers != nil, !(central is UserSpaceCentral || central is SimulatedCentral) {
+                throw BLEError(
+                    central is KernelCentral
+                        ? "--eatt on hciN: the kernel's enhanced credit-based channels are off by default (its enable_ecred "
+                            + "module parameter), and BlueZ opens its own EATT bearers; use hci-user:N for ours"
+                        : "--eatt: \(type(of: central).linkControlRefusal)", kind: "usage", exitCode: .usage)
+            }
             if options.parameterRequests != .acceptValid, !(central is UserSpaceCentral || central is SimulatedCentral) {
                 throw BLEError(
                     "a policy for peers' parameter requests: \(type(of: central).linkControlRefusal)", kind: "usage",
@@ -276,6 +283,14 @@ public actor Adapter {
         }
         await peripheral.setIdentity(identity)
         connected[ObjectIdentifier(peripheral)] = peripheral
+        if let count = options.enhancedBearers {
+            do {
+                try await peripheral.openEnhancedBearers(count, trace: hooks.trace)
+            } catch {
+                await peripheral.disconnect()
+                throw error
+            }
+        }
         if closed {
             await peripheral.disconnect()
             throw BLEError("the adapter closed while connecting", kind: "closed")

@@ -50,6 +50,8 @@ public struct GlobalOptions: Equatable, Sendable {
     public var refuseParameterRequests = false
     /// Which link options were given, as typed (for the refusal where they cannot apply).
     public var linkOptionNames: [String] = []
+    /// `--eatt N`: Enhanced ATT bearers opened on the connection (after encryption).
+    public var enhancedBearers: Int?
 
     public init() {}
 }
@@ -262,6 +264,8 @@ public let usageText: String = {
       --data-length N           the largest link-layer payload asked for, 27 to 251 octets (LE Set Data Length)
       --parameter-requests accept|refuse
                                 what a peripheral's requests for other parameters get (default accept)
+      --eatt N                  open N (1 to 5) Enhanced ATT bearers after encrypting the link (pairing if
+                                needed); independent requests then run side by side
       -v, -vv                   more detail on stderr (the ATT PDUs; the connection's parameters and events)
       -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version
@@ -279,7 +283,7 @@ public let usageText: String = {
 let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
     "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
-    "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests",
+    "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests", "--eatt",
 ]
 
 /// The commands that connect to a device as central, where the link options apply.
@@ -474,6 +478,13 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 throw UsageError("--data-length takes 27 to 251 octets, not '\(text)'")
             }
             options.link.dataLength = octets
+            options.linkOptionNames.append(argument)
+        case "--eatt":
+            let text = try take()
+            guard let count = Int(text), (1...5).contains(count) else {
+                throw UsageError("--eatt takes 1 to 5 Enhanced ATT bearers, not '\(text)'")
+            }
+            options.enhancedBearers = count
             options.linkOptionNames.append(argument)
         case "--parameter-requests":
             switch try take() {

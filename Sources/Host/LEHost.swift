@@ -366,6 +366,8 @@ public actor LEHost {
             case .linkEvent(let handle, let event):
                 shared.withLock { $0.connections[handle] }?.linkChanged(event)
             case .encryption(let handle, let outcome, let keySize):
+                // Credit-based channels that need encryption (EATT) are accepted from now on.
+                l2cap.setEncryptionKeySize(keySize, handle: handle)
                 if let connection = shared.withLock({ $0.connections[handle] }) {
                     connection.setEncryptionKeySize(keySize)
                     connection.reportEncryption(outcome)
@@ -583,6 +585,32 @@ public actor LEHost {
         } catch {
             throw .l2cap(error)
         }
+    }
+
+    /// The SPSM of Enhanced ATT bearers (Vol 3, Part G, §5.4; Assigned Numbers).
+    public static let eattSPSM: UInt16 = 0x0027
+
+    /// Opens up to `count` (1…5) Enhanced ATT bearers on the link — L2CAP enhanced credit-based
+    /// channels on SPSM 0x0027, which the peer accepts only on an encrypted link — and waits,
+    /// bounded, for its answer: the channels it opened (possibly fewer than asked).
+    /// - Throws: `.l2cap(.refused(…))` with the peer's result when it opened none
+    ///   (Insufficient Encryption, SPSM Not Supported…), `.l2cap(.timeout)`, `.notConnected`.
+    public func openEnhancedATTBearers(_ connection: LEConnection, count: Int) async throws(LEHostError) -> [CreditBasedATTChannel] {
+        try checkOpen()
+        guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        do {
+            return try await l2cap.openCreditBasedChannels(handle: connection.handle, spsm: Self.eattSPSM, count: count)
+        } catch {
+            throw .l2cap(error)
+        }
+    }
+
+    /// Accepts Enhanced ATT bearers peers open on encrypted links (our GATT server), from
+    /// connections made after this call; they come on `l2cap.acceptedCreditBasedChannels`.
+    /// `nil`: refuses them (SPSM Not Supported).
+    public func acceptEnhancedATTBearers(_ maximum: Int?) {
+        l2cap.setCreditBasedServer(
+            spsm: Self.eattSPSM, maximum.map { EnhancedCreditBasedChannels.Server(requiresEncryption: true, maximumChannels: $0) })
     }
 
     /// The PHYs in use (HCI_LE_Read_PHY).

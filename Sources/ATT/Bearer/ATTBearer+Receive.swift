@@ -75,6 +75,8 @@ extension ATTBearer {
             return [.reportError(error), .send(errorResponseBytes(opcode, handle: 0, .invalidPDU))]
         }
         if case .exchangeMTURequest(let request) = pdu {
+            // No exchange on an Enhanced ATT bearer (its MTU is the L2CAP channel's).
+            if isEnhanced { return [.send(errorResponseBytes(opcode, handle: 0, .requestNotSupported))] }
             return answerExchangeMTU(request)
         }
         guard configuration.acceptsRequests else {

@@ -60,19 +60,26 @@ public struct ATTBearer: Sendable {
         /// Whether a server role takes incoming requests and commands. When false, requests are
         /// answered Request Not Supported and commands are ignored.
         public var acceptsRequests: Bool
+        /// An Enhanced ATT bearer (an L2CAP enhanced credit-based channel): ATT_MTU is this
+        /// from the start — the smaller of the two L2CAP MTUs — and never exchanged: we send no
+        /// Exchange MTU Request, and the peer's is answered Request Not Supported.
+        /// - SeeAlso: Core Spec 5.4, Vol 3, Part F, §3.2.8, §3.4.2; Part G, §5.3.1
+        public var enhancedMTU: Int?
 
         public init(
             rxMTU: Int = 517,
             requestQueueLimit: Int = 64,
             indicationQueueLimit: Int = 64,
             transactionTimeout: Duration = .seconds(30),
-            acceptsRequests: Bool = false
+            acceptsRequests: Bool = false,
+            enhancedMTU: Int? = nil
         ) {
             self.rxMTU = rxMTU
             self.requestQueueLimit = requestQueueLimit
             self.indicationQueueLimit = indicationQueueLimit
             self.transactionTimeout = transactionTimeout
             self.acceptsRequests = acceptsRequests
+            self.enhancedMTU = enhancedMTU
         }
     }
 
@@ -128,7 +135,15 @@ public struct ATTBearer: Sendable {
         var configuration = configuration
         configuration.rxMTU = min(max(configuration.rxMTU, ATTBearer.defaultMTU), Int(UInt16.max))
         self.configuration = configuration
+        if let enhanced = configuration.enhancedMTU {
+            mtu = min(max(enhanced, ATTBearer.defaultMTU), Int(UInt16.max))
+            mtuEstablished = true
+            exchangeMTURequested = true
+        }
     }
+
+    /// Whether this is an Enhanced ATT bearer (``Configuration/enhancedMTU``).
+    public var isEnhanced: Bool { configuration.enhancedMTU != nil }
 
     // MARK: State queries
 

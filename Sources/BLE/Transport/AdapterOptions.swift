@@ -24,6 +24,8 @@ package struct AdapterOptions: Sendable {
     /// `--interval`, `--latency`, `--supervision-timeout`, `--phy`, `--data-length`: what every
     /// central link is asked for (refused where the transport cannot ask).
     package var link = LinkPreferences()
+    /// `--eatt N`: Enhanced ATT bearers opened on every central link (after encryption).
+    package var enhancedBearers: Int?
     /// `--parameter-requests`: what a peripheral may ask for when it requests new parameters.
     package var parameterRequests = ConnectionParameterRequestPolicy.acceptValid
 

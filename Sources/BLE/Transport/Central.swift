@@ -92,6 +92,9 @@ package struct CentralLink: Sendable {
     package var linkEvents: AsyncStream<LinkEvent>?
     /// RSSI, parameter updates, PHY and data length, where our host made the link.
     package var control: LinkControl?
+    /// Opens up to N Enhanced ATT bearers (L2CAP enhanced credit-based channels on SPSM
+    /// 0x0027) on the link, where our host made it.
+    package var openEnhancedBearers: (@Sendable (Int) async throws -> [CreditBasedATTChannel])?
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,

@@ -159,6 +159,7 @@ package final class UserSpaceCentral: Central, Scanner {
         link.parameters = { ConnectionParameters(connection.parameters) }
         let control = LinkControl(host: host, connection: connection)
         link.control = control
+        link.openEnhancedBearers = { count in try await host.openEnhancedATTBearers(connection, count: count) }
         link.linkEvents = AsyncStream { continuation in
             let forwarding = Task {
                 for await event in connection.linkEvents { continuation.yield(LinkEvent(event)) }

@@ -47,10 +47,19 @@ extension GATTClient {
     }
 
     /// The whole database in the fewest requests (``DatabaseDiscovery``), without the cache;
-    /// it becomes the client's ``database``. `findIncludes: false` skips the include search
+    /// it becomes the client's ``database``. With Enhanced ATT bearers, in parts in parallel
+    /// (fewer sequential round trips). `findIncludes: false` skips the include search
     /// for a server known to have none.
     public func discoverDatabase(findIncludes: Bool = true) async throws(GATTError) -> GATTDatabase {
+        if !enhancedBearers.isEmpty {
+            let found = try await discoverDatabaseInParallel(findIncludes: findIncludes)
+            database = found
+            return found
+        }
+        let before = await connection.requestsSent
         let found = try await run(DatabaseDiscovery(mtu: try await readyMTU(), findIncludes: findIncludes))
+        let sent = await connection.requestsSent - before
+        lastDiscovery = (sent, sent)
         database = found
         return found
     }

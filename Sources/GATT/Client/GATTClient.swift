@@ -62,6 +62,18 @@ public actor GATTClient {
     nonisolated let router: SubscriptionRouter
     private var routerTask: Task<Void, Never>?
     private var mtuExchangeStarted = false
+    /// Enhanced ATT bearers beside `connection` (EATT): each procedure runs on a free one.
+    var enhancedBearers: [ATTConnection] = []
+    /// Bearers running a procedure (while there are enhanced bearers).
+    var busyBearers: Set<ObjectIdentifier> = []
+    /// Procedures waiting for a free bearer.
+    var bearerWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The tasks taking what the peer sends on the enhanced bearers (notifications, indications).
+    var enhancedRouterTasks: [Task<Void, Never>] = []
+    /// The requests the last ``discoverDatabase(findIncludes:)`` sent, and how many of them
+    /// followed one another (its sequential round trips: all of them on one bearer; with
+    /// Enhanced ATT bearers, the service discovery plus the longest part).
+    public internal(set) var lastDiscovery: (requests: Int, roundTrips: Int)?
 
     /// The database the client knows (discovered, loaded from the cache, kept current by
     /// Service Changed); nil before ``loadDatabase()`` or ``discoverDatabase(findIncludes:)``.
@@ -133,10 +145,28 @@ public actor GATTClient {
     }
 
     /// Runs `procedure` to its end and returns its result. Checks cancellation before each
-    /// request and after each response.
+    /// request and after each response. With Enhanced ATT bearers (``addEnhancedBearers(_:)``)
+    /// it runs on whichever bearer is free — one request outstanding per bearer — so procedures
+    /// of concurrent callers proceed in parallel; without, on `connection`.
     public func run<P: GATTClientProcedure>(_ procedure: P) async throws(GATTError) -> P.Result {
+        let mtu = try await readyMTU()
+        guard !enhancedBearers.isEmpty else { return try await run(procedure, on: connection, mtu: mtu) }
+        let bearer = await acquireBearer()
+        let bearerMTU = bearer === connection ? mtu : await bearer.mtu
+        do {
+            let result = try await run(procedure, on: bearer, mtu: bearerMTU)
+            releaseBearer(bearer)
+            return result
+        } catch {
+            releaseBearer(bearer)
+            throw error
+        }
+    }
+
+    /// Runs `procedure` on `bearer`, starting at `mtu`.
+    func run<P: GATTClientProcedure>(_ procedure: P, on bearer: ATTConnection, mtu: Int) async throws(GATTError) -> P.Result {
         var procedure = procedure
-        procedure.updateMTU(try await readyMTU())
+        procedure.updateMTU(mtu)
         var action = procedure.start()
         while true {
             switch action {
@@ -148,7 +178,7 @@ public actor GATTClient {
                 if Task.isCancelled { throw GATTError.cancelled }
                 let answer: ATTPDU
                 do {
-                    answer = try await connection.request(request)
+                    answer = try await bearer.request(request)
                 } catch {
                     guard case .peerError(let opcode, let handle, let code) = error else { throw GATTError.att(error) }
                     answer = .errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code))
@@ -156,7 +186,7 @@ public actor GATTClient {
                 // ATT cannot abort a request: the procedure stops once its answer is in.
                 if Task.isCancelled { throw GATTError.cancelled }
                 // A peer-initiated MTU exchange may have completed while the request was out.
-                procedure.updateMTU(await connection.mtu)
+                procedure.updateMTU(await bearer.mtu)
                 action = procedure.receive(answer)
             }
         }
@@ -308,8 +338,11 @@ public actor GATTClient {
         routerTask = Task.detached { await SubscriptionRouter.run(router, connection: connection) }
     }
 
-    /// Closes the bearer; every subscription ends with the reason, the change stream finishes.
+    /// Closes the bearer (and the enhanced ones); every subscription ends with the reason, the
+    /// change stream finishes.
     public func close() async {
+        for bearer in enhancedBearers { await bearer.close() }
+        for task in enhancedRouterTasks { await task.value }
         await connection.close()
         await routerTask?.value
         serviceChangedTask?.cancel()

@@ -65,6 +65,8 @@ public struct DatabaseDiscovery: GATTClientProcedure {
     /// Secondary services found through includes whose handles no sweep covered yet.
     private var pendingSweeps: [ClosedRange<UInt16>] = []
     private static let maximumRounds = 64
+    /// Services already discovered (a part of the server given to one of several bearers): step 1 is skipped.
+    private var known: [Service]?
 
     public init(
         range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = GATTLimits.defaultMTU, findIncludes: Bool = true
@@ -72,6 +74,17 @@ public struct DatabaseDiscovery: GATTClientProcedure {
         self.range = range
         self.mtu = mtu
         self.findIncludes = findIncludes
+    }
+
+    /// The definitions of `services` (found by Discover All Primary Services already): steps 2
+    /// to 4 over their handles. What several bearers discover in parallel, each a part.
+    public init(services: [Service], mtu: Int = GATTLimits.defaultMTU, findIncludes: Bool = true) {
+        let low = services.map(\.startHandle).min() ?? 0x0001
+        let high = services.map(\.endHandle).max() ?? 0x0001
+        self.range = low...max(low, high)
+        self.mtu = mtu
+        self.findIncludes = findIncludes
+        self.known = services
     }
 
     /// Follows the bearer's ATT_MTU: the running phase and the phases after it use the new value.
@@ -88,6 +101,10 @@ public struct DatabaseDiscovery: GATTClientProcedure {
 
     public mutating func start() -> GATTProcedureAction<Result> {
         guard case .idle = step else { return .misuse(.finished) }
+        if let known {
+            step = .finished
+            return servicesFound(known)
+        }
         var procedure = DiscoverAllPrimaryServices(range: range, mtu: mtu)
         let action = procedure.start()
         step = .services(procedure)

@@ -41,7 +41,9 @@ struct ServicesCommand {
             }
         }
         let mtu = await session.connection.mtu
-        let requests = await session.connection.requestsSent
+        // Every bearer's requests (Enhanced ATT bearers included).
+        var requests = 0
+        for bearer in await session.client.bearers { requests += await bearer.requestsSent }
         await session.close()
         // The violations met on the way, as `event` lines before the result.
         SessionDiagnostics.current?.drainEvents(into: &output)

@@ -24,6 +24,7 @@ extension GlobalOptions {
         options.bondsDirectory = bonds
         options.allowRepair = repair
         options.link = link
+        options.enhancedBearers = enhancedBearers
         options.parameterRequests = refuseParameterRequests ? .refuseAll : .acceptValid
         return options
     }

@@ -1,0 +1,47 @@
+import ATT
+import GATT
+import L2CAP
+
+/// Enhanced ATT on a ``Peripheral``'s link (our host in user space, `sim`): bearers on L2CAP
+/// enhanced credit-based channels beside the unenhanced one, so independent operations — reads
+/// and writes of concurrent tasks, the parts of a discovery — proceed side by side, one request
+/// outstanding per bearer.
+/// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §5.3, §5.4
+extension Peripheral {
+    /// Opens up to `count` (1…5) Enhanced ATT bearers. EATT needs an encrypted link: the link is
+    /// encrypted first (with the bond, else by pairing). Their ATT_MTU is the smaller of the two
+    /// L2CAP MTUs (no Exchange MTU on them). Returns how many the peer opened (it may open fewer).
+    /// - Throws: a usage error on the kernel path (its enhanced channels are off by default) and
+    ///   in a replay; when the peer opens none (it has no EATT: SPSM Not Supported), or pairing fails.
+    @discardableResult
+    package func openEnhancedBearers(_ count: Int, trace: (@Sendable (_ sent: Bool, _ sdu: [UInt8]) -> Void)? = nil) async throws(BLEError) -> Int {
+        guard (1...5).contains(count) else {
+            throw BLEError("--eatt \(count): 1 to 5 bearers", kind: "usage", exitCode: .usage)
+        }
+        guard let open = session.link.openEnhancedBearers else {
+            throw BLEError(
+                "Enhanced ATT: \(type(of: session.central).linkControlRefusal)", kind: "usage", exitCode: .usage)
+        }
+        if securityLevel < .encrypted { try await ensureSecurity(.encrypted) }
+        let channels: [CreditBasedATTChannel]
+        do {
+            channels = try await open(count)
+        } catch {
+            throw BLEError("opening \(count) Enhanced ATT bearer(s) to \(peer): \(error)", kind: "eatt")
+        }
+        let bearers = channels.map { channel -> ATTConnection in
+            var carried: any ATTChannel = channel
+            if let trace { carried = ObservedATTChannel(channel, onReceive: { trace(false, $0) }, onSend: { trace(true, $0) }) }
+            return ATTConnection(
+                channel: carried,
+                configuration: ATTBearer.Configuration(rxMTU: Int(channel.maximumSDUSize ?? 64), enhancedMTU: channel.maximumSDUSize))
+        }
+        await client.addEnhancedBearers(bearers)
+        return bearers.count
+    }
+
+    /// How many Enhanced ATT bearers the link has beside the unenhanced one.
+    package var enhancedBearerCount: Int {
+        get async { await client.enhancedBearerCount }
+    }
+}
