@@ -39,6 +39,7 @@ public actor LocalPeripheral {
     private let clients = ClientTable()
     private let onStop: @Sendable () async -> Void
     private var acceptor: Task<Void, Never>?
+    private var enhancedAcceptor: Task<Void, Never>?
     private var stopped = false
     /// Pairing and encryption with centrals, over the adapter's delegate and bond store (nil:
     /// this peripheral never pairs).
@@ -51,6 +52,8 @@ public actor LocalPeripheral {
             var link: any GATTPeripheralLink
             /// L2CAP Connection Parameter Update Request (our host in user space).
             var requestParameters: (@Sendable (LEConnectionParameters) async throws -> Bool)?
+            /// The link's connection handle (our host in user space): its Enhanced ATT bearers' too.
+            var handle: UInt16?
         }
         private let table = Mutex<[GATTServer.ClientID: Client]>([:])
 
@@ -79,7 +82,7 @@ public actor LocalPeripheral {
         localAddress: PeerAddress = PeerAddress(address: .zero, type: .public),
         onStop: @escaping @Sendable () async -> Void
     ) async throws(BLEError) -> LocalPeripheral {
-        let database = try Self.database(name: name, services: services)
+        let database = try Self.database(name: name, services: services, enhancedATT: host is UserSpacePeripheralHost)
         let parameters = try Self.advertisingParameters(name: name ?? Self.defaultName, services: services)
         let local = LocalPeripheral(
             database: database, host: host, security: security, localAddress: localAddress, onStop: onStop)
@@ -99,6 +102,21 @@ public actor LocalPeripheral {
         }
         if let pairing {
             await server.setSecurityRefusalHandler { client, code in await pairing.refused(code, client: client) }
+        }
+        // Enhanced ATT bearers of connected centrals, served as more bearers of their client.
+        if let bearers = host.enhancedBearers {
+            let server = server
+            enhancedAcceptor = Task {
+                for await channel in bearers {
+                    let client = clients.withLock { table in table.first { $0.value.handle == channel.handle }?.key }
+                    guard let client, let mtu = channel.maximumSDUSize,
+                        await server.serveEnhancedBearer(channel, of: client, mtu: mtu) != nil
+                    else {
+                        await channel.close()
+                        continue
+                    }
+                }
+            }
         }
         let centrals: AsyncStream<AcceptedCentral>
         do {
@@ -122,13 +140,16 @@ public actor LocalPeripheral {
         let clients = clients
         let link = central.link
         let requestParameters = central.requestParameters
+        let handle = central.connection?.handle
         // SMP goes to our Security Manager from the start (before any ATT), on the user-space host.
         let security = await pairing?.attach(central, peer: peer)
         // Registered before the server handles the first PDU, so no write misses its peer.
         let (_, id) = await server.serve(
             central.channel, configuration: ATTBearer.Configuration(rxMTU: Self.rxMTU),
             registered: { id in
-                clients.withLock { $0[id] = ClientTable.Client(peer: peer, link: link, requestParameters: requestParameters) }
+                clients.withLock {
+                    $0[id] = ClientTable.Client(peer: peer, link: link, requestParameters: requestParameters, handle: handle)
+                }
             })
         let server = server
         await security?.served(as: id) { level in await server.setSecurity(level, for: id) }
@@ -239,6 +260,7 @@ public actor LocalPeripheral {
         guard !stopped else { return }
         stopped = true
         acceptor?.cancel()
+        enhancedAcceptor?.cancel()
         await host.stopAdvertising()
         let links = clients.withLock { clients in
             defer { clients = [:] }
@@ -268,7 +290,7 @@ public actor LocalPeripheral {
 
     /// `services` with Generic Access and Generic Attribute where absent and a CCCD on every
     /// notify/indicate characteristic without one; refused, naming the fault, when it cannot work.
-    static func database(name: String?, services: [ServiceDefinition]) throws(BLEError) -> AttributeDatabase {
+    static func database(name: String?, services: [ServiceDefinition], enhancedATT: Bool = false) throws(BLEError) -> AttributeDatabase {
         var all = services
         for s in all.indices {
             for c in all[s].characteristics.indices {
@@ -286,7 +308,8 @@ public actor LocalPeripheral {
             standard.append(StandardServices.genericAccess(deviceName: name ?? defaultName))
         }
         if !all.contains(where: { $0.uuid == GATTUUID.genericAttribute }) {
-            standard.append(StandardServices.genericAttribute())
+            // Server Supported Features: EATT Supported (bit 0) where our host accepts EATT bearers.
+            standard.append(StandardServices.genericAttribute(serverSupportedFeatures: enhancedATT ? 0x01 : nil))
         }
         all = handlesGiven ? all + standard : standard + all
         do {

@@ -608,7 +608,7 @@ public actor LEHost {
     /// Accepts Enhanced ATT bearers peers open on encrypted links (our GATT server), from
     /// connections made after this call; they come on `l2cap.acceptedCreditBasedChannels`.
     /// `nil`: refuses them (SPSM Not Supported).
-    public func acceptEnhancedATTBearers(_ maximum: Int?) {
+    public nonisolated func acceptEnhancedATTBearers(_ maximum: Int?) {
         l2cap.setCreditBasedServer(
             spsm: Self.eattSPSM, maximum.map { EnhancedCreditBasedChannels.Server(requiresEncryption: true, maximumChannels: $0) })
     }

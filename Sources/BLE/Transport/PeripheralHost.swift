@@ -42,6 +42,13 @@ package protocol PeripheralHost: Sendable {
     func stopAdvertising() async
     /// Stops advertising and releases the transport.
     func close() async
+    /// The Enhanced ATT bearers centrals open on encrypted links, where our host accepts them
+    /// (user space); nil elsewhere.
+    var enhancedBearers: AsyncStream<CreditBasedATTChannel>? { get }
+}
+
+extension PeripheralHost {
+    package var enhancedBearers: AsyncStream<CreditBasedATTChannel>? { nil }
 }
 
 /// Opens the peripheral side of the transport `--transport` names (default: the first kernel
@@ -121,6 +128,12 @@ package final class UserSpacePeripheralHost: PeripheralHost {
     }
 
     package var address: BluetoothAddress { host.info.address }
+
+    /// Our GATT server accepts up to 5 Enhanced ATT bearers per encrypted link (SPSM 0x0027).
+    package var enhancedBearers: AsyncStream<CreditBasedATTChannel>? {
+        host.acceptEnhancedATTBearers(5)
+        return host.l2cap.acceptedCreditBasedChannels
+    }
 
     package func advertise(_ parameters: LEAdvertisingParameters) async throws -> AsyncStream<AcceptedCentral> {
         let connections: AsyncStream<LEConnection>

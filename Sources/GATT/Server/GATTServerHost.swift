@@ -46,6 +46,8 @@ public actor GATTServerHost {
 
     private var server: GATTServer
     private var links: [GATTServer.ClientID: Link] = [:]
+    /// Each client's Enhanced ATT bearers beside its unenhanced one.
+    private var enhancedBearers: [GATTServer.ClientID: [ATTConnection]] = [:]
     private var writeCheck: WriteCheck?
     private var eventHandler: EventHandler?
     private var securityRefusalHandler: SecurityRefusalHandler?
@@ -126,6 +128,37 @@ public actor GATTServerHost {
         return (connection, id)
     }
 
+    /// Serves an Enhanced ATT bearer (an L2CAP enhanced credit-based channel) of an existing
+    /// `client`: its requests are answered from the same client state — its CCCDs, its security,
+    /// its prepare queue — at the bearer's own ATT_MTU (`mtu`, the smaller of the two L2CAP MTUs;
+    /// no exchange on it). Notifications and indications keep going on the unenhanced bearer.
+    /// The bearer is forgotten when it closes.
+    /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §5.3
+    @discardableResult
+    public func serveEnhancedBearer(
+        _ channel: any ATTChannel, of client: GATTServer.ClientID, mtu: Int, clock: any BluetoothClock = SystemClock()
+    ) -> ATTConnection? {
+        guard links[client] != nil else { return nil }
+        let connection = ATTConnection(
+            channel: channel, configuration: ATTBearer.Configuration(rxMTU: mtu, acceptsRequests: true, enhancedMTU: mtu),
+            clock: clock, logger: logger,
+            serverHandler: { [weak self] pdu in await self?.handle(pdu, from: client, on: mtu) })
+        enhancedBearers[client, default: []].append(connection)
+        Task { [weak self] in
+            _ = await connection.waitUntilClosed()
+            await self?.enhancedBearerClosed(connection, of: client)
+        }
+        return connection
+    }
+
+    /// The Enhanced ATT bearers `client` has open.
+    public func enhancedBearerCount(of client: GATTServer.ClientID) -> Int { enhancedBearers[client]?.count ?? 0 }
+
+    private func enhancedBearerClosed(_ connection: ATTConnection, of client: GATTServer.ClientID) {
+        enhancedBearers[client]?.removeAll { $0 === connection }
+        if enhancedBearers[client]?.isEmpty == true { enhancedBearers[client] = nil }
+    }
+
     /// Serves an existing `connection` as a new client at `security`; returns its identifier.
     /// Requests that arrive before this call are answered by whatever handler the connection
     /// had. The client is forgotten when the bearer closes.
@@ -163,6 +196,7 @@ public actor GATTServerHost {
     /// Stops serving `client` (its connection keeps running without a server role).
     public func detach(_ client: GATTServer.ClientID) async {
         guard let link = links.removeValue(forKey: client) else { return }
+        for bearer in enhancedBearers.removeValue(forKey: client) ?? [] { await bearer.close() }
         link.indications.finish()
         server.disconnect(client)
         await link.connection.setServerHandler(nil)
@@ -232,7 +266,7 @@ public actor GATTServerHost {
 
     // MARK: Internals
 
-    private func handle(_ pdu: ATTPDU, from client: GATTServer.ClientID) async -> ATTPDU? {
+    private func handle(_ pdu: ATTPDU, from client: GATTServer.ClientID, on enhancedMTU: Int? = nil) async -> ATTPDU? {
         guard let link = links[client] else { return nil }
         if let writeCheck {
             switch pdu {
@@ -251,7 +285,10 @@ public actor GATTServerHost {
                 break
             }
         }
-        let mtu = await link.connection.mtu
+        // The bearer's ATT_MTU (an enhanced bearer has its own), set with no suspension before
+        // the response is built.
+        let mtu: Int
+        if let enhancedMTU { mtu = enhancedMTU } else { mtu = await link.connection.mtu }
         server.setMTU(mtu, for: client)
         let commandRefusal = securityRefusalHandler == nil ? nil : commandSecurityRefusal(pdu, from: client)
         let response = server.respond(to: pdu, from: client)

@@ -43,15 +43,18 @@ struct ServicesCommand {
         let mtu = await session.connection.mtu
         // Every bearer's requests (Enhanced ATT bearers included).
         var requests = 0
-        for bearer in await session.client.bearers { requests += await bearer.requestsSent }
+        let bearers = await session.client.bearers
+        for bearer in bearers { requests += await bearer.requestsSent }
+        // With Enhanced ATT bearers: how many, and the discovery's sequential round trips.
+        let enhanced = bearers.count > 1 ? (bearers: bearers.count, roundTrips: await session.client.lastDiscovery?.roundTrips) : nil
         await session.close()
         // The violations met on the way, as `event` lines before the result.
         SessionDiagnostics.current?.drainEvents(into: &output)
         if options.json {
-            output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests, values: values))
+            output.writeLine(bytes: Self.json(database, peer: peer, mtu: mtu, requests: requests, values: values, enhanced: enhanced))
         } else {
             let style = TextStyle.forDescriptor(output.fileDescriptor)
-            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests, style: style, values: values) {
+            for line in Self.tree(database, peer: peer, mtu: mtu, requests: requests, style: style, values: values, enhanced: enhanced) {
                 output.writeLine(line)
             }
         }
@@ -104,7 +107,10 @@ struct ServicesCommand {
         }
     }
 
-    static func json(_ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, values: [UInt16: ReadOutcome]? = nil) -> [UInt8] {
+    static func json(
+        _ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, values: [UInt16: ReadOutcome]? = nil,
+        enhanced: (bearers: Int, roundTrips: Int?)? = nil
+    ) -> [UInt8] {
         var json = JSONWriter(capacity: 4096)
         json.beginObject()
         json.field("kind", "services")
@@ -112,6 +118,10 @@ struct ServicesCommand {
         json.field("addressType", peer.type == .random ? "random" : "public")
         json.field("mtu", mtu)
         json.field("attRequests", requests)
+        if let enhanced {
+            json.field("bearers", enhanced.bearers)
+            if let trips = enhanced.roundTrips { json.field("attRoundTrips", trips) }
+        }
         json.beginArray("services")
         for service in database.services {
             json.beginObject()
@@ -164,9 +174,13 @@ struct ServicesCommand {
     /// The readable tree (on a terminal: services bold, characteristics cyan, handles dim).
     static func tree(
         _ database: GATTDatabase, peer: PeerAddress, mtu: Int, requests: Int, style: TextStyle = .plain,
-        values: [UInt16: ReadOutcome]? = nil
+        values: [UInt16: ReadOutcome]? = nil, enhanced: (bearers: Int, roundTrips: Int?)? = nil
     ) -> [String] {
-        var lines = ["\(peer): \(database.services.count) services, ATT_MTU \(mtu), \(requests) ATT requests"]
+        var summary = "\(peer): \(database.services.count) services, ATT_MTU \(mtu), \(requests) ATT requests"
+        if let enhanced {
+            summary += " on \(enhanced.bearers) bearers" + (enhanced.roundTrips.map { " (\($0) in sequence)" } ?? "")
+        }
+        var lines = [summary]
         for service in database.services {
             lines.append(
                 "\(service.isPrimary ? "primary" : "secondary") service \(style.bold(displayName(service.uuid)))  "
