@@ -83,7 +83,9 @@ public actor Adapter {
         }
         do throws(BLEError) {
             try central.setLinkPreferences(options.link)
-            if options.enhancedBearers != nil, !(central is UserSpaceCentral || central is SimulatedCentral) {
+            if options.enhancedBearers != nil || options.link.enhancedBearers != nil,
+                !(central is UserSpaceCentral || central is SimulatedCentral)
+            {
                 throw BLEError(
                     central is KernelCentral
                         ? "--eatt on hciN: the kernel's enhanced credit-based channels are off by default (its enable_ecred "
@@ -103,8 +105,9 @@ public actor Adapter {
     }
 
     /// What every later connection of this adapter is asked for: its connection parameters
-    /// (in LE Create Connection), then its PHY and data length once it is up — where our host
-    /// runs in user space (`tcp:`, `unix:`, `serial:`, `hci-user:`, `sim`). A controller that
+    /// (in LE Create Connection), then its PHY and data length once it is up, and Enhanced ATT
+    /// bearers once it is encrypted — where our host runs in user space (`tcp:`, `unix:`,
+    /// `serial:`, `hci-user:`, `sim`). A controller that
     /// lacks LE Set PHY or LE Set Data Length leaves the link as it is, said as a warning.
     /// - Throws: a usage error for values out of range, or where the transport cannot ask (the
     ///   kernel path, whose kernel owns the link; a replay).
@@ -283,7 +286,7 @@ public actor Adapter {
         }
         await peripheral.setIdentity(identity)
         connected[ObjectIdentifier(peripheral)] = peripheral
-        if let count = options.enhancedBearers {
+        if let count = options.enhancedBearers ?? central.linkPreferences.enhancedBearers {
             do {
                 try await peripheral.openEnhancedBearers(count, trace: hooks.trace)
             } catch {

@@ -132,21 +132,31 @@ public struct LinkPreferences: Hashable, Sendable {
     public var phy: PHY?
     /// The largest TX payload to ask for, 27…251 octets; nil: leave it.
     public var dataLength: Int?
+    /// Enhanced ATT bearers to open (1…5) once the link is encrypted (it is encrypted first:
+    /// with the bond, else by pairing); nil: none, one ATT bearer as before.
+    public var enhancedBearers: Int?
 
-    public init(connectionParameters: ConnectionParameterRequest? = nil, phy: PHY? = nil, dataLength: Int? = nil) {
+    public init(
+        connectionParameters: ConnectionParameterRequest? = nil, phy: PHY? = nil, dataLength: Int? = nil,
+        enhancedBearers: Int? = nil
+    ) {
         self.connectionParameters = connectionParameters
         self.phy = phy
         self.dataLength = dataLength
+        self.enhancedBearers = enhancedBearers
     }
 
     /// Whether anything is asked.
-    public var isEmpty: Bool { connectionParameters == nil && phy == nil && dataLength == nil }
+    public var isEmpty: Bool { connectionParameters == nil && phy == nil && dataLength == nil && enhancedBearers == nil }
 
     /// A usage error for what cannot be asked.
     package func validate() throws(BLEError) {
         _ = try connectionParameters?.hciParameters()
         if let dataLength, !(27...251).contains(dataLength) {
             throw BLEError("data length \(dataLength): 27…251 octets", kind: "usage", exitCode: .usage)
+        }
+        if let enhancedBearers, !(1...5).contains(enhancedBearers) {
+            throw BLEError("\(enhancedBearers) Enhanced ATT bearers: 1 to 5", kind: "usage", exitCode: .usage)
         }
         if case .other(let value)? = phy {
             throw BLEError("PHY 0x\(String(value, radix: 16)): LE 1M, LE 2M or LE Coded", kind: "usage", exitCode: .usage)

@@ -14,6 +14,12 @@ extension Peripheral {
     /// - Throws: a usage error on the kernel path (its enhanced channels are off by default) and
     ///   in a replay; when the peer opens none (it has no EATT: SPSM Not Supported), or pairing fails.
     @discardableResult
+    public func openEnhancedBearers(_ count: Int) async throws(BLEError) -> Int {
+        try await openEnhancedBearers(count, trace: nil)
+    }
+
+    /// ``openEnhancedBearers(_:)`` with `-v` tracing of every bearer's PDUs.
+    @discardableResult
     package func openEnhancedBearers(_ count: Int, trace: (@Sendable (_ sent: Bool, _ sdu: [UInt8]) -> Void)? = nil) async throws(BLEError) -> Int {
         guard (1...5).contains(count) else {
             throw BLEError("--eatt \(count): 1 to 5 bearers", kind: "usage", exitCode: .usage)
@@ -41,7 +47,7 @@ extension Peripheral {
     }
 
     /// How many Enhanced ATT bearers the link has beside the unenhanced one.
-    package var enhancedBearerCount: Int {
+    public var enhancedBearerCount: Int {
         get async { await client.enhancedBearerCount }
     }
 }

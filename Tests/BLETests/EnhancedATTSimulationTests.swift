@@ -23,8 +23,8 @@ struct EnhancedATTSimulationTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             var clientOptions = AdapterOptions()
             clientOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-sim-client-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            clientOptions.enhancedBearers = 3
             let client = try await Adapter.simulated(simulation, options: clientOptions)
+            try client.setLinkPreferences(LinkPreferences(enhancedBearers: 3))
             let local = try await server.advertise(
                 name: "lamp",
                 services: [

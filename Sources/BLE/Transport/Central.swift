@@ -37,6 +37,8 @@ package protocol Central: Sendable {
     func setLinkPreferences(_ preferences: LinkPreferences) throws(BLEError)
     /// Why this transport cannot control the link (the refusal's reason).
     static var linkControlRefusal: String { get }
+    /// What every later link is asked for (``setLinkPreferences(_:)``).
+    var linkPreferences: LinkPreferences { get }
 }
 
 extension Central {
@@ -52,6 +54,7 @@ extension Central {
     }
     /// Why this transport cannot control the link.
     package static var linkControlRefusal: String { "this transport does not control the link" }
+    package var linkPreferences: LinkPreferences { LinkPreferences() }
     package func linkEitherType(
         to address: BluetoothAddress, timeout: Duration
     ) async throws -> (link: CentralLink, peer: PeerAddress)? { nil }

@@ -286,6 +286,8 @@ package final class SimulatedCentral: Central, Scanner {
         try central.setLinkPreferences(preferences)
     }
 
+    package var linkPreferences: LinkPreferences { central.linkPreferences }
+
     package static var linkControlRefusal: String { "" }
 
     /// The HCI command timeout towards the in-process virtual controller.
