@@ -598,8 +598,15 @@ public actor LEHost {
     public func openEnhancedATTBearers(_ connection: LEConnection, count: Int) async throws(LEHostError) -> [CreditBasedATTChannel] {
         try checkOpen()
         guard connection.isConnected else { throw .notConnected(handle: connection.handle) }
+        // Collision mitigation (Vol 3, Part G, §5.4): the central may retry at once; the
+        // peripheral waits at least 100 ms and at least 2 × (latency + 1) × the interval.
+        let parameters = connection.parameters
+        let interval = Duration.microseconds(Int64(parameters.interval) * 1250)
+        let peripheralWait = max(.milliseconds(100), interval * (2 * (Int(parameters.peripheralLatency) + 1)))
         do {
-            return try await l2cap.openCreditBasedChannels(handle: connection.handle, spsm: Self.eattSPSM, count: count)
+            return try await l2cap.openCreditBasedChannels(
+                handle: connection.handle, spsm: Self.eattSPSM, count: count,
+                collisionRetryDelay: connection.role == .central ? .zero : peripheralWait)
         } catch {
             throw .l2cap(error)
         }

@@ -247,4 +247,34 @@ struct EnhancedCreditBasedChannelTests {
         pair.a.abandon(identifier, into: &out)
         #expect(out == [.opened(identifier: identifier, spsm: Self.eatt, requested: 1, channels: [], result: .noResourcesAvailable)])
     }
+
+    /// Both ends ask for three channels at once, each with room for five in all: each accepts
+    /// two of the other's and refuses one for resources, so each learns of the collision with the
+    /// missing channel (Vol 3, Part G, §5.4).
+    @Test func aCollisionIsSaidToBothEnds() throws {
+        let server = Channels.Configuration(servers: [Self.eatt: .init(requiresEncryption: false, maximumChannels: 5)])
+        var a = Channels(configuration: server)
+        var b = Channels(configuration: server)
+        var aOut: [Channels.Action] = []
+        var bOut: [Channels.Action] = []
+        try a.connect(spsm: Self.eatt, count: 3, into: &aOut)
+        try b.connect(spsm: Self.eatt, count: 3, into: &bOut)
+        func packet(_ actions: [Channels.Action]) throws -> L2CAPSignalingPacket {
+            guard case .send(let frame)? = actions.first else { throw L2CAPError.timeout("a frame") }
+            return try L2CAPSignalingPacket(bytes: frame.payload)
+        }
+        // The requests cross: each end answers the other's before hearing its own answer.
+        var bAnswer: [Channels.Action] = []
+        b.receive(try packet(aOut), into: &bAnswer)
+        var aAnswer: [Channels.Action] = []
+        a.receive(try packet(bOut), into: &aAnswer)
+        #expect(bAnswer.filter { if case .accepted = $0 { true } else { false } }.count == 2)
+        var aEvents: [Channels.Action] = []
+        a.receive(try packet(bAnswer), into: &aEvents)
+        var bEvents: [Channels.Action] = []
+        b.receive(try packet(aAnswer), into: &bEvents)
+        #expect(aEvents.contains(.collision(identifier: 1, spsm: Self.eatt, missing: 1)))
+        #expect(bEvents.contains(.collision(identifier: 1, spsm: Self.eatt, missing: 1)))
+        #expect(a.openChannels.count == 4 && b.openChannels.count == 4, "2 asked + 2 accepted on each end")
+    }
 }

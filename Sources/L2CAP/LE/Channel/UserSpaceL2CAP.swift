@@ -57,7 +57,9 @@ public final class UserSpaceL2CAP: Sendable {
         /// Its open enhanced credit-based channels, by local CID.
         var creditBased: [UInt16: CreditBasedATTChannel] = [:]
         /// Who waits for our credit-based connection requests, by identifier.
-        var openWaiters: [UInt8: CheckedContinuation<[CreditBasedATTChannel], any Error>] = [:]
+        var openWaiters: [UInt8: CheckedContinuation<(channels: [CreditBasedATTChannel], collision: Bool), any Error>] = [:]
+        /// Our requests that met the peer's (a collision, Vol 3 Part G §5.4).
+        var collisions: Set<UInt8> = []
     }
 
     struct State {
@@ -283,14 +285,34 @@ public final class UserSpaceL2CAP: Sendable {
 
     /// Opens `count` (1…5) enhanced credit-based channels on `spsm` and waits, bounded by
     /// `timeout` (the RTX timer), for the peer's answer: the channels it opened — possibly fewer
-    /// than asked, when it has the resources for fewer.
+    /// than asked, when it has the resources for fewer. When our request and the peer's met and
+    /// each refused the other for want of resources (a collision, Vol 3 Part G §5.4), the missing
+    /// channels are asked for once more after `collisionRetryDelay` (the central: at once; the
+    /// peripheral: at least 100 ms); nil: no retry.
     /// - Throws: `.refused` with the peer's result when it opened none; `.timeout`;
     ///   `.disconnected`; `.unknownConnection`; `.invalidArgument`.
     public func openCreditBasedChannels(
-        handle: UInt16, spsm: UInt16, count: Int, timeout: Duration = UserSpaceL2CAP.signalingTimeout
+        handle: UInt16, spsm: UInt16, count: Int, timeout: Duration = UserSpaceL2CAP.signalingTimeout,
+        collisionRetryDelay: Duration? = nil
     ) async throws(L2CAPError) -> [CreditBasedATTChannel] {
+        var (opened, collision) = try await requestCreditBasedChannels(handle: handle, spsm: spsm, count: count, timeout: timeout)
+        if collision, opened.count < count, let delay = collisionRetryDelay {
+            logger.debug("connection \(l2capHex(handle, 4)): credit-based connection collision; asking for \(count - opened.count) again")
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            if let more = try? await requestCreditBasedChannels(handle: handle, spsm: spsm, count: count - opened.count, timeout: timeout) {
+                opened += more.channels
+            }
+            collision = false
+        }
+        return opened
+    }
+
+    private func requestCreditBasedChannels(
+        handle: UInt16, spsm: UInt16, count: Int, timeout: Duration
+    ) async throws(L2CAPError) -> (channels: [CreditBasedATTChannel], collision: Bool) {
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[CreditBasedATTChannel], any Error>) in
+            return try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(channels: [CreditBasedATTChannel], collision: Bool), any Error>) in
                 let result = state.withLock { (state: inout State) -> Result<UInt8, L2CAPError> in
                     if let reason = state.shutDownReason { return .failure(.transportClosed(reason)) }
                     guard state.channels[handle] != nil else { return .failure(.unknownConnection(handle: handle)) }
@@ -379,15 +401,19 @@ public final class UserSpaceL2CAP: Sendable {
             }
             logger.debug(
                 "connection \(l2capHex(handle, 4)): \(made.count) of \(requested) channel(s) on SPSM \(l2capHex(spsm, 4)) opened (\(result.rawValue))")
+            let collision = state.channels[handle]?.collisions.remove(identifier) != nil
             guard let waiter = state.channels[handle]?.openWaiters.removeValue(forKey: identifier) else {
                 for channel in made { channel.queue.finish() }
                 return
             }
-            if made.isEmpty {
+            if made.isEmpty, !collision {
                 waiter.resume(throwing: L2CAPError.refused(spsm: spsm, result: result))
             } else {
-                waiter.resume(returning: made)
+                waiter.resume(returning: (made, collision))
             }
+        case .collision(let identifier, let spsm, let missing):
+            logger.debug("connection \(l2capHex(handle, 4)): collision on SPSM \(l2capHex(spsm, 4)), \(missing) channel(s) missing")
+            state.channels[handle]?.collisions.insert(identifier)
         case .accepted(let channel):
             let made = CreditBasedATTChannel(
                 handle: handle, channel: channel, queue: ATTSDUQueue(limit: maximumBufferedSDUs), host: self)

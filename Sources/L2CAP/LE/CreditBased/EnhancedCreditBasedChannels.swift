@@ -122,6 +122,11 @@ public struct EnhancedCreditBasedChannels: Sendable {
         case closed(localCID: UInt16, CloseReason)
         /// The peer changed its MTU/MPS on these channels (or answered our reconfiguration).
         case reconfigured(localCIDs: [UInt16], result: CreditBasedReconfigureResult)
+        /// Our request `identifier` and the peer's met (Vol 3, Part G, §5.4): each refused some of
+        /// the other's channels for want of resources while its own request was out. Comes just
+        /// before that request's `.opened`; the central may retry the `missing` channels at once,
+        /// the peripheral after a wait.
+        case collision(identifier: UInt8, spsm: UInt16, missing: Int)
         /// Something the peer sent that was refused or ignored, for the log.
         case report(String)
     }
@@ -153,6 +158,9 @@ public struct EnhancedCreditBasedChannels: Sendable {
     private var lastIdentifier: UInt8 = 0
     /// CIDs set aside for a request not answered yet.
     private var reserved: Set<UInt16> = []
+    /// Our connect requests during which we refused the peer's channels on the same SPSM for
+    /// want of resources: a refusal of ours for the same reason makes a collision.
+    private var collisionSuspects: Set<UInt8> = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -232,7 +240,8 @@ public struct EnhancedCreditBasedChannels: Sendable {
     }
 
     /// Raises our MTU/MPS on channels (L2CAP_CREDIT_BASED_RECONFIGURE_REQ); the answer comes as
-    /// `.reconfigured`. Neither may shrink (§4.27).
+    /// `.reconfigured`. Neither may shrink (§4.27). Returns the request's identifier.
+    @discardableResult
     public mutating func reconfigure(
         localCIDs: [UInt16], mtu: UInt16, mps: UInt16, into actions: inout [Action]
     ) throws(L2CAPError) -> UInt8 {
@@ -264,6 +273,7 @@ public struct EnhancedCreditBasedChannels: Sendable {
         switch request {
         case .connect(let spsm, let cids):
             reserved.subtract(cids)
+            collisionSuspects.remove(identifier)
             actions.append(.opened(identifier: identifier, spsm: spsm, requested: cids.count, channels: [], result: .noResourcesAvailable))
         case .disconnect(let cid):
             if channels.removeValue(forKey: cid) != nil { actions.append(.closed(localCID: cid, .unanswered)) }
@@ -435,6 +445,7 @@ public struct EnhancedCreditBasedChannels: Sendable {
         channels.removeAll()
         requests.removeAll()
         reserved.removeAll()
+        collisionSuspects.removeAll()
     }
 
     // MARK: - Internals
@@ -458,7 +469,12 @@ public struct EnhancedCreditBasedChannels: Sendable {
         }
         var destinations: [UInt16] = []
         var result = CreditBasedConnectionResult.successful
-        let open = channels.values.filter { $0.channel.spsm == request.spsm && $0.channel.opener == .remote }.count
+        // The server's channels count both ways, with those our pending requests set aside.
+        let pendingOurs = requests.values.reduce(0) { count, pending in
+            if case .connect(let spsm, let cids) = pending, spsm == request.spsm { return count + cids.count }
+            return count
+        }
+        let open = channels.values.filter { $0.channel.spsm == request.spsm }.count + pendingOurs
         var free = Self.dynamicCIDs.filter { channels[$0] == nil && !reserved.contains($0) }[...]
         for (index, source) in request.sourceCIDs.enumerated() {
             if !Self.dynamicCIDs.contains(source) {
@@ -478,6 +494,11 @@ public struct EnhancedCreditBasedChannels: Sendable {
                     localMTU: configuration.mtu, localMPS: configuration.mps, txCredits: Int(request.initialCredits),
                     rxCredits: Int(configuration.initialCredits), opener: .remote)
                 channels[cid] = State(channel: channel)
+            }
+        }
+        if result == .noResourcesAvailable {
+            for (identifier, pending) in requests {
+                if case .connect(let spsm, _) = pending, spsm == request.spsm { collisionSuspects.insert(identifier) }
             }
         }
         let response = CreditBasedConnectionResponse(
@@ -512,6 +533,9 @@ public struct EnhancedCreditBasedChannels: Sendable {
                 rxCredits: Int(configuration.initialCredits), opener: .local)
             channels[local] = State(channel: channel)
             opened.append(channel)
+        }
+        if collisionSuspects.remove(identifier) != nil, response.result == .noResourcesAvailable, opened.count < localCIDs.count {
+            actions.append(.collision(identifier: identifier, spsm: spsm, missing: localCIDs.count - opened.count))
         }
         actions.append(.opened(identifier: identifier, spsm: spsm, requested: localCIDs.count, channels: opened, result: response.result))
     }
