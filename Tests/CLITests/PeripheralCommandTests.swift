@@ -259,6 +259,37 @@ struct PeripheralServingTests {
         #expect(results[5].2?.contains("has not enabled notifications") == true)
     }
 
+    /// Issue 24: our peripheral asks its central for parameters with the L2CAP Connection
+    /// Parameter Update Request (the SensorTag firmware's Connection Control request, CCC2); the
+    /// central accepts and applies them with LE Connection Update.
+    @Test func theFirmwaresParameterRequestGoesOverL2CAP() async throws {
+        let rig = try await Self.start(PeripheralOptions(device: .sensortag))
+        try await withTimeout(120, "the parameter request") {
+            let (link, connection, client) = try await Self.connect(rig)
+            var updates = link.parameterUpdates.makeAsyncIterator()
+            let database = try await client.discoverDatabase()
+            let request = try database.characteristic(uuid: SensorTag.uuid(0xCCC2))
+            // 50–70 ms, latency 0, 5 s.
+            _ = try await client.write(handle: request.valueHandle, value: [40, 0, 56, 0, 0, 0, 0xF4, 0x01])
+            var applied: LEConnection.Parameters?
+            while let update = await updates.next() {
+                // (The firmware's own preferred 100–200 ms may come first, a second after connecting.)
+                if (40...56).contains(update.interval) {
+                    applied = update
+                    break
+                }
+            }
+            #expect(applied?.supervisionTimeout == 500)
+            #expect(rig.central.statistics.refusedParameterRequests == 0)
+            try await rig.central.disconnect(link)
+            await connection.close()
+        }
+        try await Self.waitForDisconnection(rig)
+        rig.lines.finish()
+        _ = try await withTimeout(60, "the command's end") { try await rig.command.value }
+        await rig.central.close()
+    }
+
     @Test func theSensorTagsDisconnectRequestEndsTheLinkFromOurSideAndItAdvertisesAgain() async throws {
         let rig = try await Self.start(PeripheralOptions(device: .sensortag))
         try await withTimeout(120, "the disconnect request") {

@@ -179,9 +179,9 @@ package final class UserSpacePeripheralHost: PeripheralHost {
     }
 }
 
-/// The emulated firmware's view of an `LEHost` connection: a disconnect is HCI_Disconnect,
-/// a parameter request is HCI_LE_Connection_Update from the peripheral (its controller runs the
-/// Connection Parameters Request procedure), in its own task so a write's response is not held.
+/// The emulated firmware's view of an `LEHost` connection: a disconnect is HCI_Disconnect, a
+/// parameter request the L2CAP Connection Parameter Update Request to the central (what every
+/// central understands, Vol 3 Part A §4.20), in its own task so a write's response is not held.
 package struct HostPeripheralLink: GATTPeripheralLink {
     package let host: LEHost
     package let connection: LEConnection
@@ -200,7 +200,9 @@ package struct HostPeripheralLink: GATTPeripheralLink {
         let warning = warning
         Task {
             do {
-                _ = try await host.updateParameters(connection, parameters)
+                if try await !host.requestConnectionParameters(connection, parameters) {
+                    warning("warning: peripheral: connection parameter request refused by the central")
+                }
             } catch {
                 warning("warning: peripheral: connection parameter request refused: \(error)")
             }
