@@ -1,4 +1,5 @@
 import Bluetooth
+import HCI
 import Testing
 @testable import L2CAP
 
@@ -276,5 +277,59 @@ struct EnhancedCreditBasedChannelTests {
         #expect(aEvents.contains(.collision(identifier: 1, spsm: Self.eatt, missing: 1)))
         #expect(bEvents.contains(.collision(identifier: 1, spsm: Self.eatt, missing: 1)))
         #expect(a.openChannels.count == 4 && b.openChannels.count == 4, "2 asked + 2 accepted on each end")
+    }
+}
+
+/// Issue 24: K-frames through the multiplexer's flow control — frames that do not fit the
+/// connection's outgoing queue wait in the channel, with their credits, and go as the
+/// controller's buffers come back; none lost, in order.
+@Suite("L2CAP: enhanced credit-based channels over ACL flow control")
+struct CreditBasedFlowControlTests {
+    @Test func framesBeyondTheQueueWaitForRoomAndNoneIsLost() throws {
+        // 1 controller buffer of 27 octets, 8 frames queued at most per connection.
+        var mux = LEL2CAPMultiplexer(bufferSize: leBufferSize(count: 1), maximumQueuedFrames: 8)
+        try mux.connectionOpened(handle: 0x40, role: .central)
+        var actions: [LEL2CAPMultiplexer.Action] = []
+        try mux.withCreditBased(handle: 0x40, into: &actions) { channels, out throws(L2CAPError) in
+            _ = try channels.connect(spsm: 0x0027, count: 1, into: &out)
+        }
+        // The request went (one ACL packet); the controller completes it.
+        #expect(actions.filter { if case .transmit = $0 { true } else { false } }.count == 1)
+        actions.removeAll()
+        mux.receive(.numberOfCompletedPackets(leCompleted((0x40, 1))), into: &actions)
+        // The peer opens CID 0x0050 for our 0x0040: MTU 517, MPS 64, 100 credits.
+        let response: [UInt8] = [0x18, 0x01, 10, 0, 0x05, 0x02, 64, 0, 100, 0, 0, 0, 0x50, 0x00]
+        actions.removeAll()
+        mux.receive(leIncoming(handle: 0x40, cid: 5, response), into: &actions)
+        #expect(actions.contains { if case .creditBased(_, .opened(_, _, _, let channels, _)) = $0 { channels.count == 1 } else { false } })
+        // A 400-octet SDU: 7 K-frames of at most 64 octets; only the room in the queue (8 less the
+        // 4 kept for signaling and ATT) goes now.
+        let sdu = (0..<400).map { UInt8($0 & 0xFF) }
+        actions.removeAll()
+        try mux.withCreditBased(handle: 0x40, into: &actions) { channels, out throws(L2CAPError) in
+            try channels.send(sdu, localCID: 0x0040, into: &out)
+        }
+        var packets: [ACLDataPacket] = actions.compactMap { if case .transmit(let packet) = $0 { packet } else { nil } }
+        #expect(mux.creditBasedChannels(handle: 0x40)?.queuedFrames(0x0040) ?? 0 > 0, "frames wait for room")
+        // The controller frees its buffer packet by packet: everything goes, in order.
+        for _ in 0..<200 {
+            actions.removeAll()
+            mux.receive(.numberOfCompletedPackets(leCompleted((0x40, 1))), into: &actions)
+            let more = actions.compactMap { if case .transmit(let packet) = $0 { packet } else { nil } }
+            if more.isEmpty { break }
+            packets += more
+        }
+        #expect(mux.creditBasedChannels(handle: 0x40)?.queuedFrames(0x0040) == 0)
+        // Reassemble the B-frames on CID 0x0050, then the K-frames into the SDU.
+        var reassembler = L2CAPReassembler()
+        var kFrames: [[UInt8]] = []
+        for packet in packets {
+            let output = reassembler.receive(handle: 0x40, packetBoundary: packet.packetBoundary.rawValue, data: packet.data[...])
+            if let frame = output.frame, frame.channelID == 0x0050 { kFrames.append(Array(frame.payload)) }
+        }
+        #expect(kFrames.count == 7)
+        let length = Int(kFrames[0][0]) | Int(kFrames[0][1]) << 8
+        let carried = Array(kFrames[0].dropFirst(2)) + kFrames.dropFirst().flatMap { $0 }
+        #expect(length == 400 && carried == sdu)
     }
 }

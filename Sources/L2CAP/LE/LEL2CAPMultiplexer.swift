@@ -118,6 +118,7 @@ public struct LEL2CAPMultiplexer: Sendable {
         _ body: (inout EnhancedCreditBasedChannels, inout [EnhancedCreditBasedChannels.Action]) throws(L2CAPError) -> T
     ) throws(L2CAPError) -> T {
         guard var connection = connections[handle] else { throw L2CAPError.unknownConnection(handle: handle) }
+        connection.creditBased.transmitRoom = transmitRoom(handle)
         var connectionActions: [LEL2CAPConnection.Action] = []
         let result = try connection.withCreditBased(into: &connectionActions, body)
         connections[handle] = connection
@@ -139,6 +140,12 @@ public struct LEL2CAPMultiplexer: Sendable {
         drain(into: &actions)
         if let failure { throw failure }
         return result
+    }
+
+    /// K-frames a connection's credit-based channels may queue now: its outgoing queue's free
+    /// room, less a few frames kept for signaling and ATT on the fixed channel.
+    private func transmitRoom(_ handle: UInt16) -> Int {
+        max(0, flowControl.maximumQueuedFrames - flowControl.queuedFrames(handle: handle) - 4)
     }
 
     /// The enhanced credit-based channels of a connection, as they are.
@@ -175,6 +182,8 @@ public struct LEL2CAPMultiplexer: Sendable {
             connectionActions.removeAll(keepingCapacity: true)
             swap(&connectionActions, &scratch)
         }
+        let room = transmitRoom(handle)
+        connections[handle]?.creditBased.transmitRoom = room
         connections[handle]?.receive(packet, into: &connectionActions)
         var queuedResponse = false
         for action in connectionActions {
@@ -221,6 +230,12 @@ public struct LEL2CAPMultiplexer: Sendable {
         let completion = flowControl.completed(event)
         if !completion.ignored.isEmpty { actions.append(.ignoredCompletions(completion.ignored)) }
         if completion.returnedCredits > 0 { drain(into: &actions) }
+        // K-frames that waited for room in a connection's queue go now.
+        for handle in connections.keys.sorted() where connections[handle]?.creditBased.hasQueuedFrames == true {
+            _ = try? withCreditBased(handle: handle, into: &actions) { channels, channelActions throws(L2CAPError) in
+                channels.pumpAll(into: &channelActions)
+            }
+        }
     }
 
     /// Ends a connection (HCI_Disconnection_Complete): its partial frame and queue are dropped,

@@ -152,6 +152,10 @@ public struct EnhancedCreditBasedChannels: Sendable {
     public var configuration: Configuration
     /// The link's encryption key size while it is encrypted (the host sets it), nil while not.
     public var encryptionKeySize: Int?
+    /// How many K-frames may go out now (the room left in the connection's outgoing queue; the
+    /// caller sets it before each call): frames beyond wait here, with their credits, for
+    /// ``pumpAll(into:)``.
+    public var transmitRoom = Int.max
     private var channels: [UInt16: State] = [:]
     private var requests: [UInt8: Request] = [:]
     /// The last identifier this side used (1…255, never 0).
@@ -319,13 +323,25 @@ public struct EnhancedCreditBasedChannels: Sendable {
         pump(localCID, into: &actions)
     }
 
-    /// K-frames waiting for credits on a channel.
+    /// K-frames waiting for credits (or room) on a channel.
     public func queuedFrames(_ localCID: UInt16) -> Int { channels[localCID]?.pending.count ?? 0 }
+
+    /// Whether any channel has K-frames waiting.
+    public var hasQueuedFrames: Bool { channels.values.contains { !$0.pending.isEmpty } }
+
+    /// Sends what waits on every channel, as credits and ``transmitRoom`` allow (the outgoing
+    /// queue drained).
+    public mutating func pumpAll(into actions: inout [Action]) {
+        for cid in channels.keys.sorted() where !(channels[cid]?.pending.isEmpty ?? true) {
+            pump(cid, into: &actions)
+        }
+    }
 
     private mutating func pump(_ localCID: UInt16, into actions: inout [Action]) {
         guard var state = channels[localCID] else { return }
         var sent = 0
-        while sent < state.pending.count, state.channel.txCredits > 0 {
+        while sent < state.pending.count, state.channel.txCredits > 0, transmitRoom > 0 {
+            transmitRoom -= 1
             let frame = state.pending[sent]
             if frame.first { state.pendingSDUs -= 1 }
             actions.append(.send(L2CAPBasicFrame(channelID: state.channel.remoteCID, payload: frame.payload[...])))
