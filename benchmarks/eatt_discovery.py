@@ -30,15 +30,18 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from many_devices import Peer as CounterPeer  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER = os.path.join(ROOT, 'scripts', 'bumble_peer.py')
 SENSORTAG = '54:6C:0E:12:34:56/public'
 
 
-class Peer:
-    """bumble_peer.py with an EATT SensorTag; stopped by its id."""
+class Peer(CounterPeer):
+    """bumble_peer.py with an EATT SensorTag (commands as many_devices' Peer); stopped by its id."""
 
-    def __init__(self, delay: float):
+    def __init__(self, delay: float):  # noqa: super().__init__ starts a counter peer; this one differs
         self.process = subprocess.Popen(
             [sys.executable, PEER, '--device', 'sensortag', '--eatt', '--att-delay', str(delay), '--lifetime', '600'],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
@@ -51,22 +54,8 @@ class Peer:
             if line.startswith('READY '):
                 self.uri = line.split()[1]
 
-    def command(self, line: str) -> str:
-        self.process.stdin.write(line + '\n')
-        self.process.stdin.flush()
-        while True:
-            answer = self.process.stdout.readline()
-            if not answer:
-                raise RuntimeError('bumble_peer.py ended')
-            if answer.startswith('RESULT '):
-                return answer.strip()
-
     def bearers(self) -> dict:
         return {word.split('=')[0]: int(word.split('=')[1]) for word in self.command('bearers sensortag').split()[3:]}
-
-    def stop(self):
-        self.process.kill()
-        self.process.wait()
 
 
 def discover(gattclient: str, uri: str, bearers: int) -> dict:

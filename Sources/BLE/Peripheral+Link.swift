@@ -20,27 +20,32 @@ extension Peripheral {
         return control
     }
 
+    /// `body` on the link's control, its failure said as `what`.
+    private func onLink<T: Sendable>(
+        _ what: String, _ body: @Sendable (LinkControl) async throws -> T
+    ) async throws(BLEError) -> T {
+        let control = try control(what)
+        do {
+            return try await body(control)
+        } catch {
+            throw Self.linkFailure(error, doing: what)
+        }
+    }
+
     /// The link's received signal strength now, in dBm (HCI_Read_RSSI; 127: the controller
     /// cannot tell).
     public func readRSSI() async throws(BLEError) -> Int {
-        let control = try control("reading the RSSI of \(peer)")
-        do {
-            return try await control.readRSSI()
-        } catch {
-            throw Self.linkFailure(error, doing: "reading the RSSI of \(peer)")
-        }
+        try await onLink("reading the RSSI of \(peer)") { try await $0.readRSSI() }
     }
 
     /// Asks for new connection parameters (HCI_LE_Connection_Update as central) and waits,
     /// bounded, for the link layer's answer; the parameters in force afterwards (also in
     /// ``connectionParameters`` and as `.parametersUpdated` in ``linkEvents()``).
     public func updateConnectionParameters(_ request: ConnectionParameterRequest) async throws(BLEError) -> ConnectionParameters {
-        let control = try control("updating the connection parameters of \(peer)")
+        _ = try control("updating the connection parameters of \(peer)")
         let parameters = try request.hciParameters()
-        do {
-            return try await control.updateParameters(parameters)
-        } catch {
-            throw Self.linkFailure(error, doing: "updating the connection parameters of \(peer) to \(request)")
+        return try await onLink("updating the connection parameters of \(peer) to \(request)") {
+            try await $0.updateParameters(parameters)
         }
     }
 
@@ -49,41 +54,30 @@ extension Peripheral {
     /// - Throws: when the controller does not know the command, does not support the PHY, or
     ///   never answers (its command credit is taken back): the link goes on as it was.
     public func setPHY(_ phy: PHY) async throws(BLEError) -> LinkPHY {
-        let control = try control("setting the PHY of \(peer)")
+        _ = try control("setting the PHY of \(peer)")
         if case .other(let value) = phy {
             throw BLEError("PHY 0x\(String(value, radix: 16)): LE 1M, LE 2M or LE Coded", kind: "usage", exitCode: .usage)
         }
-        do {
-            return try await control.setPHY(phy)
-        } catch {
-            throw Self.linkFailure(error, doing: "LE Set PHY \(phy)")
-        }
+        return try await onLink("LE Set PHY \(phy)") { try await $0.setPHY(phy) }
     }
 
     /// The PHYs in use, as the controller says now (HCI_LE_Read_PHY).
     public func readPHY() async throws(BLEError) -> LinkPHY {
-        let control = try control("reading the PHY of \(peer)")
-        do {
-            return try await control.readPHY()
-        } catch {
-            throw Self.linkFailure(error, doing: "LE Read PHY")
-        }
+        try await onLink("LE Read PHY") { try await $0.readPHY() }
     }
 
     /// Asks the link layer to send up to `octets` (27…251) per packet (HCI_LE_Set_Data_Length)
     /// and waits, bounded, for the outcome of the data length update; the data length in force
     /// afterwards (what the peer accepted).
     public func setDataLength(_ octets: Int) async throws(BLEError) -> DataLength {
-        let control = try control("setting the data length of \(peer)")
+        _ = try control("setting the data length of \(peer)")
         guard (27...251).contains(octets) else {
             throw BLEError("data length \(octets): 27…251 octets", kind: "usage", exitCode: .usage)
         }
-        do {
+        return try await onLink("LE Set Data Length \(octets) octets") { control in
             try await control.setDataLength(octets)
-        } catch {
-            throw Self.linkFailure(error, doing: "LE Set Data Length \(octets) octets")
+            return control.dataLength()
         }
-        return control.dataLength()
     }
 
     static func linkFailure(_ error: any Error, doing what: String) -> BLEError {

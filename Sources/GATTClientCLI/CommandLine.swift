@@ -286,6 +286,18 @@ let globalOptionNames = [
     "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests", "--eatt",
 ]
 
+extension GlobalOptions {
+    /// Changes the connection parameters asked for (the host's default 30–50 ms range where no
+    /// `--interval` was given) and notes the option.
+    mutating func changeConnectionParameters(_ option: String, _ change: (inout ConnectionParameterRequest) -> Void) {
+        var request = link.connectionParameters
+            ?? ConnectionParameterRequest(minimumInterval: .microseconds(30_000), maximumInterval: .microseconds(50_000))
+        change(&request)
+        link.connectionParameters = request
+        linkOptionNames.append(option)
+    }
+}
+
 /// The commands that connect to a device as central, where the link options apply.
 let linkOptionCommands: Set<String> = [
     "services", "info", "read", "write", "subscribe", "uart", "sensortag", "watch", "pair", "shell", "gateway",
@@ -439,31 +451,22 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             options.noCache = true
         case "--interval":
             let (low, high) = try parseIntervalRange(try take())
-            var request = options.link.connectionParameters ?? ConnectionParameterRequest(minimumInterval: low, maximumInterval: high)
-            request.minimumInterval = low
-            request.maximumInterval = high
-            options.link.connectionParameters = request
-            options.linkOptionNames.append(argument)
+            options.changeConnectionParameters(argument) {
+                $0.minimumInterval = low
+                $0.maximumInterval = high
+            }
         case "--latency":
             let text = try take()
             guard let latency = Int(text), (0...499).contains(latency) else {
                 throw UsageError("--latency takes 0 to 499 connection events, not '\(text)'")
             }
-            var request = options.link.connectionParameters
-                ?? ConnectionParameterRequest(minimumInterval: .microseconds(30_000), maximumInterval: .microseconds(50_000))
-            request.peripheralLatency = latency
-            options.link.connectionParameters = request
-            options.linkOptionNames.append(argument)
+            options.changeConnectionParameters(argument) { $0.peripheralLatency = latency }
         case "--supervision-timeout":
             let text = try take()
             guard let ms = Int(text), (100...32_000).contains(ms), ms % 10 == 0 else {
                 throw UsageError("--supervision-timeout takes 100 to 32000 ms in steps of 10, not '\(text)'")
             }
-            var request = options.link.connectionParameters
-                ?? ConnectionParameterRequest(minimumInterval: .microseconds(30_000), maximumInterval: .microseconds(50_000))
-            request.supervisionTimeout = .milliseconds(ms)
-            options.link.connectionParameters = request
-            options.linkOptionNames.append(argument)
+            options.changeConnectionParameters(argument) { $0.supervisionTimeout = .milliseconds(ms) }
         case "--phy":
             switch try take().lowercased() {
             case "1m": options.link.phy = .le1M

@@ -304,6 +304,8 @@ public final class UserSpaceL2CAP: Sendable {
             }
             collision = false
         }
+        // A collision that left nothing open, even after the retry.
+        guard !opened.isEmpty else { throw .refused(spsm: spsm, result: .noResourcesAvailable) }
         return opened
     }
 
