@@ -84,7 +84,7 @@ public actor Adapter {
         do throws(BLEError) {
             try central.setLinkPreferences(options.link)
             if options.enhancedBearers != nil || options.link.enhancedBearers != nil,
-                !(central is UserSpaceCentral || central is SimulatedCentral)
+                !(central is UserSpaceCentral || central is SimulatedCentral || central is ReplayCentral)
             {
                 throw BLEError(
                     central is KernelCentral

@@ -28,19 +28,20 @@ extension Peripheral {
             throw BLEError(
                 "Enhanced ATT: \(type(of: session.central).linkControlRefusal)", kind: "usage", exitCode: .usage)
         }
-        if securityLevel < .encrypted { try await ensureSecurity(.encrypted) }
-        let channels: [CreditBasedATTChannel]
+        if securityLevel < .encrypted, !session.link.encryptionRecorded { try await ensureSecurity(.encrypted) }
+        let channels: [EnhancedBearerChannel]
         do {
             channels = try await open(count)
+        } catch let error as BLEError {
+            throw error
         } catch {
             throw BLEError("opening \(count) Enhanced ATT bearer(s) to \(peer): \(error)", kind: "eatt")
         }
-        let bearers = channels.map { channel -> ATTConnection in
-            var carried: any ATTChannel = channel
-            if let trace { carried = ObservedATTChannel(channel, onReceive: { trace(false, $0) }, onSend: { trace(true, $0) }) }
+        let bearers = channels.map { opened -> ATTConnection in
+            var carried = opened.channel
+            if let trace { carried = ObservedATTChannel(carried, onReceive: { trace(false, $0) }, onSend: { trace(true, $0) }) }
             return ATTConnection(
-                channel: carried,
-                configuration: ATTBearer.Configuration(rxMTU: Int(channel.maximumSDUSize ?? 64), enhancedMTU: channel.maximumSDUSize))
+                channel: carried, configuration: ATTBearer.Configuration(rxMTU: opened.mtu, enhancedMTU: opened.mtu))
         }
         await client.addEnhancedBearers(bearers)
         return bearers.count

@@ -73,4 +73,50 @@ struct EnhancedATTSimulationTests {
             await simulation.stop()
         }
     }
+
+    /// `--record` keeps every bearer (it records HCI); a replay of it plays them back: the same
+    /// tree and reads, whichever of our bearers each request takes.
+    @Test func aRecordedEATTSessionReplays() async throws {
+        let capture = NSTemporaryDirectory() + "eatt-replay-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).btsnoop"
+        defer { unlink(capture) }
+        let recorded: (GATTDatabase, [UInt8])
+        let serverAddress: PeerAddress
+        do {
+            let simulation = try await Simulation.start(devices: [])
+            var serverOptions = AdapterOptions()
+            serverOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-rec-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let server = try await Adapter.simulated(simulation, options: serverOptions)
+            serverAddress = server.address
+            var clientOptions = AdapterOptions()
+            clientOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-rec-client-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            clientOptions.record = capture
+            clientOptions.enhancedBearers = 2
+            let client = try await Adapter.simulated(simulation, options: clientOptions)
+            let local = try await server.advertise(
+                name: "lamp",
+                services: [
+                    ServiceDefinition(
+                        uuid: 0x180F, characteristics: [CharacteristicDefinition(uuid: 0x2A19, properties: [.read], value: [87])]),
+                    ServiceDefinition(
+                        uuid: Self.led, characteristics: [CharacteristicDefinition(uuid: Self.led, properties: [.read, .write], value: [7])]),
+                ])
+            let device = try await client.connect(to: server.address)
+            let database = try await device.client.discoverDatabase()
+            recorded = (database, try await device.read(Self.level))
+            await device.disconnect()
+            await local.stop()
+            await client.close()
+            await server.close()
+            await simulation.stop()
+        }
+        var options = AdapterOptions()
+        options.enhancedBearers = 2
+        let replay = try await Adapter.open("replay:" + capture, options: options)
+        let device = try await replay.connect(to: serverAddress)
+        #expect(await device.enhancedBearerCount == 2)
+        #expect(try await device.client.discoverDatabase() == recorded.0)
+        #expect(try await device.read(Self.level) == recorded.1)
+        await device.disconnect()
+        await replay.close()
+    }
 }

@@ -78,6 +78,34 @@ struct ReplayCaptureTests {
 
     /// The fixed channel, then two Enhanced ATT channels whose two CIDs are paired from the
     /// credit based connection signaling (Wireshark 4.0 does not see those channels).
+    /// Issue 24: the bearers of a connection replayed together — a request recorded on one
+    /// Enhanced ATT bearer is answered when it comes on another of ours.
+    @Test func aPoolAnswersARequestOnWhicheverBearerItComes() async throws {
+        let capture = try ReplayCapture(path: ReplayFixtures.synthetic)
+        let pool = try ReplayBearerPool(capture: capture, connectionHandle: 64)
+        #expect(pool.enhancedBearerCount == 2)
+        #expect(pool.bearers.map(\.channelID) == [0x04, 0x40, 0x41])
+        let first = try capture.trace(of: pool.bearers[1])
+        let request = try #require(first.entries.first { $0.direction == .hostToPeer })
+        let answer = try #require(first.entries.first { $0.direction == .peerToHost && $0.line > request.line })
+        // The second EATT bearer's recording starts with a notification: ours of that rank has it.
+        let second = pool.channel(2)
+        #expect(second.maximumSDUSize == 64)
+        var notified = second.incoming.makeAsyncIterator()
+        #expect(try await notified.next()?.first == 0x1B)
+        // On our first EATT bearer: its own recording answers.
+        let enhanced = pool.channel(1)
+        try await enhanced.send(request.bytes)
+        var incoming = enhanced.incoming.makeAsyncIterator()
+        #expect(try await incoming.next() == answer.bytes)
+        #expect(!pool.unusedRequests.contains(request))
+        // The same request on our second bearer: the one left, recorded on the unenhanced bearer.
+        try await second.send(request.bytes)
+        #expect(try await notified.next()?.first == 0x0B)
+        // A third time: no unused recording of it is left.
+        await #expect(throws: ReplayError.self) { try await pool.channel(0).send(request.bytes) }
+    }
+
     @Test func syntheticCaptureBearersPairEnhancedATTChannels() throws {
         let capture = try ReplayCapture(path: ReplayFixtures.synthetic)
         let oracle = try Self.oracleATT(ReplayFixtures.synthetic)
@@ -94,7 +122,10 @@ struct ReplayCaptureTests {
         for index in eatt.indices {
             eatt[index].peerAddress = peer
             eatt[index].peerAddressType = .public
+            // Both the request and the response offered MTU 64: the bearers' ATT_MTU.
+            eatt[index].enhancedMTU = 64
         }
+        #expect(fixed.enhancedMTU == nil)
         #expect(capture.bearers == [fixed] + eatt)
         #expect(try capture.bearer(connectionHandle: 64, channelID: 0x81) == eatt[1])
         let second = try capture.trace(of: eatt[1])

@@ -2,6 +2,7 @@ import BLE
 import Bluetooth
 import Foundation
 import GATT
+import GATTClientCLI
 import Testing
 import TestSupport
 
@@ -15,6 +16,10 @@ import TestSupport
     .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
 struct BumbleEATTInteropTests {
     static let sensorTag = PeerAddress(address: BluetoothAddress("54:6C:0E:12:34:56")!, type: .public)
+
+    static func run(_ arguments: [String]) async -> CapturedRun {
+        await captureRun { out, err in runGATTClient(arguments, standardOutput: out, standardError: err) }
+    }
 
     static func adapter(_ peer: BumblePeer, bearers: Int?) async throws -> Adapter {
         var options = AdapterOptions()
@@ -104,5 +109,31 @@ struct BumbleEATTInteropTests {
             await device.disconnect()
             await adapter.close()
         }
+    }
+
+    /// `services --eatt 5 --record` against Bumble, then the same command on the replay of the
+    /// recording: the same services (the recording holds every bearer; `dump` follows them).
+    @Test func aRecordedEATTSessionReplaysFromTheShell() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], lifetime: 120, arguments: ["--eatt"])
+        defer { peer.stop() }
+        let directory = NSTemporaryDirectory() + "eatt-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let capture = directory + ".btsnoop"
+        defer { unlink(capture) }
+        let live = await Self.run([
+            "--no-cache", "--bonds", directory, "--json", "--transport", peer.uri.description, "--record", capture, "--eatt", "5",
+            "services", "54:6C:0E:12:34:56/public",
+        ])
+        #expect(live.code == 0, "\(live.stderr)")
+        let replayed = await Self.run([
+            "--no-cache", "--json", "--transport", "replay:" + capture, "--eatt", "5", "services", "54:6C:0E:12:34:56/public",
+        ])
+        #expect(replayed.code == 0, "\(replayed.stderr)")
+        func services(_ output: String) throws -> String {
+            let line = try #require(output.split(separator: "\n").first { $0.contains("\"kind\":\"services\"") })
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return String(decoding: try JSONSerialization.data(withJSONObject: object["services"] ?? [], options: .sortedKeys), as: UTF8.self)
+        }
+        #expect(try services(replayed.stdout) == services(live.stdout))
+        #expect(replayed.stdout.contains("\"bearers\":6"))
     }
 }

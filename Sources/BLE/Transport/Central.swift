@@ -96,8 +96,10 @@ package struct CentralLink: Sendable {
     /// RSSI, parameter updates, PHY and data length, where our host made the link.
     package var control: LinkControl?
     /// Opens up to N Enhanced ATT bearers (L2CAP enhanced credit-based channels on SPSM
-    /// 0x0027) on the link, where our host made it.
-    package var openEnhancedBearers: (@Sendable (Int) async throws -> [CreditBasedATTChannel])?
+    /// 0x0027) on the link, where our host made it (or a replay recorded them).
+    package var openEnhancedBearers: (@Sendable (Int) async throws -> [EnhancedBearerChannel])?
+    /// The link's encryption is the recording's (a replay): Enhanced ATT needs no pairing here.
+    package var encryptionRecorded = false
 
     package init(
         channel: any ATTChannel, ended: (@Sendable () async -> HCIStatus?)?,
@@ -106,6 +108,17 @@ package struct CentralLink: Sendable {
         self.channel = channel
         self.ended = ended
         self.disconnect = disconnect
+    }
+}
+
+/// An Enhanced ATT bearer's channel and its ATT_MTU (the smaller of the two L2CAP MTUs).
+package struct EnhancedBearerChannel: Sendable {
+    package var channel: any ATTChannel
+    package var mtu: Int
+
+    package init(channel: any ATTChannel, mtu: Int) {
+        self.channel = channel
+        self.mtu = mtu
     }
 }
 
@@ -250,13 +263,51 @@ package struct KernelCentral: Central {
     }
 }
 
-/// `replay:FILE`: the recorded peer side of one ATT bearer answers our requests.
+/// `replay:FILE`: the recorded peer side of one ATT bearer answers our requests — or, where the
+/// recorded connection has Enhanced ATT bearers, of all its bearers together
+/// (``ReplayBearerPool``: a request on any of ours answered from any recording of it, since
+/// which bearer a procedure took depends on timing).
 package struct ReplayCentral: Central {
     package let path: String
     package let matchAny: Bool
     /// The recorded connection handle to replay (`--replay-conn`); else the one to the peer, else
     /// the first.
     package var connection: UInt16? = nil
+
+    package func link(to peer: PeerAddress, timeout: Duration) async throws -> CentralLink {
+        let capture: ReplayCapture
+        let handle: UInt16
+        do {
+            capture = try ReplayCapture(path: path)
+            let named = connection == nil && capture.bearers.contains { $0.peerAddress == peer.address }
+            handle = try capture.bearer(connectionHandle: connection, peerAddress: named ? peer.address : nil).connectionHandle
+        } catch {
+            throw BLEError("replay: \(error)", kind: "replay")
+        }
+        guard capture.bearers.contains(where: { $0.connectionHandle == handle && $0.enhancedMTU != nil }) else {
+            let channel = try await connect(to: peer, timeout: timeout)
+            var link = CentralLink(channel: channel, ended: nil, disconnect: { await channel.close() })
+            link.openEnhancedBearers = { _ in
+                throw BLEError("replay: the recorded connection has no Enhanced ATT bearer", kind: "usage", exitCode: .usage)
+            }
+            return link
+        }
+        let pool: ReplayBearerPool
+        do {
+            pool = try ReplayBearerPool(capture: capture, connectionHandle: handle)
+        } catch {
+            throw BLEError("replay: \(error)", kind: "replay")
+        }
+        let primary = pool.channel(0)
+        var link = CentralLink(channel: primary, ended: nil, disconnect: { await primary.close() })
+        link.encryptionRecorded = true
+        link.openEnhancedBearers = { count in
+            (1...min(count, pool.enhancedBearerCount)).map { index in
+                EnhancedBearerChannel(channel: pool.channel(index), mtu: pool.bearers[index].enhancedMTU ?? 23)
+            }
+        }
+        return link
+    }
 
     package func connect(to peer: PeerAddress, timeout: Duration) async throws -> any ATTChannel {
         do {

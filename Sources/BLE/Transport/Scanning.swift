@@ -159,7 +159,11 @@ package final class UserSpaceCentral: Central, Scanner {
         link.parameters = { ConnectionParameters(connection.parameters) }
         let control = LinkControl(host: host, connection: connection)
         link.control = control
-        link.openEnhancedBearers = { count in try await host.openEnhancedATTBearers(connection, count: count) }
+        link.openEnhancedBearers = { count in
+            try await host.openEnhancedATTBearers(connection, count: count).map {
+                EnhancedBearerChannel(channel: $0, mtu: $0.maximumSDUSize ?? Int(EnhancedCreditBasedChannels.minimumMTU))
+            }
+        }
         link.linkEvents = AsyncStream { continuation in
             let forwarding = Task {
                 for await event in connection.linkEvents { continuation.yield(LinkEvent(event)) }

@@ -24,6 +24,9 @@ public struct ReplayBearer: Hashable, Sendable, CustomStringConvertible {
     /// of the connection.
     public var peerAddress: BluetoothAddress?
     public var peerAddressType: LEAddressType?
+    /// An Enhanced ATT bearer's ATT_MTU: the smaller of the two MTUs its credit-based
+    /// connection request and response gave; nil for the unenhanced bearer.
+    public var enhancedMTU: Int?
 
     public init(
         connectionHandle: UInt16, channelID: UInt16, peerChannelID: UInt16? = nil, firstRecord: Int, pduCount: Int
@@ -190,8 +193,10 @@ public struct ReplayCapture: Sendable {
         var hostCIDs: [UInt32: UInt16] = [:]
         var peerCIDs: [UInt32: UInt16] = [:]
         /// Credit based connection requests awaiting their response: (handle, direction the
-        /// request went, identifier) → Source_CIDs.
-        var pendingRequests: [UInt32: [UInt16]] = [:]
+        /// request went, identifier) → Source_CIDs and the requester's MTU.
+        var pendingRequests: [UInt32: (sources: [UInt16], mtu: UInt16)] = [:]
+        /// Enhanced ATT channels' ATT_MTU: (handle << 16 | host CID) → the smaller MTU.
+        var enhancedMTUs: [UInt32: Int] = [:]
         /// Peers of the open connections, from their Connection Complete events.
         var peers: [UInt16: (address: BluetoothAddress, type: LEAddressType)] = [:]
 
@@ -211,6 +216,7 @@ public struct ReplayCapture: Sendable {
             let handle = UInt32(event.connectionHandle)
             open = open.filter { $0.key >> 16 != handle }
             hostCIDs = hostCIDs.filter { $0.key >> 16 != handle }
+            enhancedMTUs = enhancedMTUs.filter { $0.key >> 16 != handle }
             peerCIDs = peerCIDs.filter { $0.key >> 16 != handle }
             pendingRequests = pendingRequests.filter { $0.key >> 16 != handle }
         }
@@ -238,6 +244,7 @@ public struct ReplayCapture: Sendable {
                         firstRecord: record.number, pduCount: 0))
                 bearers[index].peerAddress = peers[att.connectionHandle]?.address
                 bearers[index].peerAddressType = peers[att.connectionHandle]?.type
+                bearers[index].enhancedMTU = enhancedMTUs[key]
                 pdus.append([])
             }
             bearers[index].pduCount += 1
@@ -264,24 +271,25 @@ public struct ReplayCapture: Sendable {
                 case CreditBasedChannelTracker.creditBasedConnectionRequest:
                     // SPSM, MTU, MPS, Initial_Credits, Source_CIDs.
                     guard let spsm = try? data.readUInt16LE(), spsm == CreditBasedChannelTracker.eattSPSM,
-                        (try? data.skip(6)) != nil, pendingRequests.count < 64
+                        let mtu = try? data.readUInt16LE(), (try? data.skip(4)) != nil, pendingRequests.count < 64
                     else { continue }
                     var sources: [UInt16] = []
                     while let cid = try? data.readUInt16LE() { sources.append(cid) }
-                    pendingRequests[pendingKey(direction)] = sources
+                    pendingRequests[pendingKey(direction)] = (sources, mtu)
                 case CreditBasedChannelTracker.creditBasedConnectionResponse:
                     // MTU, MPS, Initial_Credits, Result, Destination_CIDs (0x0000: refused).
                     let requestDirection: CaptureDirection = direction == .sent ? .received : .sent
-                    guard let sources = pendingRequests.removeValue(forKey: pendingKey(requestDirection)),
-                        (try? data.skip(8)) != nil
+                    guard let request = pendingRequests.removeValue(forKey: pendingKey(requestDirection)),
+                        let mtu = try? data.readUInt16LE(), (try? data.skip(6)) != nil
                     else { continue }
                     var destinations: [UInt16] = []
                     while let cid = try? data.readUInt16LE() { destinations.append(cid) }
-                    for (source, destination) in zip(sources, destinations) where destination != 0 {
+                    for (source, destination) in zip(request.sources, destinations) where destination != 0 {
                         // The requester's CID is its Source_CID.
                         let (host, peer) = requestDirection == .sent ? (source, destination) : (destination, source)
                         hostCIDs[Self.key(connectionHandle, peer)] = host
                         peerCIDs[Self.key(connectionHandle, host)] = peer
+                        enhancedMTUs[Self.key(connectionHandle, host)] = Int(min(mtu, request.mtu))
                     }
                 default:
                     continue
