@@ -61,16 +61,18 @@ extension GATTClient {
     }
 
     /// The whole database with several bearers: the primary services on one, then their
-    /// definitions in parts of about equal size, one part per bearer, in parallel
+    /// definitions in parts of about equal size — two per bearer, so a bearer whose part went
+    /// quickly takes another while a long one runs — in parallel
     /// (``DatabaseDiscovery/init(services:mtu:findIncludes:)``). Fewer sequential round trips
-    /// than one bearer: the longest part's, not the sum.
+    /// than one bearer (the busiest bearer's, not the sum), for a few more requests (each part
+    /// ends its own sweeps).
     func discoverDatabaseInParallel(findIncludes: Bool) async throws(GATTError) -> GATTDatabase {
         let start = await requestCounts()
         let mtu = try await readyMTU()
         let services = try await run(DiscoverAllPrimaryServices(mtu: mtu)).sorted { $0.startHandle < $1.startHandle }
         let afterServices = await requestCounts()
         let serviceTrips = zip(afterServices, start).map { $0 - $1 }.reduce(0, +)
-        let parts = Self.partition(services, into: bearers.count)
+        let parts = Self.partition(services, into: bearers.count * 2)
         guard parts.count > 1 else {
             let found = try await run(DatabaseDiscovery(services: services, mtu: mtu, findIncludes: findIncludes))
             let total = zip(await requestCounts(), start).map { $0 - $1 }.reduce(0, +)
