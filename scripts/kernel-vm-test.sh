@@ -28,6 +28,8 @@
 #      loaded at start (no SMP); pair --force through Pair Device
 #   12 `gattclient adapters`: every adapter as hciconfig and btmgmt see it (address, up, powered,
 #      LE, no bluetoothd), and `--transport hci0 adapters` alone
+#   13 link control and Enhanced ATT on hci0 are refused (exit 64, saying why and what to use)
+#      rather than dropped: the kernel owns the link
 #   +  no kernel crypto self-test failure (SMP depends on it)
 # Results: one PASS/FAIL line each, then `N passed, M failed`; exit 0 only when nothing failed.
 #

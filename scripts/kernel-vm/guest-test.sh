@@ -583,6 +583,19 @@ else
     result FAIL 12-adapters "exit $rc: $(cat "$OUT/adapters.check" 2>/dev/null | head -c 300) $(head -c 300 "$OUT"/adapters-*.out) expected $(tr '\n' ';' <"$OUT/adapters.expected")"
 fi
 
+# --- check 13: link control and EATT on the kernel path are refused, never dropped (issue 24) --
+# The kernel owns the link on hciN: --phy (and the other link options) and --eatt end with exit 64
+# and say why, before any connection is tried.
+link_rc=-1; eatt_rc=-1
+gc link-hci0 --transport hci0 info 00:11:22:33:44:55/public --phy 2m --interval 15; link_rc=$rc
+gc eatt-hci0 --transport hci0 read 00:11:22:33:44:55/public 2A00 --eatt 2; eatt_rc=$rc
+if [ "$link_rc" = 64 ] && grep -q "the kernel owns the link" "$OUT/link-hci0.err" \
+    && [ "$eatt_rc" = 64 ] && grep -q "enable_ecred" "$OUT/eatt-hci0.err"; then
+    result PASS 13-link-control-refused "$(head -c 200 "$OUT/link-hci0.err"); $(head -c 200 "$OUT/eatt-hci0.err")"
+else
+    result FAIL 13-link-control-refused "exit $link_rc/$eatt_rc: $(head -c 300 "$OUT/link-hci0.err") $(head -c 300 "$OUT/eatt-hci0.err")"
+fi
+
 # --- the kernel's crypto self-tests (SMP needs them) --------------------------------------------
 if dmesg | grep -qE 'alg: .*(test failed|failed)|WARNING: '; then
     result FAIL kernel-crypto "$(dmesg | grep -E 'alg: .*failed|WARNING: ' | head -2 | tr '\n' ' ')"
