@@ -184,6 +184,16 @@ def main():
     for hex_packet in ("1201080006000c0000008000", "14020a0080004000f700f7000a00", "06030400400040", "0104020000",
                        "170508002700f700f7000a004000"):
         add("le-signaling", bytes([0, 0]) + long_chunk(bytes.fromhex(hex_packet)))
+    # Enhanced credit-based channels: configuration (MTU, MPS, credits, server encryption, link
+    # encrypted), then steps: the peer opens two channels on SPSM 0x0027 (MTU 100, MPS 64, 5
+    # credits, CIDs 0x0050/0x0051); a K-frame on 0x0040 (SDU of 3 octets); we open two; we send.
+    ecfc = bytes([0, 0, 4, 1, 0])
+    ecfc += bytes([0]) + long_chunk(bytes.fromhex("17010c002700640040000500" + "50005100"))
+    ecfc += bytes([1, 0]) + long_chunk(bytes.fromhex("0300" + "0a0300"))
+    ecfc += bytes([2, 1])
+    ecfc += bytes([3]) + long_chunk(bytes(range(120)))
+    add("ecfc", ecfc)
+    add("ecfc", bytes([0, 0, 4, 1, 0]) + bytes([0]) + long_chunk(bytes.fromhex("1902060064004000" + "5000")))
     # AD: flags + complete name + 16-bit UUIDs + manufacturer data.
     add("ad", bytes.fromhex("020106") + bytes([5, 9]) + b"Fuzz" + bytes.fromhex("0303 0f18".replace(" ", "")) + bytes.fromhex("05ff4c000215"))
     # CLI: NUL-separated argument vectors.

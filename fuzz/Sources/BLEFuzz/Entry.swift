@@ -135,6 +135,9 @@ enum FuzzTargets {
             name: "le-signaling", invariant: "LE signaling codec + responder + credit-based tracker: typed error, responses fit the signaling MTU",
             run: L2CAPFuzz.signaling),
         FuzzTarget(
+            name: "ecfc", invariant: "enhanced credit-based channels: dynamic CIDs only, credits ≤ 65535, K-frames within the MPS, SDUs within the MTU",
+            run: L2CAPFuzz.creditBasedChannels),
+        FuzzTarget(
             name: "smp", invariant: "SMP responder and PDU codecs: typed error or round-trip, never pairs (always Pairing Failed or ignore)",
             run: L2CAPFuzz.securityManager),
         FuzzTarget(

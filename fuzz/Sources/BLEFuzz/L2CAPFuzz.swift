@@ -18,6 +18,8 @@ enum L2CAPFuzz {
         // A user-space L2CAP with one open connection (0x0040); everything else is an unknown handle.
         guard let bufferSize = try? ACLBufferSize(packetLength: 27, packetCount: 4) else { return }
         let host = UserSpaceL2CAP(bufferSize: bufferSize, maximumBufferedSDUs: 8, securityManager: SecurityManagerResponder())
+        // Enhanced ATT bearers accepted, so the peer's credit-based requests and K-frames reach them.
+        host.setCreditBasedServer(spsm: 0x0027, EnhancedCreditBasedChannels.Server(requiresEncryption: false))
         let channel = try? host.connectionOpened(handle: 0x0040, role: .peripheral)
         var steps = 0
         while !input.isEmpty && steps < 512 {
@@ -105,6 +107,69 @@ enum L2CAPFuzz {
             request.write(to: &writer)
             var again = ByteReader(writer.bytes)
             require((try? SecurityRequest(parsing: &again)) == request, "security request re-decode differs")
+        }
+    }
+
+    /// Enhanced credit-based channels (issue 24): our end, accepting channels on SPSM 0x0027
+    /// and opening its own, driven by the peer's signaling packets and K-frames and by our
+    /// sends. Invariants: no trap; channels only on dynamic CIDs, at most 5 per direction of
+    /// the server; credits never above 65 535; frames out within the peer's MPS; an SDU
+    /// delivered never over our MTU; what waits for credits bounded.
+    static func creditBasedChannels(_ bytes: [UInt8]) {
+        var input = FuzzInput(bytes)
+        let configuration = EnhancedCreditBasedChannels.Configuration(
+            mtu: 64 + UInt16(input.byte()), mps: 64 + UInt16(input.byte() & 0x3F), initialCredits: UInt16(input.byte() & 0x0F),
+            maximumQueuedSDUs: 8, servers: [0x0027: .init(requiresEncryption: input.byte() & 1 == 0, maximumChannels: 5)])
+        var channels = EnhancedCreditBasedChannels(configuration: configuration)
+        if input.byte() & 1 == 0 { channels.encryptionKeySize = 16 }
+        var steps = 0
+        var actions: [EnhancedCreditBasedChannels.Action] = []
+        while !input.isEmpty && steps < 256 {
+            steps += 1
+            actions.removeAll(keepingCapacity: true)
+            switch input.byte() % 6 {
+            case 0:
+                // A signaling packet from the peer (whatever it is, the connection routes ours here).
+                let payload = input.longChunk(limit: 64)
+                if let packet = try? L2CAPSignalingPacket(bytes: payload[...]), channels.handles(packet) {
+                    channels.receive(packet, into: &actions)
+                }
+            case 1:
+                // A K-frame on one of the dynamic CIDs.
+                let cid = 0x0040 + UInt16(input.byte() & 0x3F)
+                let payload = input.longChunk(limit: 300)
+                channels.receive(localCID: cid, payload: payload[...], into: &actions)
+            case 2:
+                _ = try? channels.connect(spsm: 0x0027, count: 1 + Int(input.byte() % 5), into: &actions)
+            case 3:
+                if let open = channels.openChannels.first {
+                    _ = try? channels.send(input.longChunk(limit: 600), localCID: open.localCID, into: &actions)
+                }
+            case 4:
+                if let open = channels.openChannels.last { _ = try? channels.disconnect(localCID: open.localCID, into: &actions) }
+            default:
+                channels.abandon(input.byte(), into: &actions)
+            }
+            for channel in channels.openChannels {
+                require(EnhancedCreditBasedChannels.dynamicCIDs.contains(channel.localCID), "local CID \(channel.localCID)")
+                require(channel.txCredits <= 65_535 && channel.txCredits >= 0, "credits \(channel.txCredits)")
+                require(channels.queuedFrames(channel.localCID) <= 8 * 700, "queued frames \(channels.queuedFrames(channel.localCID))")
+            }
+            require(channels.openChannels.filter { $0.opener == .remote }.count <= 5, "more remote channels than the server allows")
+            for action in actions {
+                switch action {
+                case .send(let frame):
+                    if frame.channelID != L2CAPBasicFrame.leSignalingCID,
+                        let channel = channels.openChannels.first(where: { $0.remoteCID == frame.channelID })
+                    {
+                        require(frame.payload.count <= Int(channel.remoteMPS), "a K-frame over the peer's MPS")
+                    }
+                case .sdu(_, let sdu):
+                    require(sdu.count <= Int(configuration.mtu), "an SDU of \(sdu.count) octets over our MTU")
+                default:
+                    break
+                }
+            }
         }
     }
 }
