@@ -21,7 +21,9 @@ public final class CreditBasedATTChannel: ATTBatchReceivingChannel {
     let status: UserSpaceL2CAP.ChannelStatus
     /// The peer's MTU (it may grow with a reconfiguration) and ours.
     let mtus: Mutex<(remote: UInt16, local: UInt16)>
-    private let host: UserSpaceL2CAP
+    /// Weak: the host keeps its channels (and a stream of accepted ones nobody may read), so a
+    /// strong reference back would keep both alive forever. Set once, in `init`, never changed.
+    nonisolated(unsafe) private weak var host: UserSpaceL2CAP?
 
     init(handle: UInt16, channel: EnhancedCreditBasedChannels.Channel, queue: ATTSDUQueue, host: UserSpaceL2CAP) {
         self.handle = handle
@@ -53,11 +55,12 @@ public final class CreditBasedATTChannel: ATTBatchReceivingChannel {
     /// - Throws: `L2CAPError` — `.queueFull`, `.channelClosed`, `.disconnected`,
     ///   `.transportClosed`, `.invalidArgument` (empty or over the peer's MTU).
     public func send(_ sdu: [UInt8]) async throws {
+        guard let host else { throw status.error ?? L2CAPError.transportClosed("the L2CAP host is gone") }
         try host.sendCreditBased(sdu, on: self)
     }
 
     /// Closes this channel (L2CAP Disconnection Request); the link stays.
     public func close() async {
-        host.closeCreditBased(self)
+        host?.closeCreditBased(self)
     }
 }
