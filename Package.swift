@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),
         .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture"]),
         .testTarget(name: "SecurityTests", dependencies: ["TestSupport", "Bluetooth", "L2CAP", "Security"]),
-        .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host"]),
+        .testTarget(name: "HostTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "Emulator"]),
         .testTarget(name: "KernelTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Kernel"]),
         .testTarget(name: "GATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT", "GATT"]),
         .testTarget(name: "InteropTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Host", "GATT", "BLE", "GATTClientCLI"]),
