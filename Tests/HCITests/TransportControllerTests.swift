@@ -209,7 +209,7 @@ struct TransportControllerDriverTests {
         await driver.start()
         _ = try await driver.send(ResetCommand())
         let inbound = driver.inbound
-        let received = try await withTimeout(5, "inbound packets") { () -> [HCITransportPacket] in
+        let received = try await withTimeout(30, "inbound packets") { () -> [HCITransportPacket] in
             var out: [HCITransportPacket] = []
             for await packet in inbound {
                 out.append(packet)
@@ -234,7 +234,7 @@ struct TransportControllerDriverTests {
         controller.close(reason: "gone")
         // `inbound` finishes once the driver has seen the transport close.
         let inbound = driver.inbound
-        try await withTimeout(5, "inbound to finish") { for await _ in inbound {} }
+        try await withTimeout(30, "inbound to finish") { for await _ in inbound {} }
         await #expect(throws: HCIError.transportClosed("gone")) { try await driver.sendACL(packet) }
     }
 

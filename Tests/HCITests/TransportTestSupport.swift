@@ -10,7 +10,7 @@ import Bluetooth
 /// A test waited longer than its bound.
 
 /// Reads exactly `count` packets from `transport` (bounded).
-func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double = 5) async throws
+func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double = 30) async throws
     -> [HCITransportPacket]
 {
     let packets = transport.packets
@@ -72,7 +72,7 @@ final class TestSocket: @unchecked Sendable {
     }
 
     /// Reads exactly `count` bytes (bounded); fewer when the peer closes or time runs out.
-    func read(count: Int, seconds: Double = 5) async -> [UInt8] {
+    func read(count: Int, seconds: Double = 30) async -> [UInt8] {
         await offPool { self.readBlocking(count: count, seconds: seconds) }
     }
 
