@@ -26,7 +26,7 @@ func receivePackets(_ transport: some HCITransport, count: Int, seconds: Double 
 
 /// Waits (bounded) for the packet stream to end and returns how: the error it threw, or nil
 /// when it finished without one. Packets still queued are skipped.
-func streamEnd(_ transport: some HCITransport, seconds: Double = 5) async throws -> HCIError? {
+func streamEnd(_ transport: some HCITransport, seconds: Double = 30) async throws -> HCIError? {
     let packets = transport.packets
     return try await withTimeout(seconds, "the packet stream to end") {
         do {
@@ -120,7 +120,7 @@ final class TestTCPListener: @unchecked Sendable {
     deinit { _ = close(descriptor) }
 
     /// Accepts one connection (bounded).
-    func accept(seconds: Double = 5) async -> TestSocket? {
+    func accept(seconds: Double = 30) async -> TestSocket? {
         await offPool { self.acceptBlocking(seconds: seconds) }
     }
 
@@ -158,7 +158,7 @@ final class TestUnixListener: @unchecked Sendable {
         _ = unlink(path)
     }
 
-    func accept(seconds: Double = 5) async -> TestSocket? {
+    func accept(seconds: Double = 30) async -> TestSocket? {
         await offPool { self.acceptBlocking(seconds: seconds) }
     }
 
