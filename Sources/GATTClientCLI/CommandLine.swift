@@ -71,9 +71,22 @@ public struct DumpOptions: Equatable, Sendable {
     /// `--services FILE`: a `services --json` document naming the handles (otherwise they are
     /// learnt from the discovery traffic in the capture).
     public var services: String?
+    /// `--follow`: keep reading as another program appends to the file, until Ctrl-C.
+    public var follow = false
+    /// `-w FILE`: the matching records written as btsnoop instead of printed.
+    public var writePath: String?
+    /// `--from` / `--to`: only records at or after / at or before these times.
+    public var from: DumpTimeBound?
+    public var to: DumpTimeBound?
+    /// `-t` / `-T`: how the text dump shows time (btmon's options).
+    public var time: DumpTimeFormat = .relative
 
     public init(path: String) { self.path = path }
+
+    /// Whether the path names standard input (`-`).
+    public var readsStandardInput: Bool { path == "-" }
 }
+
 
 /// `monitor [hciN]`: live decode from the kernel monitor channel.
 public struct MonitorOptions: Equatable, Sendable {
@@ -322,7 +335,10 @@ func parseIntervalRange(_ text: String) throws(UsageError) -> (Duration, Duratio
 /// Each command's own options (what its parser takes), for "unknown option" and "did you mean".
 let commandOptionNames: [String: [String]] = [
     "demo": [],
-    "dump": ["--summary", "--conn", "--handle", "--att-only", "--adv-only", "--services"],
+    "dump": [
+        "--summary", "--conn", "--handle", "--att-only", "--adv-only", "--services", "--follow", "-w", "--from", "--to", "-t", "-T",
+        "--time", "--date",
+    ],
     "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
     "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
@@ -388,7 +404,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
         "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
-        "--tls-ca", "--qos", "--queue",
+        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to",
     ]
 
     while index < arguments.count {
@@ -401,6 +417,12 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         func take() throws(UsageError) -> String {
             if let inlineValue { return inlineValue }
             return try value(for: argument)
+        }
+        // After `dump`, -t is btmon's time of day; before a command it is --transport.
+        if positional.first == "dump", argument == "-t" || argument == "-T" {
+            commandOptions.append((argument, nil))
+            index += 1
+            continue
         }
         switch argument {
         case "--transport", "-t": options.transport = try take()
@@ -585,10 +607,17 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--conn": dump.connection = try parseHandle(value ?? "", what: "--conn", allowZero: true, maximum: 0x0EFF)
             case "--handle": dump.attributeHandle = try parseHandle(value ?? "", what: "--handle")
             case "--services": dump.services = value
+            case "--follow": dump.follow = true
+            case "-w": dump.writePath = value
+            case "--from": dump.from = try parseTimeBound(value ?? "", what: flag)
+            case "--to": dump.to = try parseTimeBound(value ?? "", what: flag)
+            case "-t", "--time": dump.time = .timeOfDay
+            case "-T", "--date": dump.time = .dateAndTime
             default: throw UsageError("dump does not know \(flag)")
             }
         }
         if dump.attOnly && dump.advOnly { throw UsageError("--att-only and --adv-only exclude each other") }
+        try checkDumpCombinations(dump, json: options.json)
         return Invocation(options: options, command: .dump(dump))
     case "monitor":
         var monitor = MonitorOptions()

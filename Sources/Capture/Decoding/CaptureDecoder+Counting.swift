@@ -46,17 +46,42 @@ extension CaptureDecoder {
 
     /// Counts every record of `reader` up to its end or damage, with the same visitor calls as
     /// `while let record = reader.next() { count(record, visitor: &visitor) }`, but the records
-    /// checked in place are read from the file buffer by their header alone: no `CaptureRecord`
-    /// (and no reference to the buffer) is made for them.
+    /// checked in place are read from the reader's buffer by their header alone: no
+    /// `CaptureRecord` (and no reference to the buffer) is made for them. A stream that has
+    /// nothing to read for now (a pipe) is waited for.
     public mutating func countAll<V: CaptureCountingVisitor>(_ reader: inout CaptureReader, visitor: inout V) {
-        let file = reader.bytes
-        file.withUnsafeBufferPointer { buffer in
-            while let header = reader.nextHeader() {
-                let outcome = countInPlace(UnsafeBufferPointer(rebasing: buffer[header.range]), record: header, visitor: &visitor)
-                if case .counted = outcome { continue }
-                finish(outcome, record: CaptureRecord(header, in: file), visitor: &visitor)
+        while true {
+            let file = reader.bytes
+            let generation = reader.windowGeneration
+            // The first record of a new window (a stream's), counted against that window.
+            var moved: CaptureRecord.Header?
+            file.withUnsafeBufferPointer { buffer in
+                while let header = reader.nextHeader() {
+                    if reader.windowGeneration != generation {
+                        moved = header
+                        return
+                    }
+                    count(header, in: file, buffer: buffer, visitor: &visitor)
+                }
             }
+            if let header = moved {
+                let window = reader.bytes
+                window.withUnsafeBufferPointer { count(header, in: window, buffer: $0, visitor: &visitor) }
+                continue
+            }
+            if reader.isWaiting, reader.waitForInput() { continue }
+            return
         }
+    }
+
+    /// Counts the record `header` of `file` (whose storage is `buffer`).
+    @inline(__always)
+    private mutating func count<V: CaptureCountingVisitor>(
+        _ header: CaptureRecord.Header, in file: [UInt8], buffer: UnsafeBufferPointer<UInt8>, visitor: inout V
+    ) {
+        let outcome = countInPlace(UnsafeBufferPointer(rebasing: buffer[header.range]), record: header, visitor: &visitor)
+        if case .counted = outcome { return }
+        finish(outcome, record: CaptureRecord(header, in: file), visitor: &visitor)
     }
 
     /// What `countInPlace` left to do.

@@ -16,6 +16,8 @@ public struct CaptureDamage: Hashable, Sendable, CustomStringConvertible {
         case includedExceedsOriginal(included: Int, original: Int)
         /// A pcapng block that breaks the block rules (length, trailer, options, section).
         case invalidBlock(String)
+        /// A stream could not be read on (a read error, a followed file that shrank).
+        case inputFailed(String)
 
         public var description: String {
             switch self {
@@ -27,7 +29,7 @@ public struct CaptureDamage: Hashable, Sendable, CustomStringConvertible {
                 return "\(field) \(value) exceeds the maximum \(maximum)"
             case .includedExceedsOriginal(let included, let original):
                 return "included length \(included) exceeds original length \(original)"
-            case .invalidBlock(let why):
+            case .invalidBlock(let why), .inputFailed(let why):
                 return why
             }
         }

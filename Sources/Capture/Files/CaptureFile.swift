@@ -8,9 +8,17 @@ import Bluetooth
 
 /// Opening capture files from disk (POSIX, no Foundation).
 public enum CaptureFile {
-    /// Reads the whole file at `path` and sniffs its format: btsnoop, pcap or pcapng.
-    public static func open(path: String) throws(HCIError) -> CaptureReader {
-        try CaptureReader(bytes: readAll(path: path))
+    /// Opens the capture at `path` and sniffs its format (btsnoop, pcap or pcapng): a reader
+    /// that streams it through a bounded window (`CaptureReader.windowSize`), whatever its size.
+    /// `follow` keeps reading as another program appends to it (`CaptureReader.waitForInput()`
+    /// waits on inotify at its current end).
+    public static func open(path: String, follow: Bool = false) throws(HCIError) -> CaptureReader {
+        try CaptureReader(input: CaptureInput(path: path, follow: follow))
+    }
+
+    /// A reader of the capture arriving on standard input (`btmon -w /dev/stdout | …`, adb).
+    public static func standardInput() throws(HCIError) -> CaptureReader {
+        try CaptureReader(input: CaptureInput())
     }
 
     /// The whole content of the file at `path` (`FileSystem.readFile`).

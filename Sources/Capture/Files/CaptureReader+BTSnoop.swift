@@ -13,13 +13,13 @@ extension CaptureReader {
 
     @usableFromInline
     mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord.Header? {
-        let start = offset
-        let available = bytes.count - start
-        if available == 0 { return end() }
         let headerLength = Self.btsnoopRecordHeaderLength
+        var available = fill(headerLength)
+        if available == 0 && inputEnded { return end() }
         guard available >= headerLength else {
-            return stop(at: start, .truncatedHeader(needed: headerLength, available: available))
+            return shortOfInput(.truncatedHeader(needed: headerLength, available: available))
         }
+        var start = position
         // One bounds-checked access for the whole 24-octet header (checked just above).
         let (original, included, flags, rawTimestamp) = bytes.withUnsafeBytes { raw in
             (
@@ -31,18 +31,22 @@ extension CaptureReader {
         }
         guard included <= Self.btsnoopMaximumIncludedLength else {
             return stop(
-                at: start,
+                atIndex: start,
                 .lengthTooLarge(field: "included length", value: included, maximum: Self.btsnoopMaximumIncludedLength))
         }
-        guard included <= available - headerLength else {
-            return stop(at: start, .truncatedData(needed: included, available: available - headerLength))
+        if included > available - headerLength {
+            available = fill(headerLength + included)
+            start = position
+            guard included <= available - headerLength else {
+                return shortOfInput(.truncatedData(needed: included, available: available - headerLength))
+            }
         }
         guard included <= original else {
-            return stop(at: start, .includedExceedsOriginal(included: included, original: original))
+            return stop(atIndex: start, .includedExceedsOriginal(included: included, original: original))
         }
         let dataStart = start + headerLength
         let dataEnd = dataStart + included
-        offset = dataEnd
+        position = dataEnd
         recordCount += 1
         let timestamp = CaptureTime.unixMicroseconds(btsnoop: rawTimestamp)
         if monitor {
@@ -64,10 +68,10 @@ extension CaptureReader {
 extension CaptureReader {
     @usableFromInline
     mutating func nextPcap() -> CaptureRecord.Header? {
-        let start = offset
-        let available = bytes.count - start
-        if available == 0 { return end() }
-        guard available >= 16 else { return stop(at: start, .truncatedHeader(needed: 16, available: available)) }
+        var available = fill(16)
+        if available == 0 && inputEnded { return end() }
+        guard available >= 16 else { return shortOfInput(.truncatedHeader(needed: 16, available: available)) }
+        var start = position
         let bigEndian = pcapBigEndian
         let seconds = bytes.captureUInt32(at: start, bigEndian: bigEndian)
         let fraction = bytes.captureUInt32(at: start + 4, bigEndian: bigEndian)
@@ -75,22 +79,26 @@ extension CaptureReader {
         let original = Int(bytes.captureUInt32(at: start + 12, bigEndian: bigEndian))
         guard captured <= Self.pcapMaximumCapturedLength else {
             return stop(
-                at: start,
+                atIndex: start,
                 .lengthTooLarge(field: "captured length", value: captured, maximum: Self.pcapMaximumCapturedLength))
         }
-        guard captured <= available - 16 else {
-            return stop(at: start, .truncatedData(needed: captured, available: available - 16))
+        if captured > available - 16 {
+            available = fill(16 + captured)
+            start = position
+            guard captured <= available - 16 else {
+                return shortOfInput(.truncatedData(needed: captured, available: available - 16))
+            }
         }
         guard captured <= original else {
-            return stop(at: start, .includedExceedsOriginal(included: captured, original: original))
+            return stop(atIndex: start, .includedExceedsOriginal(included: captured, original: original))
         }
-        offset = start + 16 + captured
+        position = start + 16 + captured
         recordCount += 1
         let micro = pcapNanosecond ? Int64(fraction / 1000) : Int64(fraction)
         let timestamp = Int64(seconds) * 1_000_000 &+ micro
         return linkLayerRecord(
             linkType: pcapLinkType, number: recordCount, timestamp: timestamp,
-            start: start + 16, end: offset, original: original)
+            start: start + 16, end: position, original: original)
     }
 
     /// Decodes the link-layer header of a pcap/pcapng packet of a supported link type.

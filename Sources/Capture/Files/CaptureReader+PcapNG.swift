@@ -72,10 +72,10 @@ extension CaptureReader {
     @usableFromInline
     mutating func nextPcapNG() -> CaptureRecord.Header? {
         while true {
-            let start = offset
-            let available = bytes.count - start
-            if available == 0 { return end() }
-            guard available >= 12 else { return stop(at: start, .truncatedHeader(needed: 12, available: available)) }
+            var available = fill(12)
+            if available == 0 && inputEnded { return end() }
+            guard available >= 12 else { return shortOfInput(.truncatedHeader(needed: 12, available: available)) }
+            var start = position
             // The section header's type reads the same in both byte orders.
             let type = bytes.captureUInt32(at: start, bigEndian: section.bigEndian)
             if type == Self.pcapngSectionHeader {
@@ -84,37 +84,47 @@ extension CaptureReader {
                 case 0x4D3C_2B1A: section.bigEndian = false
                 case let magic:
                     return stop(
-                        at: start,
+                        atIndex: start,
                         .invalidBlock("section header block has byte-order magic 0x\(String(magic, radix: 16))"))
                 }
             }
             let bigEndian = section.bigEndian
             let total = Int(bytes.captureUInt32(at: start + 4, bigEndian: bigEndian))
             guard total >= 12, total % 4 == 0 else {
-                return stop(at: start, .invalidBlock("block total length \(total) is not a multiple of 4 of at least 12"))
+                return stop(atIndex: start, .invalidBlock("block total length \(total) is not a multiple of 4 of at least 12"))
             }
-            guard total <= available else { return stop(at: start, .truncatedData(needed: total, available: available)) }
+            if total > available {
+                // A stream holds a block whole in its window, up to a bound.
+                if input != nil && total > Self.largestHeldBlock {
+                    return stop(
+                        atIndex: start,
+                        .lengthTooLarge(field: "block total length", value: total, maximum: Self.largestHeldBlock))
+                }
+                available = fill(total)
+                start = position
+                guard total <= available else { return shortOfInput(.truncatedData(needed: total, available: available)) }
+            }
             let trailer = Int(bytes.captureUInt32(at: start + total - 4, bigEndian: bigEndian))
             guard trailer == total else {
-                return stop(at: start, .invalidBlock("block trailing length \(trailer) differs from its total length \(total)"))
+                return stop(atIndex: start, .invalidBlock("block trailing length \(trailer) differs from its total length \(total)"))
             }
             let bodyEnd = start + total - 4
             switch type {
             case Self.pcapngSectionHeader:
-                guard total >= 28 else { return stop(at: start, .invalidBlock("section header block of \(total) octets")) }
+                guard total >= 28 else { return stop(atIndex: start, .invalidBlock("section header block of \(total) octets")) }
                 let major = bytes.captureUInt16(at: start + 12, bigEndian: bigEndian)
                 guard major == 1 else {
                     let minor = bytes.captureUInt16(at: start + 14, bigEndian: bigEndian)
-                    return stop(at: start, .invalidBlock("pcapng version \(major).\(minor) is not supported (expected 1.x)"))
+                    return stop(atIndex: start, .invalidBlock("pcapng version \(major).\(minor) is not supported (expected 1.x)"))
                 }
                 section.interfaces.removeAll()
             case Self.pcapngInterfaceDescription:
-                guard total >= 20 else { return stop(at: start, .invalidBlock("interface description block of \(total) octets")) }
+                guard total >= 20 else { return stop(atIndex: start, .invalidBlock("interface description block of \(total) octets")) }
                 var interface = PcapNGInterface(
                     linkType: PcapLinkType(rawValue: UInt32(bytes.captureUInt16(at: start + 8, bigEndian: bigEndian))),
                     snapLength: bytes.captureUInt32(at: start + 12, bigEndian: bigEndian))
                 if let problem = readInterfaceOptions(into: &interface, from: start + 16, to: bodyEnd, bigEndian: bigEndian) {
-                    return stop(at: start, .invalidBlock(problem))
+                    return stop(atIndex: start, .invalidBlock(problem))
                 }
                 if interface.linkType.isSupported {
                     section.sawSupportedInterface = true
@@ -123,7 +133,7 @@ extension CaptureReader {
                 }
                 section.interfaces.append(interface)
             case Self.pcapngEnhancedPacket, Self.pcapngObsoletePacket:
-                guard total >= 32 else { return stop(at: start, .invalidBlock("packet block of \(total) octets")) }
+                guard total >= 32 else { return stop(atIndex: start, .invalidBlock("packet block of \(total) octets")) }
                 let interfaceID: Int
                 if type == Self.pcapngEnhancedPacket {
                     interfaceID = Int(bytes.captureUInt32(at: start + 8, bigEndian: bigEndian))
@@ -135,7 +145,7 @@ extension CaptureReader {
                 let captured = Int(bytes.captureUInt32(at: start + 20, bigEndian: bigEndian))
                 let original = Int(bytes.captureUInt32(at: start + 24, bigEndian: bigEndian))
                 guard captured <= bodyEnd - (start + 28) else {
-                    return stop(at: start, .invalidBlock("captured length \(captured) overruns its \(total)-octet block"))
+                    return stop(atIndex: start, .invalidBlock("captured length \(captured) overruns its \(total)-octet block"))
                 }
                 if let record = packet(
                     interfaceID: interfaceID, ticks: high << 32 | low, start: start + 28, captured: captured,
@@ -146,9 +156,9 @@ extension CaptureReader {
                 if isFinished { return nil }
                 continue
             case Self.pcapngSimplePacket:
-                guard total >= 16 else { return stop(at: start, .invalidBlock("simple packet block of \(total) octets")) }
+                guard total >= 16 else { return stop(atIndex: start, .invalidBlock("simple packet block of \(total) octets")) }
                 guard let interface = section.interfaces.first else {
-                    return stop(at: start, .invalidBlock("simple packet block before any interface description"))
+                    return stop(atIndex: start, .invalidBlock("simple packet block before any interface description"))
                 }
                 let original = Int(bytes.captureUInt32(at: start + 8, bigEndian: bigEndian))
                 var captured = Swift.min(original, bodyEnd - (start + 12))
@@ -164,7 +174,7 @@ extension CaptureReader {
             default:
                 break
             }
-            offset = start + total
+            position = start + total
         }
     }
 
@@ -174,14 +184,14 @@ extension CaptureReader {
     ) -> CaptureRecord.Header? {
         guard interfaceID < section.interfaces.count else {
             return stop(
-                at: blockStart,
+                atIndex: blockStart,
                 .invalidBlock("packet on interface \(interfaceID), but the section describes \(section.interfaces.count)"))
         }
         let interface = section.interfaces[interfaceID]
         guard captured <= original else {
-            return stop(at: blockStart, .includedExceedsOriginal(included: captured, original: original))
+            return stop(atIndex: blockStart, .includedExceedsOriginal(included: captured, original: original))
         }
-        offset = blockEnd
+        position = blockEnd
         recordCount += 1
         guard interface.linkType.isSupported else {
             skippedCount += 1
@@ -190,7 +200,7 @@ extension CaptureReader {
         guard captured <= Self.pcapMaximumCapturedLength else {
             recordCount -= 1
             return stop(
-                at: blockStart,
+                atIndex: blockStart,
                 .lengthTooLarge(field: "captured length", value: captured, maximum: Self.pcapMaximumCapturedLength))
         }
         // A Simple Packet Block has no timestamp.

@@ -3,20 +3,34 @@ import Bluetooth
 import L2CAP
 import ATT
 
-/// A lazy reader over the records of a whole capture file held in memory: btsnoop (datalink
-/// 1002 H4 and 2001 Linux monitor), classic pcap and pcapng (link types 201, 187 and 254).
+/// A lazy reader over the records of a capture: btsnoop (datalink 1002 H4 and 2001 Linux
+/// monitor), classic pcap and pcapng (link types 201, 187 and 254).
 ///
-/// Records are slices of `bytes` (no per-record allocation). A damaged or truncated file
-/// decodes up to the damage: iteration then ends and `damage` says where and why, and
-/// `nextRecord()` throws it. Iterating with `for record in reader` works on a copy, so use
-/// `while let record = try reader.nextRecord()` (or `reader.next()` then `reader.damage`)
-/// when the damage matters.
+/// It reads either a whole file held in memory (`init(bytes:)`) or a stream (`init(input:)`:
+/// a file, a pipe, standard input, a followed file) through a bounded window: memory stays
+/// flat whatever the size of the capture. Records are slices of the window (no per-record
+/// allocation); a record keeps its window alive while it is kept.
+///
+/// A damaged or truncated capture decodes up to the damage: iteration then ends and `damage`
+/// says where and why, and `nextRecord()` throws it. Iterating with `for record in reader`
+/// works on a copy, so use `while let record = try reader.nextRecord()` (or `reader.next()`
+/// then `reader.damage`) when the damage matters. A streaming reader is single-pass: copies
+/// share its input.
+///
+/// A stream that has nothing more to read for now (a pipe, a followed file at its current end)
+/// ends `next()` with `isWaiting` set: `waitForInput()` blocks until there may be more, then
+/// `next()` goes on where it stopped.
 public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
-    /// The whole file.
-    public let bytes: [UInt8]
+    /// The octets the reader holds: the whole file for `init(bytes:)`; for a stream, the window
+    /// the last record lies in. `CaptureRecord.Header.range` indexes it until the next call.
+    public private(set) var bytes: [UInt8]
     public let format: CaptureFormat
+    /// File offset of `bytes[0]` (0 for a whole file in memory).
+    public private(set) var windowOffset = 0
+    /// Index in `bytes` of the next record (or block) header.
+    @usableFromInline var position: Int
     /// File offset of the next record (or block) header.
-    public internal(set) var offset: Int
+    public var offset: Int { windowOffset + position }
     /// Packet records consumed so far, including ones skipped for their link type: the number
     /// of the last record returned.
     public internal(set) var recordCount = 0
@@ -24,10 +38,18 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     public internal(set) var skippedCount = 0
     /// Set when decoding stopped before the end of the file.
     public internal(set) var damage: CaptureDamage?
+    /// Set when `next()` returned nil because a stream has nothing more to read yet (not its end).
+    public private(set) var isWaiting = false
+    /// Whether `waitForInput()` waits for a writer still writing (a followed file).
+    public var isFollowing: Bool { input?.isFollowing ?? false }
 
     @usableFromInline enum Mode: Sendable { case btsnoopH4, btsnoopMonitor, pcap, pcapng }
     @usableFromInline let mode: Mode
     @usableFromInline var isFinished = false
+    /// The stream read, nil for a whole file in memory.
+    let input: CaptureInput?
+    /// Whether everything the input will give is in `bytes` (always, for a file in memory).
+    @usableFromInline var inputEnded: Bool
     // Classic pcap header facts.
     var pcapLinkType = PcapLinkType(rawValue: 0)
     var pcapBigEndian = false
@@ -35,15 +57,58 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     // pcapng section state.
     var section = PcapNGSection()
 
+    /// Octets a streaming reader asks of its input at a time (its window, beyond what one
+    /// record or block needs).
+    public static let windowSize = 1 << 20
+    /// This reader's window size (`init(input:windowSize:)`).
+    private(set) var windowCapacity = CaptureReader.windowSize
+    /// Largest pcapng section header or interface description block a streaming reader
+    /// holds (other blocks it does not use are skipped however large).
+    public static let largestHeldBlock = 16 << 20
+
     /// Largest btsnoop included length: H4 indicator + ACL header + 65535 octets of data.
     public static let btsnoopMaximumIncludedLength = 1 + 4 + 65_535
     /// Largest pcap/pcapng captured length for an HCI link type: 4-octet pseudo-header + H4
     /// indicator + ACL header + 65535 octets of data.
     public static let pcapMaximumCapturedLength = 4 + 1 + 4 + 65_535
 
-    /// Sniffs the format by its magic number and validates the file header.
+    /// Sniffs the format of a whole capture held in memory by its magic number and validates
+    /// the file header.
     public init(bytes: [UInt8]) throws(HCIError) {
+        try self.init(window: bytes, input: nil, inputEnded: true)
+    }
+
+    /// Reads the capture `input` gives, `windowSize` octets at a time (more when one record
+    /// needs more): sniffs its format from the first octets (waiting for them on a pipe or a
+    /// followed file that is still empty).
+    public init(input: CaptureInput, windowSize: Int = CaptureReader.windowSize) throws(HCIError) {
+        var window: [UInt8] = []
+        var ended = false
+        let size = Swift.max(windowSize, 1)
+        // Enough for any file header, and what the first read gives beyond it.
+        while !ended && window.count < 24 {
+            var outcome = CaptureInput.ReadOutcome.end
+            window = Self.window(keeping: window[...], capacity: Swift.max(size, window.count + 1), from: input, outcome: &outcome)
+            switch outcome {
+            case .end: ended = true
+            case .failed(let error): throw .system(operation: "read \(input.name)", errno: error)
+            case .wouldWait:
+                switch input.wait() {
+                case .ready: break
+                case .gone: ended = true
+                case .failed(let error): throw .system(operation: "wait for \(input.name)", errno: error)
+                }
+            case .data: break
+            }
+        }
+        try self.init(window: window, input: input, inputEnded: ended)
+        windowCapacity = size
+    }
+
+    private init(window bytes: [UInt8], input: CaptureInput?, inputEnded: Bool) throws(HCIError) {
         self.bytes = bytes
+        self.input = input
+        self.inputEnded = inputEnded
         guard bytes.count >= 4 else {
             throw .captureFile("not a capture file: only \(bytes.count) octet(s), too short for any file header")
         }
@@ -67,7 +132,7 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             default: throw HCIError.unsupported(datalink: datalink)
             }
             format = .btsnoop(datalink)
-            offset = 16
+            position = 16
         case 0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1:
             let bigEndian = magic == 0xA1B2_C3D4 || magic == 0xA1B2_3C4D
             let nanosecond = magic == 0xA1B2_3C4D || magic == 0x4D3C_B2A1
@@ -86,14 +151,17 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             pcapBigEndian = bigEndian
             pcapNanosecond = nanosecond
             format = .pcap(linkType, nanosecond: nanosecond, bigEndian: bigEndian)
-            offset = 24
+            position = 24
         case 0x0A0D_0D0A:
             mode = .pcapng
             format = .pcapng
-            offset = 0
-            // Find out before the first record whether any interface carries HCI.
+            position = 0
+            // Find out before the first record whether any interface carries HCI: in what is
+            // held (for a stream, what its first read gave; the answer counts only when that
+            // is the whole stream).
             var probe = self
-            if probe.nextHeader() == nil {
+            probe.inputEnded = true
+            if probe.nextHeader() == nil, inputEnded {
                 if !probe.section.sawSupportedInterface, let linkType = probe.section.firstUnsupportedLinkType {
                     throw HCIError.unsupported(linkType: linkType)
                 }
@@ -111,6 +179,30 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     public mutating func next() -> CaptureRecord? {
         guard let header = nextHeader() else { return nil }
         return CaptureRecord(header, in: bytes)
+    }
+
+    /// After `next()` returned nil with `isWaiting`: blocks until the input may have more
+    /// (a followed file changed, a pipe became readable). A followed file deleted or renamed
+    /// away has ended: the reader then ends at what it holds (a partial record there is
+    /// damage). Returns false when the wait failed or a followed file shrank (`damage` says
+    /// so), or when the reader was not waiting.
+    public mutating func waitForInput() -> Bool {
+        guard isWaiting, let input else { return false }
+        isWaiting = false
+        switch input.wait() {
+        case .ready:
+            if let size = input.currentSize(), size < windowOffset + bytes.count {
+                _ = stop(at: offset, .inputFailed("the file shrank to \(size) octets while it was read (truncated or replaced)"))
+                return false
+            }
+            return true
+        case .gone:
+            inputEnded = true
+            return true
+        case .failed(let error):
+            _ = stop(at: offset, .inputFailed("waiting for \(input.name) failed: \(error)"))
+            return false
+        }
     }
 
     /// The next record's header (its bytes are `bytes[header.range]`), as `next()` would return
@@ -149,11 +241,90 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         return nil
     }
 
-    /// Ends iteration with `reason` at `offset`, for the record that would have been next.
+    /// Ends iteration with `reason` at file offset `offset`, for the record that would have
+    /// been next.
     mutating func stop(at offset: Int, _ reason: CaptureDamage.Reason) -> CaptureRecord.Header? {
         isFinished = true
         damage = CaptureDamage(recordNumber: recordCount + 1, offset: offset, reason: reason)
         return nil
+    }
+
+    /// Ends iteration with `reason` at index `index` of `bytes`.
+    mutating func stop(atIndex index: Int, _ reason: CaptureDamage.Reason) -> CaptureRecord.Header? {
+        stop(at: windowOffset + index, reason)
+    }
+
+    // MARK: - The window
+
+    /// Makes `count` octets from `position` available if the input has them: for a stream, a
+    /// new window holding the octets not yet read and what the input gives beyond them
+    /// (`position` moves to 0 of it). Returns the octets available from `position`: fewer than
+    /// `count` at the end of the input, or with `isWaiting` set when a stream has nothing more
+    /// for now, or at a read failure (`inputFailure` set).
+    @inline(__always) @usableFromInline
+    mutating func fill(_ count: Int) -> Int {
+        let available = bytes.count - position
+        if available >= count || inputEnded { return available }
+        return refill(count)
+    }
+
+    @usableFromInline
+    mutating func refill(_ count: Int) -> Int {
+        isWaiting = false
+        guard let input, readFailure == nil else { return bytes.count - position }
+        var outcome = CaptureInput.ReadOutcome.end
+        let window = Self.window(
+            keeping: bytes[position...], capacity: Swift.max(windowCapacity, count), from: input, outcome: &outcome)
+        windowOffset += position
+        bytes = window
+        position = 0
+        windowGeneration &+= 1
+        switch outcome {
+        case .end: inputEnded = true
+        case .wouldWait: if bytes.count < count { isWaiting = true }
+        case .failed(let error): readFailure = error
+        case .data: break
+        }
+        return bytes.count
+    }
+
+    /// A new window of `capacity` octets at most: `kept`, then what `input` gives without
+    /// waiting. `outcome` is the last read's (`.data` when the window filled up).
+    static func window(
+        keeping kept: ArraySlice<UInt8>, capacity: Int, from input: CaptureInput, outcome: inout CaptureInput.ReadOutcome
+    ) -> [UInt8] {
+        var last = CaptureInput.ReadOutcome.data(0)
+        let window = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            kept.withUnsafeBufferPointer { old in
+                if let source = old.baseAddress, old.count > 0 { buffer.baseAddress!.initialize(from: source, count: old.count) }
+            }
+            initialized = kept.count
+            while initialized < capacity {
+                last = input.read(into: buffer.baseAddress! + initialized, count: capacity - initialized)
+                guard case .data(let count) = last else { break }
+                initialized += count
+            }
+        }
+        outcome = last
+        return window
+    }
+
+    /// Counts the windows a stream has had: a record's `Header.range` indexes the window of
+    /// the generation current when it was returned.
+    public private(set) var windowGeneration = 0
+
+    /// The read(2) failure that ended a stream, if one did.
+    @usableFromInline var readFailure: Errno? = nil
+
+    /// What a parser does when fewer than `needed` octets are held at `position`: waits (nil,
+    /// `isWaiting`), stops at a read failure, or (at the end of the input) reports `truncation`.
+    @usableFromInline
+    mutating func shortOfInput(_ truncation: CaptureDamage.Reason) -> CaptureRecord.Header? {
+        if isWaiting { return nil }
+        if let readFailure {
+            return stop(atIndex: position, .inputFailed("reading \(input?.name ?? "the input") failed: \(readFailure)"))
+        }
+        return stop(atIndex: position, truncation)
     }
 
     /// A record whose packet begins with an H4 indicator at `start` (btsnoop 1002, pcap 187

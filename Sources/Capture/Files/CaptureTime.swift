@@ -64,6 +64,51 @@ public enum CaptureTime {
             + "." + pad(Int64(fraction), 6)
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS.uuuuuuZ`: RFC 3339 in UTC.
+    public static func rfc3339(_ microseconds: Int64) -> String {
+        var text = utcString(microseconds)
+        if let space = text.firstIndex(of: " ") { text.replaceSubrange(space...space, with: "T") }
+        return text + "Z"
+    }
+
+    /// Unix microseconds of a UTC civil time (proleptic Gregorian; no range checks: the caller
+    /// validates the fields).
+    public static func unixMicroseconds(
+        year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, microsecond: Int64
+    ) -> Int64 {
+        let days = daysSinceEpoch(year: year, month: month, day: day)
+        return ((days * 24 + hour) * 60 + minute) * 60_000_000 + second * 1_000_000 + microsecond
+    }
+
+    /// Days from 1970-01-01 to a civil date (Howard Hinnant's days-from-civil, the inverse of
+    /// `civil(daysSinceEpoch:)`).
+    static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The local civil time (the TZ environment's zone, as btmon shows it) of whole Unix
+    /// seconds: year, month, day, hour, minute, second.
+    public static func localTime(seconds: Int64) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard localtime_r(&time, &parts) != nil else {
+            // Out of the C library's range: UTC from our own arithmetic.
+            let days = (seconds >= 0 ? seconds : seconds - 86_399) / 86_400
+            let secondOfDay = seconds - days * 86_400
+            let (year, month, day) = civil(daysSinceEpoch: days)
+            return (year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
+        }
+        return (
+            Int64(parts.tm_year) + 1900, Int64(parts.tm_mon) + 1, Int64(parts.tm_mday), Int64(parts.tm_hour),
+            Int64(parts.tm_min), Int64(parts.tm_sec)
+        )
+    }
+
     /// Year, month (1–12) and day (1–31) of a day count from 1970-01-01 (Howard Hinnant's
     /// days-to-civil algorithm on 400-year eras).
     static func civil(daysSinceEpoch: Int64) -> (year: Int64, month: Int64, day: Int64) {

@@ -16,46 +16,88 @@ public struct DumpCommand {
         self.json = json
     }
 
-    /// Decodes the file, writing to `output`. Returns the damage message when the file could
-    /// not be read to its end (everything before the damage has been written).
+    /// Decodes the capture, writing to `output`. Returns the damage message when the capture
+    /// could not be read to its end (everything before the damage has been written).
     public func run(output: inout BufferedOutput) throws -> String? {
         let database = try options.services.map { try ServicesJSON.load(path: $0) }
-        var reader = try CaptureFile.open(path: options.path)
+        var reader =
+            options.readsStandardInput
+            ? try CaptureFile.standardInput() : try CaptureFile.open(path: options.path, follow: options.follow)
         var decoder = CaptureDecoder()
-        var damage: String?
-        if options.summary, FilteredSummaryVisitor.filters(options) {
+        let name = options.readsStandardInput ? "standard input" : options.path
+        if let writePath = options.writePath {
+            var visitor = try FilteredWriteVisitor(options: options, path: writePath, format: reader.format)
+            Self.decodeAll(&reader, &decoder, &visitor) { try? $0.flush() }
+            try visitor.finish()
+            output.writeLine(
+                "\(visitor.writtenCount) of \(reader.recordCount) record\(reader.recordCount == 1 ? "" : "s") written to \(writePath)")
+        } else if options.summary, FilteredSummaryVisitor.filters(options) {
             // The filters decide per record: the full decode, counting what they show.
             var visitor = FilteredSummaryVisitor(options: options)
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
-            damage = reader.damage?.description
-            visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
+            Self.decodeAll(&reader, &decoder, &visitor) { _ in }
+            visitor.summary.write(json: json, file: name, damage: reader.damage?.description, output: &output)
         } else if options.summary {
             var visitor = SummaryVisitor()
             decoder.countAll(&reader, visitor: &visitor)
-            damage = reader.damage?.description
-            visitor.summary.write(json: json, file: options.path, damage: damage, output: &output)
+            visitor.summary.write(json: json, file: name, damage: reader.damage?.description, output: &output)
         } else if json {
             var visitor = JSONDumpVisitor(options: options, format: reader.format, output: output, database: database)
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            Self.decodeAll(&reader, &decoder, &visitor) { $0.output.flush() }
             output = visitor.output
-            damage = reader.damage?.description
         } else {
             var visitor = TextDumpVisitor(options: options, output: output, database: database)
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            Self.decodeAll(&reader, &decoder, &visitor) { $0.output.flush() }
             output = visitor.output
-            damage = reader.damage?.description
         }
         output.flush()
-        return damage
+        return reader.damage?.description
+    }
+
+    /// Decodes every record of `reader`; when a stream has nothing more for now (a pipe, a
+    /// followed file), `beforeWaiting` (a flush) and then a wait for more.
+    static func decodeAll<V: CaptureVisitor>(
+        _ reader: inout CaptureReader, _ decoder: inout CaptureDecoder, _ visitor: inout V, beforeWaiting: (inout V) -> Void
+    ) {
+        while true {
+            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
+            guard reader.isWaiting else { return }
+            beforeWaiting(&visitor)
+            guard reader.waitForInput() else { return }
+        }
     }
 }
 
-/// The `--conn`, `--handle`, `--att-only`, `--adv-only` filters.
+/// The `--conn`, `--handle`, `--att-only`, `--adv-only`, `--from` and `--to` filters. The time
+/// bounds apply to the record `enter(_:)` was last given.
 struct DumpFilter {
     var options: DumpOptions
+    /// The first record's time (`--from`/`--to` in seconds count from it).
+    private(set) var origin: Int64?
+    /// Whether the current record lies within `--from`/`--to`.
+    private(set) var inTime = true
+    private var low = Int64.min
+    private var high = Int64.max
+    private let bounded: Bool
+
+    init(options: DumpOptions) {
+        self.options = options
+        bounded = options.from != nil || options.to != nil
+    }
+
+    /// Takes the next record's time.
+    @inline(__always)
+    mutating func enter(_ record: CaptureRecord) {
+        guard bounded else { return }
+        if origin == nil {
+            origin = record.timestamp
+            low = options.from?.unixMicroseconds(origin: record.timestamp) ?? .min
+            high = options.to?.unixMicroseconds(origin: record.timestamp) ?? .max
+        }
+        inTime = record.timestamp >= low && record.timestamp <= high
+    }
 
     func shows(att item: ATTItem) -> Bool {
-        if options.advOnly { return false }
+        if options.advOnly || !inTime { return false }
         if let connection = options.connection, item.connectionHandle != connection { return false }
         if let handle = options.attributeHandle {
             guard let pdu = item.pdu ?? item.lenientPDU else { return false }
@@ -65,12 +107,12 @@ struct DumpFilter {
     }
 
     func showsAdvertising() -> Bool {
-        !options.attOnly && options.connection == nil && options.attributeHandle == nil
+        !options.attOnly && options.connection == nil && options.attributeHandle == nil && inTime
     }
 
     /// Whether a whole HCI packet line is shown in text mode.
     func shows(packet: HCIPacket?) -> Bool {
-        if options.attOnly || options.advOnly || options.attributeHandle != nil { return false }
+        if options.attOnly || options.advOnly || options.attributeHandle != nil || !inTime { return false }
         guard let connection = options.connection else { return true }
         switch packet {
         case .acl(let acl)?: return acl.handle == connection
@@ -130,6 +172,7 @@ struct JSONDumpVisitor: CaptureVisitor {
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         // Every record moves the time origin, as Wireshark's `time` counts from frame 1.
         writer.noteTime(of: record)
+        filter.enter(record)
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {

@@ -153,7 +153,7 @@ struct CaptureSummary {
 /// choices as the text and JSON dumps make), from the full decode.
 struct FilteredSummaryVisitor: CaptureVisitor {
     var counter = SummaryVisitor()
-    let filter: DumpFilter
+    var filter: DumpFilter
 
     init(options: DumpOptions) {
         filter = DumpFilter(options: options)
@@ -162,18 +162,21 @@ struct FilteredSummaryVisitor: CaptureVisitor {
         if let handle = options.attributeHandle { words.append("--handle 0x" + hex(handle, 4)) }
         if options.attOnly { words.append("--att-only") }
         if options.advOnly { words.append("--adv-only") }
+        if let from = options.from { words.append("--from \(from)") }
+        if let to = options.to { words.append("--to \(to)") }
         counter.summary.filter = words.joined(separator: " ")
     }
 
     /// Whether a filter is set (else the fast count serves).
     static func filters(_ options: DumpOptions) -> Bool {
         options.connection != nil || options.attributeHandle != nil || options.attOnly || options.advOnly
+            || options.from != nil || options.to != nil
     }
 
     /// L2CAP frames and drops other than ATT: shown with the whole packets.
     private func showsL2CAP(_ connectionHandle: UInt16?) -> Bool {
         let options = filter.options
-        guard !options.attOnly, !options.advOnly, options.attributeHandle == nil else { return false }
+        guard !options.attOnly, !options.advOnly, options.attributeHandle == nil, filter.inTime else { return false }
         guard let connection = options.connection else { return true }
         return connectionHandle == connection
     }
@@ -181,6 +184,7 @@ struct FilteredSummaryVisitor: CaptureVisitor {
     var summary: CaptureSummary { counter.summary }
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
+        filter.enter(record)
         if filter.shows(packet: packet) { counter.visit(record: record, packet: packet, error: error) }
     }
 

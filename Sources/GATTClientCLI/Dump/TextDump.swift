@@ -17,20 +17,32 @@ struct TextDumpVisitor: CaptureVisitor {
     var shownRecord = false
 
     var annotator: GATTAnnotator
+    /// `-t` / `-T`: local time instead of seconds since the first record.
+    var localTime: LocalTimeColumn?
 
     init(options: DumpOptions, output: BufferedOutput, database: GATTDatabase? = nil) {
         filter = DumpFilter(options: options)
         self.output = output
         annotator = GATTAnnotator(database: database)
+        switch options.time {
+        case .relative: localTime = nil
+        case .timeOfDay: localTime = LocalTimeColumn(withDate: false)
+        case .dateAndTime: localTime = LocalTimeColumn(withDate: true)
+        }
     }
 
     mutating func prefix(_ record: CaptureRecord) -> String {
         let start = origin ?? record.timestamp
         if origin == nil { origin = start }
-        let delta = record.timestamp - start
-        let seconds = String(delta / 1_000_000)
-        let micros = String((delta % 1_000_000).magnitude)
-        let time = seconds + "." + String(repeating: "0", count: 6 - micros.count) + micros
+        let time: String
+        if localTime != nil {
+            time = localTime!.text(record.timestamp)
+        } else {
+            let delta = record.timestamp - start
+            let seconds = String(delta / 1_000_000)
+            let micros = String((delta % 1_000_000).magnitude)
+            time = seconds + "." + String(repeating: "0", count: 6 - micros.count) + micros
+        }
         let frame = "#\(record.number)"
         let arrow: String
         switch record.direction {
@@ -42,6 +54,7 @@ struct TextDumpVisitor: CaptureVisitor {
     }
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
+        filter.enter(record)
         let start = prefix(record)
         shownRecord = filter.shows(packet: packet)
         guard shownRecord else { return }

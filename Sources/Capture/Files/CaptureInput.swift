@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Bluetooth
+import HCI
+
+/// Where a streaming `CaptureReader` reads its octets: a file, a pipe or standard input, and
+/// for a followed file an inotify watch that wakes the reader when the file grows.
+///
+/// Reads never block: a pipe with nothing to read, or a followed file at its current end, says
+/// `.wouldWait`, and `wait()` then blocks (without CPU) until there is more. The reader's caller
+/// decides when to wait, so that it can flush its own output first.
+/// - SeeAlso: inotify(7), poll(2)
+public final class CaptureInput: Sendable {
+    /// The descriptor read from.
+    public let fileDescriptor: Int32
+    /// A name for messages: the path, or "standard input".
+    public let name: String
+    /// Whether the input is followed: its end is only where the writer has got to.
+    public let isFollowing: Bool
+    private let ownsDescriptor: Bool
+    /// A regular file (reads never wait unless followed); otherwise a pipe, socket or terminal,
+    /// polled before each read.
+    private let isRegularFile: Bool
+    /// The inotify instance watching a followed file, or -1.
+    private let watch: Int32
+
+    /// What one read gave.
+    public enum ReadOutcome: Equatable, Sendable {
+        /// This many octets.
+        case data(Int)
+        /// The end of the input: a file's end, or a pipe whose writers are gone.
+        case end
+        /// Nothing now; `wait()` blocks until there may be more.
+        case wouldWait
+        /// read(2) failed.
+        case failed(Errno)
+    }
+
+    /// What `wait()` found.
+    public enum WaitOutcome: Equatable, Sendable {
+        /// There may be more to read.
+        case ready
+        /// A followed file was deleted or renamed away: nothing more will come.
+        case gone
+        /// The wait failed.
+        case failed(Errno)
+    }
+
+    /// Opens the file at `path`; `follow` watches it for appended octets (inotify) and makes
+    /// its end a place to wait instead of the end of the input.
+    public init(path: String, follow: Bool = false) throws(HCIError) {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .system(operation: "open \(path)", errno: .current) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let failure = Errno.current
+            _ = Glibc.close(descriptor)
+            throw .system(operation: "stat \(path)", errno: failure)
+        }
+        if status.st_mode & S_IFMT == S_IFDIR {
+            _ = Glibc.close(descriptor)
+            throw .system(operation: "read \(path)", errno: Errno(rawValue: EISDIR))
+        }
+        let regular = status.st_mode & S_IFMT == S_IFREG
+        var watch: Int32 = -1
+        if follow && regular {
+            watch = inotify_init1(Int32(IN_CLOEXEC))
+            let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+            guard watch >= 0, inotify_add_watch(watch, path, mask) >= 0 else {
+                let failure = Errno.current
+                if watch >= 0 { _ = Glibc.close(watch) }
+                _ = Glibc.close(descriptor)
+                throw .system(operation: "inotify \(path)", errno: failure)
+            }
+        }
+        self.fileDescriptor = descriptor
+        self.name = path
+        self.isFollowing = follow
+        self.ownsDescriptor = true
+        self.isRegularFile = regular
+        self.watch = watch
+    }
+
+    /// Reads `descriptor` (standard input by default) without taking ownership of it.
+    public init(fileDescriptor descriptor: Int32 = STDIN_FILENO, name: String = "standard input") {
+        var status = stat()
+        let regular = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        self.fileDescriptor = descriptor
+        self.name = name
+        self.isFollowing = false
+        self.ownsDescriptor = false
+        self.isRegularFile = regular
+        self.watch = -1
+    }
+
+    deinit {
+        if ownsDescriptor { _ = Glibc.close(fileDescriptor) }
+        if watch >= 0 { _ = Glibc.close(watch) }
+    }
+
+    /// Reads at most `count` octets into `buffer`, without blocking.
+    public func read(into buffer: UnsafeMutableRawPointer, count: Int) -> ReadOutcome {
+        if !isRegularFile {
+            var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+            while true {
+                let ready = poll(&descriptor, 1, 0)
+                if ready < 0 && errno == EINTR { continue }
+                if ready < 0 { return .failed(.current) }
+                if ready == 0 { return .wouldWait }
+                break
+            }
+        }
+        while true {
+            let result = Glibc.read(fileDescriptor, buffer, count)
+            if result > 0 { return .data(result) }
+            if result == 0 { return isFollowing && isRegularFile ? .wouldWait : .end }
+            if errno == EINTR { continue }
+            if errno == EAGAIN { return .wouldWait }
+            return .failed(.current)
+        }
+    }
+
+    /// Blocks until there may be more to read: a followed file's next change (inotify), or a
+    /// pipe's next octets or hang-up (poll). Returns at once for a regular file not followed.
+    public func wait() -> WaitOutcome {
+        if watch >= 0 {
+            // inotify events are at least 16 octets and at most 16 + NAME_MAX + 1; the watch is
+            // on the file itself, so its events carry no name.
+            var events = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = events.withUnsafeMutableBytes { Glibc.read(watch, $0.baseAddress!, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { return .failed(.current) }
+                var offset = 0
+                var gone = false
+                while count - offset >= 16 {
+                    let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
+                    let nameLength = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
+                    if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 { gone = true }
+                    offset += 16 + nameLength
+                }
+                return gone ? .gone : .ready
+            }
+        }
+        if isRegularFile { return .ready }
+        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&descriptor, 1, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { return .failed(.current) }
+            return .ready
+        }
+    }
+
+    /// The file's size now (a followed file that shrank was truncated under the reader).
+    func currentSize() -> Int? {
+        guard isRegularFile else { return nil }
+        var status = stat()
+        guard fstat(fileDescriptor, &status) == 0 else { return nil }
+        return Int(status.st_size)
+    }
+}
