@@ -135,7 +135,12 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Writes `text` to the child's stdin (blocking; the child reads it).
     public func write(_ text: String) throws {
-        var bytes = Array(text.utf8)
+        try write(bytes: Array(text.utf8))
+    }
+
+    /// Writes `bytes` to the child's stdin (blocking; the child reads it).
+    public func write(bytes: [UInt8]) throws {
+        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { Glibc.write(standardInput, $0.baseAddress! + offset, $0.count - offset) }
@@ -201,7 +206,7 @@ public final class ChildProcess: @unchecked Sendable {
             let ready = Glibc.poll(&entry, 1, Int32(min(1000, left.components.seconds * 1000 + 1)))
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
-            let count = chunk.withUnsafeMutableBytes { read(standardOutput, $0.baseAddress!, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(standardOutput, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw Failure("\(name): reading stdout failed: errno \(errno)")
@@ -209,6 +214,32 @@ public final class ChildProcess: @unchecked Sendable {
             if count == 0 { return result }
             result += chunk[0..<count]
         }
+    }
+
+    /// Reads stdout until `done` holds for everything read (`prefix`, what an earlier call
+    /// returned, then what comes now), waiting at most `timeout` seconds; returns everything.
+    public func read(
+        after prefix: [UInt8] = [], until done: ([UInt8]) -> Bool, within timeout: Double
+    ) throws -> [UInt8] {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        var result = prefix
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while !done(result) {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw Failure("\(name) did not write what was awaited within \(timeout) s") }
+            var entry = pollfd(fd: standardOutput, events: Int16(POLLIN), revents: 0)
+            let ready = Glibc.poll(&entry, 1, Int32(min(1000, left.components.seconds * 1000 + 1)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(standardOutput, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw Failure("\(name): reading stdout failed: errno \(errno)")
+            }
+            if count == 0 { throw Failure("\(name) closed its output before writing what was awaited") }
+            result += chunk[0..<count]
+        }
+        return result
     }
 
     /// Runs `arguments` to completion: its stdout and exit code, bounded by `timeout`.

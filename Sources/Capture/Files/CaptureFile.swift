@@ -12,8 +12,11 @@ public enum CaptureFile {
     /// that streams it through a bounded window (`CaptureReader.windowSize`), whatever its size.
     /// `follow` keeps reading as another program appends to it (`CaptureReader.waitForInput()`
     /// waits on inotify at its current end).
-    public static func open(path: String, follow: Bool = false) throws(HCIError) -> CaptureReader {
-        try CaptureReader(input: CaptureInput(path: path, follow: follow))
+    /// A wait also ends when `interrupt` (if not -1) becomes readable.
+    public static func open(
+        path: String, follow: Bool = false, interrupt: Int32 = -1, windowSize: Int = CaptureReader.windowSize
+    ) throws(HCIError) -> CaptureReader {
+        try CaptureReader(input: CaptureInput(path: path, follow: follow, interrupt: interrupt), windowSize: windowSize)
     }
 
     /// A reader of the capture arriving on standard input (`btmon -w /dev/stdout | …`, adb).

@@ -26,6 +26,8 @@ public final class CaptureInput: Sendable {
     private let isRegularFile: Bool
     /// The inotify instance watching a followed file, or -1.
     private let watch: Int32
+    /// A descriptor that becomes readable to end a wait (a Ctrl-C's self-pipe), or -1.
+    private let interrupt: Int32
 
     /// What one read gave.
     public enum ReadOutcome: Equatable, Sendable {
@@ -43,15 +45,18 @@ public final class CaptureInput: Sendable {
     public enum WaitOutcome: Equatable, Sendable {
         /// There may be more to read.
         case ready
-        /// A followed file was deleted or renamed away: nothing more will come.
+        /// A followed file was deleted: nothing more will come.
         case gone
+        /// The interrupt descriptor became readable (the user ended the follow).
+        case interrupted
         /// The wait failed.
         case failed(Errno)
     }
 
     /// Opens the file at `path`; `follow` watches it for appended octets (inotify) and makes
-    /// its end a place to wait instead of the end of the input.
-    public init(path: String, follow: Bool = false) throws(HCIError) {
+    /// its end a place to wait instead of the end of the input. A wait also ends when
+    /// `interrupt` (if not -1) becomes readable.
+    public init(path: String, follow: Bool = false, interrupt: Int32 = -1) throws(HCIError) {
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system(operation: "open \(path)", errno: .current) }
         var status = stat()
@@ -68,7 +73,7 @@ public final class CaptureInput: Sendable {
         var watch: Int32 = -1
         if follow && regular {
             watch = inotify_init1(Int32(IN_CLOEXEC))
-            let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+            let mask = UInt32(IN_MODIFY | IN_DELETE_SELF | IN_ATTRIB)
             guard watch >= 0, inotify_add_watch(watch, path, mask) >= 0 else {
                 let failure = Errno.current
                 if watch >= 0 { _ = Glibc.close(watch) }
@@ -82,6 +87,7 @@ public final class CaptureInput: Sendable {
         self.ownsDescriptor = true
         self.isRegularFile = regular
         self.watch = watch
+        self.interrupt = interrupt
     }
 
     /// Reads `descriptor` (standard input by default) without taking ownership of it.
@@ -94,6 +100,7 @@ public final class CaptureInput: Sendable {
         self.ownsDescriptor = false
         self.isRegularFile = regular
         self.watch = -1
+        self.interrupt = -1
     }
 
     deinit {
@@ -127,6 +134,16 @@ public final class CaptureInput: Sendable {
     /// pipe's next octets or hang-up (poll). Returns at once for a regular file not followed.
     public func wait() -> WaitOutcome {
         if watch >= 0 {
+            var descriptors = [
+                pollfd(fd: watch, events: Int16(POLLIN), revents: 0), pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
+            ]
+            while true {
+                let ready = poll(&descriptors, interrupt >= 0 ? 2 : 1, -1)
+                if ready < 0 && errno == EINTR { continue }
+                if ready < 0 { return .failed(.current) }
+                break
+            }
+            if interrupt >= 0, descriptors[1].revents != 0 { return .interrupted }
             // inotify events are at least 16 octets and at most 16 + NAME_MAX + 1; the watch is
             // on the file itself, so its events carry no name.
             var events = [UInt8](repeating: 0, count: 4096)
@@ -136,11 +153,19 @@ public final class CaptureInput: Sendable {
                 if count < 0 { return .failed(.current) }
                 var offset = 0
                 var gone = false
+                var attributes = false
                 while count - offset >= 16 {
                     let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
                     let nameLength = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
-                    if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 { gone = true }
+                    if mask & UInt32(IN_DELETE_SELF | IN_IGNORED) != 0 { gone = true }
+                    if mask & UInt32(IN_ATTRIB) != 0 { attributes = true }
                     offset += 16 + nameLength
+                }
+                // While this reader holds the file open, its deletion shows as a link count
+                // of 0 (IN_ATTRIB), not IN_DELETE_SELF. A renamed file is still the writer's.
+                if attributes {
+                    var status = stat()
+                    if fstat(fileDescriptor, &status) == 0, status.st_nlink == 0 { gone = true }
                 }
                 return gone ? .gone : .ready
             }

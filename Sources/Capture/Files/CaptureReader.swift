@@ -82,27 +82,48 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     /// needs more): sniffs its format from the first octets (waiting for them on a pipe or a
     /// followed file that is still empty).
     public init(input: CaptureInput, windowSize: Int = CaptureReader.windowSize) throws(HCIError) {
-        var window: [UInt8] = []
-        var ended = false
         let size = Swift.max(windowSize, 1)
         // Enough for any file header, and what the first read gives beyond it.
-        while !ended && window.count < 24 {
+        var (window, ended) = try Self.read(adding: size, to: [], atLeast: 24, from: input)
+        // pcapng: whether any interface carries HCI is known at the first packet on one (or at
+        // the end): read on until then, as the whole-file reader sees it, up to the bound on
+        // what a stream holds.
+        if window.count >= 4, window.captureUInt32(at: 0, bigEndian: true) == Self.pcapngSectionHeader {
+            while !ended, window.count < Self.largestHeldBlock {
+                var probe = try CaptureReader(window: window, input: nil, inputEnded: false)
+                if probe.nextHeader() != nil { break }
+                (window, ended) = try Self.read(adding: Swift.max(size, window.count), to: window, atLeast: window.count + 1, from: input)
+            }
+        }
+        try self.init(window: window, input: input, inputEnded: ended)
+        windowCapacity = size
+    }
+
+    /// `window` and what `input` gives after it, `adding` octets at most, waiting until there
+    /// are `atLeast` octets or the input ends; whether it ended.
+    private static func read(
+        adding count: Int, to window: [UInt8], atLeast minimum: Int, from input: CaptureInput
+    ) throws(HCIError) -> ([UInt8], Bool) {
+        var window = window
+        var ended = false
+        let capacity = window.count + count
+        while !ended && window.count < minimum {
             var outcome = CaptureInput.ReadOutcome.end
-            window = Self.window(keeping: window[...], capacity: Swift.max(size, window.count + 1), from: input, outcome: &outcome)
+            window = Self.window(keeping: window[...], capacity: Swift.max(capacity, window.count + 1), from: input, outcome: &outcome)
             switch outcome {
             case .end: ended = true
             case .failed(let error): throw .system(operation: "read \(input.name)", errno: error)
             case .wouldWait:
+                guard window.count < minimum else { break }
                 switch input.wait() {
                 case .ready: break
-                case .gone: ended = true
+                case .gone, .interrupted: ended = true
                 case .failed(let error): throw .system(operation: "wait for \(input.name)", errno: error)
                 }
             case .data: break
             }
         }
-        try self.init(window: window, input: input, inputEnded: ended)
-        windowCapacity = size
+        return (window, ended)
     }
 
     private init(window bytes: [UInt8], input: CaptureInput?, inputEnded: Bool) throws(HCIError) {
@@ -182,10 +203,10 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     }
 
     /// After `next()` returned nil with `isWaiting`: blocks until the input may have more
-    /// (a followed file changed, a pipe became readable). A followed file deleted or renamed
-    /// away has ended: the reader then ends at what it holds (a partial record there is
-    /// damage). Returns false when the wait failed or a followed file shrank (`damage` says
-    /// so), or when the reader was not waiting.
+    /// (a followed file changed, a pipe became readable). A followed file deleted has ended: the reader then ends at what it holds (a partial record there is
+    /// damage). Returns false when the wait was interrupted (the input's interrupt
+    /// descriptor), when it failed or a followed file shrank (`damage` says so), or when the
+    /// reader was not waiting.
     public mutating func waitForInput() -> Bool {
         guard isWaiting, let input else { return false }
         isWaiting = false
@@ -199,6 +220,8 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         case .gone:
             inputEnded = true
             return true
+        case .interrupted:
+            return false
         case .failed(let error):
             _ = stop(at: offset, .inputFailed("waiting for \(input.name) failed: \(error)"))
             return false

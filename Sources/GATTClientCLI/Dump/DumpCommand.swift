@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import BLE
 import Capture
 import ATT
@@ -10,6 +15,8 @@ import L2CAP
 public struct DumpCommand {
     public var options: DumpOptions
     public var json: Bool
+    /// The streaming reader's window (tests set small ones to cross window boundaries often).
+    var windowSize = CaptureReader.windowSize
 
     public init(options: DumpOptions, json: Bool) {
         self.options = options
@@ -20,9 +27,15 @@ public struct DumpCommand {
     /// could not be read to its end (everything before the damage has been written).
     public func run(output: inout BufferedOutput) throws -> String? {
         let database = try options.services.map { try ServicesJSON.load(path: $0) }
+        // Following, Ctrl-C (or SIGTERM) is the normal end: it ends the wait through a pipe,
+        // and the dump finishes as at the end of a file (exit 0, everything written).
+        let interrupt = options.follow ? try FollowInterrupt() : nil
+        defer { interrupt?.stop() }
         var reader =
             options.readsStandardInput
-            ? try CaptureFile.standardInput() : try CaptureFile.open(path: options.path, follow: options.follow)
+            ? try CaptureFile.standardInput()
+            : try CaptureFile.open(
+                path: options.path, follow: options.follow, interrupt: interrupt?.descriptor ?? -1, windowSize: windowSize)
         var decoder = CaptureDecoder()
         let name = options.readsStandardInput ? "standard input" : options.path
         if let writePath = options.writePath {
@@ -64,6 +77,31 @@ public struct DumpCommand {
             beforeWaiting(&visitor)
             guard reader.waitForInput() else { return }
         }
+    }
+}
+
+/// SIGINT and SIGTERM onto a pipe whose read end a followed capture's wait watches.
+final class FollowInterrupt: Sendable {
+    let descriptor: Int32
+    private let writeEnd: Int32
+    private let signals = SignalWatch()
+
+    init() throws(HCIError) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw .system(operation: "pipe", errno: .current) }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        descriptor = ends[0]
+        writeEnd = ends[1]
+        signals.start { [writeEnd] _ in
+            var byte: UInt8 = 1
+            _ = Glibc.write(writeEnd, &byte, 1)
+        }
+    }
+
+    func stop() {
+        signals.stop()
+        _ = Glibc.close(descriptor)
+        _ = Glibc.close(writeEnd)
     }
 }
 
