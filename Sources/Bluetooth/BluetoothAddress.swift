@@ -60,16 +60,22 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
 
     /// `AA:BB:CC:DD:EE:FF` in the chosen case (Wireshark prints lower case).
     public func format(uppercase: Bool) -> String {
-        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
         var out = [UInt8]()
         out.reserveCapacity(17)
+        writeText(to: &out, uppercase: uppercase)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `format(uppercase:)`'s text.
+    @inlinable
+    public func writeText(to text: inout [UInt8], uppercase: Bool = true) {
+        let digits = uppercase ? TextDigits.upper : TextDigits.lower
         for index in stride(from: 5, through: 0, by: -1) {
             let octet = UInt8(truncatingIfNeeded: rawValue >> (index * 8))
-            out.append(digits[Int(octet >> 4)])
-            out.append(digits[Int(octet & 0x0F)])
-            if index > 0 { out.append(UInt8(ascii: ":")) }
+            text.append(digits[Int(octet >> 4)])
+            text.append(digits[Int(octet & 0x0F)])
+            if index > 0 { text.append(UInt8(ascii: ":")) }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The sub-type a random address's two most significant bits give (Core 5.4 Vol 6 Part B §1.3.2).

@@ -85,18 +85,30 @@ public enum BluetoothUUID: Sendable, CustomStringConvertible {
     public var description: String { text(uppercase: true) }
 
     public func text(uppercase: Bool) -> String {
-        func hex<T: BinaryInteger>(_ value: T, _ digits: Int) -> String {
-            let raw = String(value, radix: 16, uppercase: uppercase)
-            return String(repeating: "0", count: max(0, digits - raw.count)) + raw
-        }
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        writeText(to: &out, uppercase: uppercase)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `text(uppercase:)`'s text.
+    @inlinable
+    public func writeText(to text: inout [UInt8], uppercase: Bool = true) {
         switch self {
-        case .bit16(let v): return hex(v, 4)
-        case .bit32(let v): return hex(v, 8)
+        case .bit16(let v): text.appendHex(v, digits: 4, uppercase: uppercase)
+        case .bit32(let v): text.appendHex(v, digits: 8, uppercase: uppercase)
         case .bit128(let v):
-            let s = hex(v, 32)
-            let c = Array(s)
-            return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-"
-                + String(c[16..<20]) + "-" + String(c[20..<32])
+            let high = UInt64(truncatingIfNeeded: v >> 64)
+            let low = UInt64(truncatingIfNeeded: v)
+            text.appendHex(UInt32(truncatingIfNeeded: high >> 32), digits: 8, uppercase: uppercase)
+            text.append(UInt8(ascii: "-"))
+            text.appendHex(UInt16(truncatingIfNeeded: high >> 16), digits: 4, uppercase: uppercase)
+            text.append(UInt8(ascii: "-"))
+            text.appendHex(UInt16(truncatingIfNeeded: high), digits: 4, uppercase: uppercase)
+            text.append(UInt8(ascii: "-"))
+            text.appendHex(UInt16(truncatingIfNeeded: low >> 48), digits: 4, uppercase: uppercase)
+            text.append(UInt8(ascii: "-"))
+            text.appendHex(low & 0xFFFF_FFFF_FFFF, digits: 12, uppercase: uppercase)
         }
     }
 

@@ -31,114 +31,176 @@ struct TextDumpVisitor: CaptureVisitor {
         }
     }
 
-    mutating func prefix(_ record: CaptureRecord) -> String {
+    /// Writes the record's line head (`#N`, its time, its direction) into the output buffer.
+    mutating func writePrefix(_ record: CaptureRecord) {
         let start = origin ?? record.timestamp
         if origin == nil { origin = start }
-        let time: String
+        // "#N" padded to 8 columns.
+        let head = output.buffer.count
+        output.buffer.append(UInt8(ascii: "#"))
+        output.buffer.appendDecimal(record.number)
+        let frameWidth = output.buffer.count - head
+        if frameWidth < 8 { output.buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 8 - frameWidth)) }
+        // The time right-aligned in 12 columns.
+        let timeStart = output.buffer.count
         if localTime != nil {
-            time = localTime!.text(record.timestamp)
+            output.buffer.appendText(localTime!.text(record.timestamp))
         } else {
             let delta = record.timestamp - start
-            let seconds = String(delta / 1_000_000)
-            let micros = String((delta % 1_000_000).magnitude)
-            time = seconds + "." + String(repeating: "0", count: 6 - micros.count) + micros
+            output.buffer.appendDecimal(delta / 1_000_000)
+            output.buffer.append(UInt8(ascii: "."))
+            output.buffer.appendDecimal(UInt64((delta % 1_000_000).magnitude), width: 6)
         }
-        let frame = "#\(record.number)"
-        let arrow: String
+        let timeWidth = output.buffer.count - timeStart
+        if timeWidth < 12 {
+            output.buffer.insert(contentsOf: repeatElement(UInt8(ascii: " "), count: 12 - timeWidth), at: timeStart)
+        }
         switch record.direction {
-        case .sent: arrow = "<"
-        case .received: arrow = ">"
-        case .unknown: arrow = "="
+        case .sent: output.buffer.appendText(" < ")
+        case .received: output.buffer.appendText(" > ")
+        case .unknown: output.buffer.appendText(" = ")
         }
-        return frame.padding(toLength: 8) + time.leftPadding(toLength: 12) + " " + arrow + " "
     }
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         filter.enter(record)
-        let start = prefix(record)
+        if origin == nil { origin = record.timestamp }
         shownRecord = filter.shows(packet: packet)
         guard shownRecord else { return }
-        var line = start
+        writePrefix(record)
         if let packet {
             switch packet {
             case .command(let opcode, let parameters):
                 if let command = try? AnyHCICommand(HCICommandPacket(opcode: opcode, parameters: parameters)) {
-                    line += "HCI Command: \(command)"
+                    output.buffer.appendText("HCI Command: \(command)")
                 } else {
-                    line += "HCI " + packet.description
+                    output.buffer.appendText("HCI " + packet.description)
                 }
             case .event(.commandComplete(let event)):
                 if let typed = try? event.typedReturn {
-                    line += "HCI Event: Command Complete: \(event.opcode) ncmd \(event.numHCICommandPackets): \(typed)"
+                    output.buffer.appendText("HCI Event: Command Complete: \(event.opcode) ncmd \(event.numHCICommandPackets): \(typed)")
                 } else {
-                    line += "HCI Event: \(HCIEvent.commandComplete(event)) (return parameters malformed)"
+                    output.buffer.appendText("HCI Event: \(HCIEvent.commandComplete(event)) (return parameters malformed)")
                 }
             case .event(.leMeta(.advertisingReport(let event))):
-                line += "HCI Event: LE Advertising Report (\(event.reports.count) report\(event.reports.count == 1 ? "" : "s"))"
+                output.buffer.appendText("HCI Event: LE Advertising Report (")
+                writeReportCount(event.reports.count)
             case .event(.leMeta(.directedAdvertisingReport(let event))):
-                line += "HCI Event: LE Directed Advertising Report (\(event.reports.count) report\(event.reports.count == 1 ? "" : "s"))"
+                output.buffer.appendText("HCI Event: LE Directed Advertising Report (")
+                writeReportCount(event.reports.count)
             case .event(.leMeta(.extendedAdvertisingReport(let event))):
-                line += "HCI Event: LE Extended Advertising Report (\(event.reports.count) report\(event.reports.count == 1 ? "" : "s"))"
+                output.buffer.appendText("HCI Event: LE Extended Advertising Report (")
+                writeReportCount(event.reports.count)
             case .event(let event):
-                line += "HCI Event: \(event)"
+                output.buffer.appendText("HCI Event: \(event)")
             case .acl(let acl):
-                line += "ACL Data: handle 0x" + hex(acl.handle, 4) + " flags 0x" + hex(UInt16(acl.packetBoundary.rawValue), 2)
-                    + " dlen \(acl.data.count)"
+                output.buffer.appendText("ACL Data: handle ")
+                output.buffer.appendPrefixedHex(acl.handle, digits: 4)
+                output.buffer.appendText(" flags ")
+                output.buffer.appendPrefixedHex(acl.packetBoundary.rawValue, digits: 2)
+                output.buffer.appendText(" dlen ")
+                output.buffer.appendDecimal(acl.data.count)
             case .sco, .iso:
-                line += packet.description
+                output.buffer.appendText(packet.description)
             }
         } else if let error {
-            line += "\(record.kind): malformed: \(error) [" + Hex.encode(record.bytes) + "]"
+            output.buffer.appendText("\(record.kind): malformed: \(error) [" + Hex.encode(record.bytes) + "]")
         } else {
-            line += "\(record.kind)" + (record.bytes.isEmpty ? "" : ": " + printable(record.bytes))
+            output.buffer.appendText("\(record.kind)" + (record.bytes.isEmpty ? "" : ": " + printable(record.bytes)))
         }
         if record.originalLength > record.bytes.count {
-            line += " (truncated: \(record.bytes.count) of \(record.originalLength) octets captured)"
+            output.buffer.appendText(" (truncated: \(record.bytes.count) of \(record.originalLength) octets captured)")
         }
-        output.writeLine(line)
+        output.endLine()
+    }
+
+    /// `N report)` or `N reports)`.
+    private mutating func writeReportCount(_ count: Int) {
+        output.buffer.appendDecimal(count)
+        output.buffer.appendText(count == 1 ? " report)" : " reports)")
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
         guard filter.showsAdvertising() else { return }
-        var line = shownRecord ? "        " + textIndent15 : prefix(record)
+        if shownRecord {
+            output.buffer.appendText("                       ")  // 8 + 15 columns
+        } else {
+            writePrefix(record)
+        }
+        output.buffer.appendText("  report ")
+        output.buffer.appendDecimal(advertisingReport.index)
+        output.buffer.appendText(": ")
         let data: [UInt8]
         switch advertisingReport.report {
         case .legacy(let report):
-            line += "  report \(advertisingReport.index): \(report)"
+            report.writeText(to: &output.buffer)
             data = report.data
         case .directed(let report):
-            line += "  report \(advertisingReport.index): \(report)"
+            output.buffer.appendText("\(report)")
             data = []
         case .extended(let report):
-            line += "  report \(advertisingReport.index): \(report)"
+            report.writeText(to: &output.buffer)
             data = report.data
         }
-        output.writeLine(line)
+        output.endLine()
         guard !data.isEmpty else { return }
         let ad = AdvertisingData(data)
         for structure in ad.structures {
-            output.writeLine(textIndent27 + visible("\(structure)"))
+            output.buffer.appendText("                           ")  // 27 columns
+            let start = output.buffer.count
+            structure.writeText(to: &output.buffer)
+            escapeControlCharacters(from: start)
+            output.endLine()
         }
         for problem in ad.problems {
             output.writeLine(textIndent27 + "malformed AD: \(problem)")
         }
     }
 
+    /// `visible()` on the text written since `start`: control characters as `\xNN`.
+    private mutating func escapeControlCharacters(from start: Int) {
+        guard output.buffer[start...].contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return }
+        let text = Array(output.buffer[start...])
+        output.buffer.removeSubrange(start...)
+        for byte in text {
+            if byte < 0x20 || byte == 0x7F {
+                output.buffer.appendText("\\x")
+                output.buffer.appendHex(byte, digits: 2)
+            } else {
+                output.buffer.append(byte)
+            }
+        }
+    }
+
     mutating func visit(att: ATTItem, record: CaptureRecord) {
         let annotation = annotator.annotate(att)
         guard filter.shows(att: att) else { return }
-        let head = shownRecord ? textIndent23 : prefix(record)
-        var line = head + "  ATT conn 0x" + hex(att.connectionHandle, 4) + " "
-            + (att.channelID == L2CAPBasicFrame.attributeProtocolCID ? "" : "EATT cid 0x" + hex(att.channelID, 4) + " ")
-        if let pdu = att.pdu {
-            line += pdu.description.dropFirst(4)  // without the "ATT " its description starts with
-        } else if let pdu = att.lenientPDU, let error = att.error {
-            line += pdu.description.dropFirst(4) + " (malformed for a strict reader: \(error))"
-        } else if let error = att.error {
-            line += "malformed: \(error) [" + Hex.encode(att.bytes) + "]"
+        if shownRecord {
+            output.buffer.appendText("                       ")  // 23 columns
+        } else {
+            writePrefix(record)
         }
-        if let annotation, !annotation.text.isEmpty { line += "  [" + annotation.text + "]" }
-        output.writeLine(line)
+        output.buffer.appendText("  ATT conn ")
+        output.buffer.appendPrefixedHex(att.connectionHandle, digits: 4)
+        output.buffer.append(UInt8(ascii: " "))
+        if att.channelID != L2CAPBasicFrame.attributeProtocolCID {
+            output.buffer.appendText("EATT cid ")
+            output.buffer.appendPrefixedHex(att.channelID, digits: 4)
+            output.buffer.append(UInt8(ascii: " "))
+        }
+        if let pdu = att.pdu {
+            output.buffer.appendText(pdu.description.dropFirst(4))  // without the "ATT " its description starts with
+        } else if let pdu = att.lenientPDU, let error = att.error {
+            output.buffer.appendText(pdu.description.dropFirst(4) + " (malformed for a strict reader: \(error))")
+        } else if let error = att.error {
+            output.buffer.appendText("malformed: \(error) [" + Hex.encode(att.bytes) + "]")
+        }
+        if let annotation, !annotation.text.isEmpty {
+            output.buffer.appendText("  [")
+            output.buffer.appendText(annotation.text)
+            output.buffer.append(UInt8(ascii: "]"))
+        }
+        output.endLine()
     }
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {
@@ -209,6 +271,5 @@ extension String {
 }
 
 // Indents built once (not per line).
-private let textIndent15 = String(repeating: " ", count: 15)
 private let textIndent23 = String(repeating: " ", count: 23)
 private let textIndent27 = String(repeating: " ", count: 27)

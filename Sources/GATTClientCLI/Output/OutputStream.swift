@@ -9,7 +9,8 @@ import Musl
 /// 64 KiB, so a million-record dump is not a million system calls.
 public struct BufferedOutput: Sendable {
     public let fileDescriptor: Int32
-    private var buffer: [UInt8] = []
+    /// Text not yet written: the dumps format straight into it, then `endLine()`.
+    var buffer: [UInt8] = []
     private let capacity: Int
     /// Set when a write failed (a closed pipe): later output is dropped.
     public private(set) var failed = false
@@ -42,6 +43,13 @@ public struct BufferedOutput: Sendable {
 
     public mutating func writeLine(_ text: String) {
         buffer.append(contentsOf: text.utf8)
+        buffer.append(0x0A)
+        if buffer.count >= capacity { flush() }
+    }
+
+    /// Ends a line formatted into `buffer`.
+    @inline(__always)
+    mutating func endLine() {
         buffer.append(0x0A)
         if buffer.count >= capacity { flush() }
     }

@@ -213,27 +213,8 @@ public enum ADStructure: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        func list(_ uuids: [BluetoothUUID]) -> String { uuids.map(\.description).joined(separator: ", ") }
-        switch self {
-        case .flags(let flags): return "Flags: \(flags)"
-        case .incompleteServiceUUIDs(_, let uuids), .completeServiceUUIDs(_, let uuids), .serviceSolicitationUUIDs(_, let uuids):
-            return "\(type): \(list(uuids))"
-        case .shortenedLocalName(let bytes), .completeLocalName(let bytes):
-            return "\(type): \(String(decoding: bytes, as: UTF8.self))"
-        case .txPowerLevel(let power): return "Tx Power Level: \(power) dBm"
-        case .peripheralConnectionIntervalRange(let low, let high):
-            return "Peripheral Connection Interval Range: \(hciHexString(low, 4))–\(hciHexString(high, 4))"
-        case .serviceData(let uuid, let bytes): return "Service Data \(uuid): \(Hex.encode(bytes))"
-        case .appearance(let value): return "Appearance: \(hciHexString(value, 4))"
-        case .publicTargetAddresses(let list), .randomTargetAddresses(let list):
-            return "\(type): \(list.map(\.description).joined(separator: ", "))"
-        case .advertisingInterval(let value): return "Advertising Interval: \(hciMillisecondsText(Int(value) * 625, scale: 1000))"
-        case .leBluetoothDeviceAddress(let address, let type): return "LE Bluetooth Device Address: \(address) (\(type))"
-        case .leRole(let role): return "LE Role: \(hciHexString(role, 2))"
-        case .uri(let bytes): return "URI: \(Hex.encode(bytes))"
-        case .manufacturerSpecificData(let company, let bytes):
-            return "Manufacturer Specific Data: company \(hciHexString(company, 4)) \(Hex.encode(bytes))"
-        case .other(let type, let bytes): return "\(type): \(Hex.encode(bytes))"
-        }
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return text.asText
     }
 }

@@ -66,14 +66,9 @@ public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public static let simultaneousLEAndBREDR = ADFlags(rawValue: 1 << 3)
 
     public var description: String {
-        var parts: [String] = []
-        if contains(.leLimitedDiscoverableMode) { parts.append("LE Limited Discoverable") }
-        if contains(.leGeneralDiscoverableMode) { parts.append("LE General Discoverable") }
-        if contains(.brEdrNotSupported) { parts.append("BR/EDR Not Supported") }
-        if contains(.simultaneousLEAndBREDR) { parts.append("LE and BR/EDR simultaneous") }
-        let rest = rawValue & 0xF0
-        if rest != 0 { parts.append("reserved " + hciHexString(rest, 2)) }
-        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return text.asText
     }
 }
 

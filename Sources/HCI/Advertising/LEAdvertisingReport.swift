@@ -61,8 +61,9 @@ public struct LEAdvertisingReport: Hashable, Sendable, CustomStringConvertible {
     public var advertisingData: AdvertisingData { AdvertisingData(data) }
 
     public var description: String {
-        "\(eventType) \(address) (\(addressType)) rssi \(rssi == Self.rssiNotAvailable ? "n/a" : "\(rssi) dBm")"
-            + (data.isEmpty ? " no data" : " data \(Hex.encode(data))")
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return text.asText
     }
 }
 

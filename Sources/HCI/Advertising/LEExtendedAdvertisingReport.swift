@@ -69,16 +69,9 @@ public struct LEExtendedAdvertisingEventType: RawRepresentable, Hashable, Sendab
     }
 
     public var description: String {
-        if let name = legacyPDUName { return "legacy \(name)" }
-        var parts: [String] = []
-        if isConnectable { parts.append("connectable") }
-        if isScannable { parts.append("scannable") }
-        if isDirected { parts.append("directed") }
-        if isScanResponse { parts.append("scan response") }
-        if isLegacy { parts.append("legacy") }
-        if parts.isEmpty { parts.append("non-connectable") }
-        if dataStatus != .complete { parts.append(dataStatus.description) }
-        return parts.joined(separator: " ")
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return text.asText
     }
 }
 
@@ -141,15 +134,9 @@ public struct LEExtendedAdvertisingReport: Hashable, Sendable, CustomStringConve
     public var advertisingData: AdvertisingData { AdvertisingData(data) }
 
     public var description: String {
-        var text = "\(eventType) \(address) (\(addressType))"
-        text += " \(primaryPHY)"
-        if secondaryPHY != .none { text += "/\(secondaryPHY)" }
-        if advertisingSID != Self.noADI { text += " SID \(advertisingSID)" }
-        if txPower != Self.notAvailable { text += " tx \(txPower) dBm" }
-        text += " rssi \(rssi == Self.notAvailable ? "n/a" : "\(rssi) dBm")"
-        if periodicAdvertisingInterval != 0 { text += " periodic \(hciMillisecondsText(Int(periodicAdvertisingInterval) * 125, scale: 100))" }
-        if eventType.isDirected { text += " to \(directAddress) (\(directAddressType))" }
-        return text + (data.isEmpty ? " no data" : " data \(Hex.encode(data))")
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return text.asText
     }
 }
 
