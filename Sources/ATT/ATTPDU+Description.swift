@@ -4,80 +4,217 @@ import Bluetooth
 /// `ATT Read By Group Type Request (0x10) handles 0x0001-0xffff type 2800 (Primary Service)`.
 extension ATTPDU: CustomStringConvertible {
     public var description: String {
-        "ATT " + opcode.title + " (0x" + hex2(opcode.rawValue) + ")" + details
+        var text: [UInt8] = []
+        writeText(to: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
-    /// The parameters part of `description`, with a leading space (empty when none).
-    var details: String {
+    /// Appends `description` (without its leading `ATT ` when `titled` is false).
+    public func writeText(to text: inout [UInt8], titled: Bool = true) {
+        if titled { text.appendText("ATT ") }
+        text.appendText(opcode.title)
+        text.appendText(" (0x")
+        text.appendHex(opcode.rawValue, digits: 2)
+        text.append(UInt8(ascii: ")"))
+        writeDetails(to: &text)
+    }
+
+    /// The parameters part of `description`, with a leading space (nothing when none).
+    func writeDetails(to text: inout [UInt8]) {
+        func handle(_ value: UInt16) { text.appendPrefixedHex(value, digits: 4) }
+        func range(_ start: UInt16, _ end: UInt16) {
+            handle(start)
+            text.append(UInt8(ascii: "-"))
+            handle(end)
+        }
+        func separator(_ index: Int) { if index > 0 { text.appendText(", ") } }
         switch self {
         case .errorResponse(let p):
-            return " \(p.requestOpcode.title) (0x\(hex2(p.requestOpcode.rawValue))) handle \(handleText(p.handle)): \(p.errorCode)"
+            text.append(UInt8(ascii: " "))
+            text.appendText(p.requestOpcode.title)
+            text.appendText(" (0x")
+            text.appendHex(p.requestOpcode.rawValue, digits: 2)
+            text.appendText(") handle ")
+            handle(p.handle)
+            text.appendText(": ")
+            text.appendText(p.errorCode.description)
         case .exchangeMTURequest(let p):
-            return " client rx mtu \(p.clientRxMTU)"
+            text.appendText(" client rx mtu ")
+            text.appendDecimal(p.clientRxMTU)
         case .exchangeMTUResponse(let p):
-            return " server rx mtu \(p.serverRxMTU)"
+            text.appendText(" server rx mtu ")
+            text.appendDecimal(p.serverRxMTU)
         case .findInformationRequest(let p):
-            return " handles " + rangeText(p.startingHandle, p.endingHandle)
+            text.appendText(" handles ")
+            range(p.startingHandle, p.endingHandle)
         case .findInformationResponse(let p):
-            let format = p.format == .uuid16 ? "16-bit" : p.format == .uuid128 ? "128-bit" : "0x" + hex2(p.format.rawValue)
-            return " format \(format): " + p.entries.map { handleText($0.handle) + " " + uuidText($0.uuid) }.joined(separator: ", ")
+            text.appendText(" format ")
+            if p.format == .uuid16 {
+                text.appendText("16-bit")
+            } else if p.format == .uuid128 {
+                text.appendText("128-bit")
+            } else {
+                text.appendText("0x")
+                text.appendHex(p.format.rawValue, digits: 2)
+            }
+            text.appendText(": ")
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                handle(entry.handle)
+                text.append(UInt8(ascii: " "))
+                writeUUID(entry.uuid, to: &text)
+            }
         case .findByTypeValueRequest(let p):
-            return " handles " + rangeText(p.startingHandle, p.endingHandle) + " type "
-                + uuidText(.bit16(p.attributeType)) + " value " + Hex.encode(p.attributeValue)
+            text.appendText(" handles ")
+            range(p.startingHandle, p.endingHandle)
+            text.appendText(" type ")
+            writeUUID(.bit16(p.attributeType), to: &text)
+            text.appendText(" value ")
+            text.appendHexBytes(p.attributeValue)
         case .findByTypeValueResponse(let p):
-            return " " + p.entries.map { rangeText($0.foundAttributeHandle, $0.groupEndHandle) }.joined(separator: ", ")
+            text.append(UInt8(ascii: " "))
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                range(entry.foundAttributeHandle, entry.groupEndHandle)
+            }
         case .readByTypeRequest(let p):
-            return " handles " + rangeText(p.startingHandle, p.endingHandle) + " type " + uuidText(p.attributeType)
+            text.appendText(" handles ")
+            range(p.startingHandle, p.endingHandle)
+            text.appendText(" type ")
+            writeUUID(p.attributeType, to: &text)
         case .readByTypeResponse(let p):
-            return " length \(p.length): " + p.entries.map { handleText($0.handle) + " " + Hex.encode($0.value) }
-                .joined(separator: ", ")
+            text.appendText(" length ")
+            text.appendDecimal(p.length)
+            text.appendText(": ")
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                handle(entry.handle)
+                text.append(UInt8(ascii: " "))
+                text.appendHexBytes(entry.value)
+            }
         case .readRequest(let p):
-            return " handle " + handleText(p.handle)
+            text.appendText(" handle ")
+            handle(p.handle)
         case .readResponse(let p):
-            return " value " + valueText(p.value)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .readBlobRequest(let p):
-            return " handle \(handleText(p.handle)) offset \(p.offset)"
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" offset ")
+            text.appendDecimal(p.offset)
         case .readBlobResponse(let p):
-            return " value " + valueText(p.value)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .readMultipleRequest(let p):
-            return " handles " + p.handles.map(handleText).joined(separator: ", ")
+            text.appendText(" handles ")
+            for (index, value) in p.handles.enumerated() {
+                separator(index)
+                handle(value)
+            }
         case .readMultipleResponse(let p):
-            return " values " + valueText(p.values)
+            text.appendText(" values ")
+            writeValue(p.values, to: &text)
         case .readByGroupTypeRequest(let p):
-            return " handles " + rangeText(p.startingHandle, p.endingHandle) + " type " + uuidText(p.attributeGroupType)
+            text.appendText(" handles ")
+            range(p.startingHandle, p.endingHandle)
+            text.appendText(" type ")
+            writeUUID(p.attributeGroupType, to: &text)
         case .readByGroupTypeResponse(let p):
-            return " length \(p.length): " + p.entries.map {
-                rangeText($0.handle, $0.endGroupHandle) + " " + groupValueText($0.value)
-            }.joined(separator: ", ")
+            text.appendText(" length ")
+            text.appendDecimal(p.length)
+            text.appendText(": ")
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                range(entry.handle, entry.endGroupHandle)
+                text.append(UInt8(ascii: " "))
+                // A service declaration value (a 2- or 16-octet UUID) as a UUID, else hex.
+                if entry.value.count == 2 || entry.value.count == 16, let uuid = BluetoothUUID(littleEndian: entry.value) {
+                    writeUUID(uuid, to: &text)
+                } else {
+                    text.appendHexBytes(entry.value)
+                }
+            }
         case .writeRequest(let p):
-            return " handle \(handleText(p.handle)) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation:
-            return ""
+            break
         case .writeCommand(let p):
-            return " handle \(handleText(p.handle)) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .signedWriteCommand(let p):
-            return " handle \(handleText(p.handle)) value " + valueText(p.value)
-                + " sign counter \(p.signCounter) mac " + Hex.encode(p.signature.suffix(8))
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
+            text.appendText(" sign counter ")
+            text.appendDecimal(p.signCounter)
+            text.appendText(" mac ")
+            text.appendHexBytes(p.signature.suffix(8))
         case .prepareWriteRequest(let p):
-            return " handle \(handleText(p.handle)) offset \(p.offset) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" offset ")
+            text.appendDecimal(p.offset)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .prepareWriteResponse(let p):
-            return " handle \(handleText(p.handle)) offset \(p.offset) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" offset ")
+            text.appendDecimal(p.offset)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .executeWriteRequest(let p):
-            return " flags 0x\(hex2(p.flags.rawValue)) (\(p.flags))"
+            text.appendText(" flags 0x")
+            text.appendHex(p.flags.rawValue, digits: 2)
+            text.appendText(" (")
+            text.appendText(p.flags.description)
+            text.append(UInt8(ascii: ")"))
         case .handleValueNotification(let p):
-            return " handle \(handleText(p.handle)) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .handleValueIndication(let p):
-            return " handle \(handleText(p.handle)) value " + valueText(p.value)
+            text.appendText(" handle ")
+            handle(p.handle)
+            text.appendText(" value ")
+            writeValue(p.value, to: &text)
         case .readMultipleVariableRequest(let p):
-            return " handles " + p.handles.map(handleText).joined(separator: ", ")
+            text.appendText(" handles ")
+            for (index, value) in p.handles.enumerated() {
+                separator(index)
+                handle(value)
+            }
         case .readMultipleVariableResponse(let p):
-            return " " + p.entries.map {
-                "length \($0.length) value " + valueText($0.value) + ($0.isTruncated ? " (truncated)" : "")
-            }.joined(separator: ", ")
+            text.append(UInt8(ascii: " "))
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                text.appendText("length ")
+                text.appendDecimal(entry.length)
+                text.appendText(" value ")
+                writeValue(entry.value, to: &text)
+                if entry.isTruncated { text.appendText(" (truncated)") }
+            }
         case .multipleHandleValueNotification(let p):
-            return " " + p.entries.map { handleText($0.handle) + " value " + valueText($0.value) }.joined(separator: ", ")
+            text.append(UInt8(ascii: " "))
+            for (index, entry) in p.entries.enumerated() {
+                separator(index)
+                handle(entry.handle)
+                text.appendText(" value ")
+                writeValue(entry.value, to: &text)
+            }
         case .unknown(_, let parameters):
-            return parameters.isEmpty ? "" : " parameters " + Hex.encode(parameters)
+            if !parameters.isEmpty {
+                text.appendText(" parameters ")
+                text.appendHexBytes(parameters)
+            }
         }
     }
 
@@ -103,30 +240,26 @@ extension ATTPDU: CustomStringConvertible {
     }
 }
 
-private func handleText(_ handle: UInt16) -> String { "0x" + hex4(handle) }
-
-private func rangeText(_ start: UInt16, _ end: UInt16) -> String { "0x" + hex4(start) + "-0x" + hex4(end) }
-
 /// `2800 (Primary Service)`, `180f`, or a canonical lower-case 128-bit UUID.
-private func uuidText(_ uuid: BluetoothUUID) -> String {
-    let text = uuid.text(uppercase: false)
+private func writeUUID(_ uuid: BluetoothUUID, to text: inout [UInt8]) {
+    uuid.writeText(to: &text, uppercase: false)
     if case .bit16(let short) = uuid, let name = ATTPDU.declarationTypeName(short) {
-        return text + " (" + name + ")"
+        text.appendText(" (")
+        text.appendText(name)
+        text.append(UInt8(ascii: ")"))
     }
-    return text
-}
-
-/// A service declaration value (a 2- or 16-octet UUID) as a UUID, anything else as hex.
-private func groupValueText(_ value: [UInt8]) -> String {
-    if value.count == 2 || value.count == 16, let uuid = BluetoothUUID(littleEndian: value) {
-        return uuidText(uuid)
-    }
-    return Hex.encode(value)
 }
 
 /// Hex of a value, with its length when long; empty values print as `(empty)`.
-private func valueText(_ value: [UInt8]) -> String {
-    if value.isEmpty { return "(empty)" }
-    if value.count > 32 { return Hex.encode(value.prefix(32)) + "... (\(value.count) octets)" }
-    return Hex.encode(value)
+private func writeValue(_ value: [UInt8], to text: inout [UInt8]) {
+    if value.isEmpty {
+        text.appendText("(empty)")
+    } else if value.count > 32 {
+        text.appendHexBytes(value.prefix(32))
+        text.appendText("... (")
+        text.appendDecimal(value.count)
+        text.appendText(" octets)")
+    } else {
+        text.appendHexBytes(value)
+    }
 }

@@ -33,6 +33,25 @@ struct GATTAnnotator {
         var characteristicText: UUIDText?
         var descriptorText: UUIDText?
 
+        /// Appends `text` (nothing when it is empty).
+        func writeText(to out: inout [UInt8]) {
+            var first = true
+            func part(_ text: String) {
+                if !first { out.appendText(" / ") }
+                first = false
+                out.appendText(text)
+            }
+            if let service { part(serviceText?.name ?? name(service)) }
+            if let characteristic { part(characteristicText?.name ?? name(characteristic)) }
+            if let descriptor, descriptor != .bit16(0x2803) || characteristic == nil {
+                part(descriptorText?.name ?? name(descriptor))
+            }
+            if let decoded {
+                if !first { out.appendText(": ") }
+                out.appendText(decoded)
+            }
+        }
+
         var text: String {
             var parts: [String] = []
             if let service { parts.append(serviceText?.name ?? name(service)) }

@@ -189,16 +189,22 @@ struct TextDumpVisitor: CaptureVisitor {
             output.buffer.append(UInt8(ascii: " "))
         }
         if let pdu = att.pdu {
-            output.buffer.appendText(pdu.description.dropFirst(4))  // without the "ATT " its description starts with
+            pdu.writeText(to: &output.buffer, titled: false)  // without the "ATT " its description starts with
         } else if let pdu = att.lenientPDU, let error = att.error {
-            output.buffer.appendText(pdu.description.dropFirst(4) + " (malformed for a strict reader: \(error))")
+            pdu.writeText(to: &output.buffer, titled: false)
+            output.buffer.appendText(" (malformed for a strict reader: \(error))")
         } else if let error = att.error {
             output.buffer.appendText("malformed: \(error) [" + Hex.encode(att.bytes) + "]")
         }
-        if let annotation, !annotation.text.isEmpty {
+        if let annotation {
             output.buffer.appendText("  [")
-            output.buffer.appendText(annotation.text)
-            output.buffer.append(UInt8(ascii: "]"))
+            let start = output.buffer.count
+            annotation.writeText(to: &output.buffer)
+            if output.buffer.count == start {
+                output.buffer.removeLast(3)  // an empty annotation shows nothing
+            } else {
+                output.buffer.append(UInt8(ascii: "]"))
+            }
         }
         output.endLine()
     }
