@@ -144,22 +144,45 @@ struct TextDumpVisitor: CaptureVisitor {
         }
         output.endLine()
         guard !data.isEmpty else { return }
-        let ad = AdvertisingData(data)
-        for structure in ad.structures {
+        writeAdvertisingData(data[...])
+    }
+
+    /// One line per AD structure, then one per problem, as `AdvertisingData(data)` lists them
+    /// (walked in place: no value per structure).
+    private mutating func writeAdvertisingData(_ data: ArraySlice<UInt8>) {
+        var problems: [ADProblem] = []
+        var index = data.startIndex
+        while index < data.endIndex {
+            let length = Int(data[index])
+            if length == 0 { break }
+            let available = data.endIndex - index - 1
+            guard length <= available else {
+                problems.append(.lengthOverrun(offset: index - data.startIndex, length: length, available: available))
+                break
+            }
+            let type = ADType(rawValue: data[index + 1])
+            let body = data[(index + 2)..<(index + 1 + length)]
             output.buffer.appendText("                           ")  // 27 columns
             let start = output.buffer.count
-            structure.writeText(to: &output.buffer)
+            if !ADStructure.writeText(type: type, data: body, to: &output.buffer) {
+                problems.append(.invalidContent(offset: index - data.startIndex, type: type, length: length - 1))
+                ADStructure.other(type, Array(body)).writeText(to: &output.buffer)
+            }
             escapeControlCharacters(from: start)
             output.endLine()
+            index += 1 + length
         }
-        for problem in ad.problems {
+        for problem in problems {
             output.writeLine(textIndent27 + "malformed AD: \(problem)")
         }
     }
 
     /// `visible()` on the text written since `start`: control characters as `\xNN`.
     private mutating func escapeControlCharacters(from start: Int) {
-        guard output.buffer[start...].contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return }
+        let clean = output.buffer.withUnsafeBufferPointer { buffer in
+            !buffer[start...].contains(where: { $0 < 0x20 || $0 == 0x7F })
+        }
+        if clean { return }
         let text = Array(output.buffer[start...])
         output.buffer.removeSubrange(start...)
         for byte in text {

@@ -218,3 +218,72 @@ extension Array where Element == UInt8 {
     /// The text as a String.
     var asText: String { String(decoding: self, as: UTF8.self) }
 }
+
+extension ADStructure {
+    /// Appends the text of the structure of AD type `type` with data `data`, as
+    /// `ADStructure(type:data:)` then `writeText(to:)` give it, without building the value
+    /// (no array per structure: the text dump's hot path). Returns false, having written
+    /// nothing, when the data does not have the shape the type requires (the caller then
+    /// writes it as `.other`, as `AdvertisingData` keeps it).
+    public static func writeText(type: ADType, data: ArraySlice<UInt8>, to text: inout [UInt8]) -> Bool {
+        let n = data.count
+        var reader = ByteReader(data)
+        func uuids(_ width: Int) -> Bool {
+            guard n % width == 0 else { return false }
+            text.appendText(type.description)
+            text.appendText(": ")
+            var first = true
+            while !reader.isAtEnd {
+                guard let uuid = try? BluetoothUUID(parsing: &reader, width: width) else { return false }
+                if !first { text.appendText(", ") }
+                first = false
+                uuid.writeText(to: &text)
+            }
+            return true
+        }
+        switch type.rawValue {
+        case 0x01:
+            guard n == 1 else { return false }
+            text.appendText("Flags: ")
+            ADFlags(rawValue: data[data.startIndex]).writeText(to: &text)
+        case 0x02, 0x03, 0x14: return uuids(2)
+        case 0x04, 0x05, 0x1F: return uuids(4)
+        case 0x06, 0x07, 0x15: return uuids(16)
+        case 0x08, 0x09:
+            text.appendText(type.description)
+            text.appendText(": ")
+            if data.allSatisfy({ $0 < 0x80 }) {
+                text.append(contentsOf: data)
+            } else {
+                text.appendText(String(decoding: data, as: UTF8.self))
+            }
+        case 0x0A:
+            guard n == 1 else { return false }
+            text.appendText("Tx Power Level: ")
+            text.appendDecimal(Int8(bitPattern: data[data.startIndex]))
+            text.appendText(" dBm")
+        case 0x16, 0x20, 0x21:
+            let width = type.rawValue == 0x16 ? 2 : type.rawValue == 0x20 ? 4 : 16
+            guard n >= width, let uuid = try? BluetoothUUID(parsing: &reader, width: width) else { return false }
+            text.appendText("Service Data ")
+            uuid.writeText(to: &text)
+            text.appendText(": ")
+            text.appendHexBytes(data.dropFirst(width))
+        case 0x19:
+            guard n == 2, let value = try? reader.readUInt16LE() else { return false }
+            text.appendText("Appearance: ")
+            text.appendPrefixedHex(value, digits: 4)
+        case 0xFF:
+            guard n >= 2, let company = try? reader.readUInt16LE() else { return false }
+            text.appendText("Manufacturer Specific Data: company ")
+            text.appendPrefixedHex(company, digits: 4)
+            text.append(UInt8(ascii: " "))
+            text.appendHexBytes(data.dropFirst(2))
+        default:
+            // The rarer types: through the value.
+            guard let structure = ADStructure(type: type, data: data) else { return false }
+            structure.writeText(to: &text)
+        }
+        return true
+    }
+}
