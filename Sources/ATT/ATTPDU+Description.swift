@@ -12,7 +12,7 @@ extension ATTPDU: CustomStringConvertible {
     /// Appends `description` (without its leading `ATT ` when `titled` is false).
     public func writeText(to text: inout [UInt8], titled: Bool = true) {
         if titled { text.appendText("ATT ") }
-        text.appendText(opcode.title)
+        text.appendString(opcode.title)
         text.appendText(" (0x")
         text.appendHex(opcode.rawValue, digits: 2)
         text.append(UInt8(ascii: ")"))
@@ -31,13 +31,13 @@ extension ATTPDU: CustomStringConvertible {
         switch self {
         case .errorResponse(let p):
             text.append(UInt8(ascii: " "))
-            text.appendText(p.requestOpcode.title)
+            text.appendString(p.requestOpcode.title)
             text.appendText(" (0x")
             text.appendHex(p.requestOpcode.rawValue, digits: 2)
             text.appendText(") handle ")
             handle(p.handle)
             text.appendText(": ")
-            text.appendText(p.errorCode.description)
+            text.appendString(p.errorCode.description)
         case .exchangeMTURequest(let p):
             text.appendText(" client rx mtu ")
             text.appendDecimal(p.clientRxMTU)
@@ -174,7 +174,7 @@ extension ATTPDU: CustomStringConvertible {
             text.appendText(" flags 0x")
             text.appendHex(p.flags.rawValue, digits: 2)
             text.appendText(" (")
-            text.appendText(p.flags.description)
+            text.appendString(p.flags.description)
             text.append(UInt8(ascii: ")"))
         case .handleValueNotification(let p):
             text.appendText(" handle ")
@@ -245,7 +245,7 @@ private func writeUUID(_ uuid: BluetoothUUID, to text: inout [UInt8]) {
     uuid.writeText(to: &text, uppercase: false)
     if case .bit16(let short) = uuid, let name = ATTPDU.declarationTypeName(short) {
         text.appendText(" (")
-        text.appendText(name)
+        text.appendString(name)
         text.append(UInt8(ascii: ")"))
     }
 }

@@ -10,14 +10,13 @@ extension Array where Element == UInt8 {
 
     /// Appends a string's UTF-8.
     @inlinable
-    public mutating func appendText(_ text: String) {
-        var text = text
-        text.withUTF8 { append(contentsOf: $0) }
+    public mutating func appendString(_ text: String) {
+        append(contentsOf: text.utf8)
     }
 
     /// Appends a substring's UTF-8.
     @inlinable
-    public mutating func appendText(_ text: Substring) {
+    public mutating func appendString(_ text: Substring) {
         append(contentsOf: text.utf8)
     }
 

@@ -39,7 +39,7 @@ struct GATTAnnotator {
             func part(_ text: String) {
                 if !first { out.appendText(" / ") }
                 first = false
-                out.appendText(text)
+                out.appendString(text)
             }
             if let service { part(serviceText?.name ?? name(service)) }
             if let characteristic { part(characteristicText?.name ?? name(characteristic)) }
@@ -48,7 +48,7 @@ struct GATTAnnotator {
             }
             if let decoded {
                 if !first { out.appendText(": ") }
-                out.appendText(decoded)
+                out.appendString(decoded)
             }
         }
 
@@ -106,8 +106,10 @@ struct GATTAnnotator {
 
     mutating func annotate(_ item: ATTItem) -> Annotation? {
         guard let pdu = item.pdu ?? item.lenientPDU else { return nil }
-        var observer = observers[item.connectionHandle] ?? seed ?? AttributeObserver()
-        defer { observers[item.connectionHandle] = observer }
+        // The connection's observer, changed in place (a copy out of the dictionary and back
+        // would copy its tables at every response).
+        let connection = item.connectionHandle
+        if observers[connection] == nil { observers[connection] = seed ?? AttributeObserver() }
         let key = BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: item.direction)
         var request: ATTPDU?
         switch pdu.opcode.kind {
@@ -116,7 +118,7 @@ struct GATTAnnotator {
         case .response?:
             let other: CaptureDirection = item.direction == .sent ? .received : .sent
             request = requests.removeValue(forKey: BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: other))
-            observer.learn(request: request, response: pdu)
+            observers[connection]!.learn(request: request, response: pdu)
         default:
             break
         }
@@ -127,13 +129,13 @@ struct GATTAnnotator {
             let declarations = response.entries.map { entry in
                 "0x\(hex(entry.handle, 4)) " + ((try? CharacteristicDeclarationValue(decoding: entry.value))?.description ?? "malformed \(Hex.encode(entry.value))")
             }
-            var annotation = Annotation(handle: first.handle, service: observer.context(of: first.handle).service)
+            var annotation = Annotation(handle: first.handle, service: observers[connection]!.context(of: first.handle).service)
             annotation.decoded = "declarations " + declarations.joined(separator: "; ")
             annotation.serviceText = annotation.service.map { text(of: $0) }
             return annotation
         }
         guard let (handle, value) = Self.subject(pdu, request: request) else { return nil }
-        let context = observer.context(of: handle)
+        let context = observers[connection]!.context(of: handle)
         guard context.service != nil || context.characteristic != nil || context.descriptor != nil else { return nil }
         var annotation = Annotation(
             handle: handle, service: context.service, characteristic: context.characteristic,

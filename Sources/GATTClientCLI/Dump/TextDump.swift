@@ -44,7 +44,7 @@ struct TextDumpVisitor: CaptureVisitor {
         // The time right-aligned in 12 columns.
         let timeStart = output.buffer.count
         if localTime != nil {
-            output.buffer.appendText(localTime!.text(record.timestamp))
+            output.buffer.appendString(localTime!.text(record.timestamp))
         } else {
             let delta = record.timestamp - start
             output.buffer.appendDecimal(delta / 1_000_000)
@@ -72,15 +72,15 @@ struct TextDumpVisitor: CaptureVisitor {
             switch packet {
             case .command(let opcode, let parameters):
                 if let command = try? AnyHCICommand(HCICommandPacket(opcode: opcode, parameters: parameters)) {
-                    output.buffer.appendText("HCI Command: \(command)")
+                    output.buffer.appendString("HCI Command: \(command)")
                 } else {
-                    output.buffer.appendText("HCI " + packet.description)
+                    output.buffer.appendString("HCI " + packet.description)
                 }
             case .event(.commandComplete(let event)):
                 if let typed = try? event.typedReturn {
-                    output.buffer.appendText("HCI Event: Command Complete: \(event.opcode) ncmd \(event.numHCICommandPackets): \(typed)")
+                    output.buffer.appendString("HCI Event: Command Complete: \(event.opcode) ncmd \(event.numHCICommandPackets): \(typed)")
                 } else {
-                    output.buffer.appendText("HCI Event: \(HCIEvent.commandComplete(event)) (return parameters malformed)")
+                    output.buffer.appendString("HCI Event: \(HCIEvent.commandComplete(event)) (return parameters malformed)")
                 }
             case .event(.leMeta(.advertisingReport(let event))):
                 output.buffer.appendText("HCI Event: LE Advertising Report (")
@@ -92,7 +92,7 @@ struct TextDumpVisitor: CaptureVisitor {
                 output.buffer.appendText("HCI Event: LE Extended Advertising Report (")
                 writeReportCount(event.reports.count)
             case .event(let event):
-                output.buffer.appendText("HCI Event: \(event)")
+                output.buffer.appendString("HCI Event: \(event)")
             case .acl(let acl):
                 output.buffer.appendText("ACL Data: handle ")
                 output.buffer.appendPrefixedHex(acl.handle, digits: 4)
@@ -101,15 +101,15 @@ struct TextDumpVisitor: CaptureVisitor {
                 output.buffer.appendText(" dlen ")
                 output.buffer.appendDecimal(acl.data.count)
             case .sco, .iso:
-                output.buffer.appendText(packet.description)
+                output.buffer.appendString(packet.description)
             }
         } else if let error {
-            output.buffer.appendText("\(record.kind): malformed: \(error) [" + Hex.encode(record.bytes) + "]")
+            output.buffer.appendString("\(record.kind): malformed: \(error) [" + Hex.encode(record.bytes) + "]")
         } else {
-            output.buffer.appendText("\(record.kind)" + (record.bytes.isEmpty ? "" : ": " + printable(record.bytes)))
+            output.buffer.appendString("\(record.kind)" + (record.bytes.isEmpty ? "" : ": " + printable(record.bytes)))
         }
         if record.originalLength > record.bytes.count {
-            output.buffer.appendText(" (truncated: \(record.bytes.count) of \(record.originalLength) octets captured)")
+            output.buffer.appendString(" (truncated: \(record.bytes.count) of \(record.originalLength) octets captured)")
         }
         output.endLine()
     }
@@ -136,7 +136,7 @@ struct TextDumpVisitor: CaptureVisitor {
             report.writeText(to: &output.buffer)
             data = report.data
         case .directed(let report):
-            output.buffer.appendText("\(report)")
+            output.buffer.appendString("\(report)")
             data = []
         case .extended(let report):
             report.writeText(to: &output.buffer)
@@ -215,9 +215,9 @@ struct TextDumpVisitor: CaptureVisitor {
             pdu.writeText(to: &output.buffer, titled: false)  // without the "ATT " its description starts with
         } else if let pdu = att.lenientPDU, let error = att.error {
             pdu.writeText(to: &output.buffer, titled: false)
-            output.buffer.appendText(" (malformed for a strict reader: \(error))")
+            output.buffer.appendString(" (malformed for a strict reader: \(error))")
         } else if let error = att.error {
-            output.buffer.appendText("malformed: \(error) [" + Hex.encode(att.bytes) + "]")
+            output.buffer.appendString("malformed: \(error) [" + Hex.encode(att.bytes) + "]")
         }
         if let annotation {
             output.buffer.appendText("  [")

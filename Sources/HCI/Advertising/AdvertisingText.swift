@@ -6,11 +6,11 @@ import Bluetooth
 extension LEAdvertisingReport {
     /// Appends `description`.
     public func writeText(to text: inout [UInt8]) {
-        text.appendText(eventType.description)
+        text.appendString(eventType.description)
         text.append(UInt8(ascii: " "))
         address.writeText(to: &text)
         text.appendText(" (")
-        text.appendText(addressType.description)
+        text.appendString(addressType.description)
         text.appendText(") rssi ")
         writeRSSI(rssi, notAvailable: Self.rssiNotAvailable, to: &text)
         writeData(data, to: &text)
@@ -22,7 +22,7 @@ extension LEExtendedAdvertisingEventType {
     public func writeText(to text: inout [UInt8]) {
         if let name = legacyPDUName {
             text.appendText("legacy ")
-            text.appendText(name)
+            text.appendString(name)
             return
         }
         // Words joined by spaces.
@@ -40,7 +40,7 @@ extension LEExtendedAdvertisingEventType {
         if first { part("non-connectable") }
         if dataStatus != .complete {
             text.append(UInt8(ascii: " "))
-            text.appendText(dataStatus.description)
+            text.appendString(dataStatus.description)
         }
     }
 }
@@ -52,12 +52,12 @@ extension LEExtendedAdvertisingReport {
         text.append(UInt8(ascii: " "))
         address.writeText(to: &text)
         text.appendText(" (")
-        text.appendText(addressType.description)
+        text.appendString(addressType.description)
         text.appendText(") ")
-        text.appendText(primaryPHY.description)
+        text.appendString(primaryPHY.description)
         if secondaryPHY != .none {
             text.append(UInt8(ascii: "/"))
-            text.appendText(secondaryPHY.description)
+            text.appendString(secondaryPHY.description)
         }
         if advertisingSID != Self.noADI {
             text.appendText(" SID ")
@@ -78,7 +78,7 @@ extension LEExtendedAdvertisingReport {
             text.appendText(" to ")
             directAddress.writeText(to: &text)
             text.appendText(" (")
-            text.appendText(directAddressType.description)
+            text.appendString(directAddressType.description)
             text.append(UInt8(ascii: ")"))
         }
         writeData(data, to: &text)
@@ -121,17 +121,17 @@ extension ADStructure {
             text.appendText("Flags: ")
             flags.writeText(to: &text)
         case .incompleteServiceUUIDs(_, let uuids), .completeServiceUUIDs(_, let uuids), .serviceSolicitationUUIDs(_, let uuids):
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             list(uuids)
         case .shortenedLocalName(let bytes), .completeLocalName(let bytes):
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             // As String(decoding:as:) reads them: invalid UTF-8 becomes U+FFFD.
             if bytes.allSatisfy({ $0 < 0x80 }) {
                 text.append(contentsOf: bytes)
             } else {
-                text.appendText(String(decoding: bytes, as: UTF8.self))
+                text.appendString(String(decoding: bytes, as: UTF8.self))
             }
         case .txPowerLevel(let power):
             text.appendText("Tx Power Level: ")
@@ -151,7 +151,7 @@ extension ADStructure {
             text.appendText("Appearance: ")
             text.appendPrefixedHex(value, digits: 4)
         case .publicTargetAddresses(let list), .randomTargetAddresses(let list):
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             for (index, address) in list.enumerated() {
                 if index > 0 { text.appendText(", ") }
@@ -164,7 +164,7 @@ extension ADStructure {
             text.appendText("LE Bluetooth Device Address: ")
             address.writeText(to: &text)
             text.appendText(" (")
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.append(UInt8(ascii: ")"))
         case .leRole(let role):
             text.appendText("LE Role: ")
@@ -178,7 +178,7 @@ extension ADStructure {
             text.append(UInt8(ascii: " "))
             text.appendHexBytes(bytes)
         case .other(let type, let bytes):
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             text.appendHexBytes(bytes)
         }
@@ -230,7 +230,7 @@ extension ADStructure {
         var reader = ByteReader(data)
         func uuids(_ width: Int) -> Bool {
             guard n % width == 0 else { return false }
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             var first = true
             while !reader.isAtEnd {
@@ -250,12 +250,12 @@ extension ADStructure {
         case 0x04, 0x05, 0x1F: return uuids(4)
         case 0x06, 0x07, 0x15: return uuids(16)
         case 0x08, 0x09:
-            text.appendText(type.description)
+            text.appendString(type.description)
             text.appendText(": ")
             if data.allSatisfy({ $0 < 0x80 }) {
                 text.append(contentsOf: data)
             } else {
-                text.appendText(String(decoding: data, as: UTF8.self))
+                text.appendString(String(decoding: data, as: UTF8.self))
             }
         case 0x0A:
             guard n == 1 else { return false }
