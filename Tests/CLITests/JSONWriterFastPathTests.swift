@@ -44,3 +44,35 @@ import Testing
         #expect(Self.text { $0.field("s", "") } == #"{"s":""}"#)
     }
 }
+
+/// Issue 25: seconds written from microseconds without formatting a Double are what the
+/// Double's own text is, at every magnitude (the fast path and the fallback both).
+@Suite("JSONWriter: seconds from microseconds")
+struct JSONSecondsTests {
+    static func both(_ micros: Int64) -> (String, String) {
+        var fast = JSONWriter()
+        fast.beginObject()
+        fast.field("t", secondsFromMicroseconds: micros)
+        fast.endObject()
+        var slow = JSONWriter()
+        slow.beginObject()
+        slow.field("t", Double(micros) / 1_000_000)
+        slow.endObject()
+        return (String(decoding: fast.bytes, as: UTF8.self), String(decoding: slow.bytes, as: UTF8.self))
+    }
+
+    @Test func sameTextAsTheDouble() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Int64] = [0, 1, 99, 100, 101, 999_999, 1_000_000, 1_000_001, -1, -100, -150, -1_000_001, 123_456_789,
+                               999_999_999_999_999, 1_000_000_000_000_000, -999_999_999_999_999, 5_000_000, 2_500_000]
+        var limit: Int64 = 1
+        for _ in 1...18 {
+            limit *= 10
+            for _ in 0..<2_000 { values.append(Int64.random(in: -limit...limit, using: &generator)) }
+        }
+        for micros in values {
+            let (fast, slow) = Self.both(micros)
+            #expect(fast == slow, "\(micros)")
+        }
+    }
+}

@@ -94,7 +94,7 @@ struct InfoCommand {
                 json.fieldNull("dataLength")
             }
             for (uuid, label, value) in values {
-                json.beginObject(Self.jsonKey(label))
+                json.beginObject(JSONKey(Self.jsonKey(label)))
                 json.field("uuid", jsonUUID(.bit16(uuid)))
                 json.field("value", hex: value)
                 if let decoded = Self.decoded(uuid, value) { json.field("decoded", decoded) }

@@ -438,8 +438,8 @@ struct PeripheralCommand {
             writer.field("event", event)
             for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
                 switch value {
-                case .text(let text): writer.field(key, text)
-                case .number(let number): writer.field(key, number)
+                case .text(let text): writer.field(JSONKey(key), text)
+                case .number(let number): writer.field(JSONKey(key), number)
                 }
             }
             writer.endObject()

@@ -238,7 +238,7 @@ struct SensorTagCommand {
     /// DESIGN.md's JSON fields of a reading.
     static func write(_ reading: SensorTag.Reading, into json: inout JSONWriter) {
         func vector(_ key: String, _ v: SensorTag.Reading.Vector) {
-            json.beginObject(key)
+            json.beginObject(JSONKey(key))
             json.field("x", v.x)
             json.field("y", v.y)
             json.field("z", v.z)

@@ -58,10 +58,10 @@ struct OracleRecordWriter {
         case .extended(let report): data = report.data
         case .directed: data = nil
         }
-        let advertisingData = data.map { AdvertisingData($0) }
-        let overrun = advertisingData?.problems.contains {
-            if case .lengthOverrun = $0 { return true } else { return false }
-        } ?? false
+        // A walk over the Length octets says whether one runs past the end; only then is the
+        // data parsed whole (for its first problem).
+        let overrun = data.map(Self.lengthOverruns) ?? false
+        let advertisingData = overrun ? data.map { AdvertisingData($0) } : nil
 
         json.beginObject()
         json.field("kind", "adv_report")
@@ -80,7 +80,7 @@ struct OracleRecordWriter {
         let micros = microseconds(of: record)
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
-        json.field("t", Double(micros) / 1_000_000)
+        json.field("t", secondsFromMicroseconds: micros)
         json.field("transport", transport)
         json.field("subevent", Int(item.subevent.rawValue))
         json.field("subevent_name", Self.subeventNames[item.subevent.rawValue] ?? "UNKNOWN")
@@ -110,19 +110,36 @@ struct OracleRecordWriter {
             json.field("tx_power", Int(report.txPower))
             json.field("direct_address", address: report.directAddress)
         }
-        if let data, let advertisingData {
+        if let data {
             json.field("data_length", data.count)
             json.field("data", hex: data)
             json.beginArray("ad")
-            for element in advertisingData.wiresharkElements {
+            // The complete structures up to the end or a zero Length (no overrun here: that
+            // record was written above), as `AdvertisingData.wiresharkElements` lists them.
+            var index = 0
+            while index < data.count, data[index] != 0 {
+                let length = Int(data[index])
                 json.beginObject()
-                json.field("type", Int(element.type.rawValue))
-                json.field("data", hex: element.data)
+                json.field("type", Int(data[index + 1]))
+                json.field("data", hex: data[(index + 2)..<(index + 1 + length)])
                 json.endObject()
+                index += 1 + length
             }
             json.endArray()
         }
         json.endObject()
+    }
+
+    /// Whether a Length octet of `data` runs past its end (`ADProblem.lengthOverrun`).
+    static func lengthOverruns(_ data: [UInt8]) -> Bool {
+        var index = 0
+        while index < data.count {
+            let length = Int(data[index])
+            if length == 0 { return false }
+            if length > data.count - index - 1 { return true }
+            index += 1 + length
+        }
+        return false
     }
 
     private func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONWriter) {
@@ -154,7 +171,7 @@ struct OracleRecordWriter {
         let micros = microseconds(of: record)
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
-        json.field("t", Double(micros) / 1_000_000)
+        json.field("t", secondsFromMicroseconds: micros)
         json.field("transport", transport)
         switch item.direction {
         case .sent: json.field("dir", "host_to_controller")

@@ -137,8 +137,8 @@ struct CaptureSummary {
     }
 
     private func object(_ key: String, _ pairs: [(String, Int)], _ writer: inout JSONWriter) {
-        writer.beginObject(key)
-        for (name, count) in pairs { writer.field(name, count) }
+        writer.beginObject(JSONKey(key))
+        for (name, count) in pairs { writer.field(JSONKey(name), count) }
         writer.endObject()
     }
 

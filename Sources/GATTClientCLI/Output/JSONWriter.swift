@@ -1,55 +1,96 @@
 import BLE
 import Bluetooth
 
+/// An object key: a literal (written as it is: the keys this program writes need no escape), or
+/// any string (`JSONKey(text)`, escaped).
+public struct JSONKey: ExpressibleByStringLiteral, Sendable {
+    let literal: StaticString?
+    let text: String?
+
+    public init(stringLiteral value: StaticString) {
+        literal = value
+        text = nil
+    }
+
+    public init(_ text: String) {
+        literal = nil
+        self.text = text
+    }
+}
+
 /// Writes one JSON document into a byte buffer, keys in the order given. Used for every `--json`
 /// output: fast (no intermediate tree, no Foundation) and deterministic.
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
-    /// Whether the current container already has an element (a comma goes before the next).
-    private var needsComma: [Bool] = []
+    /// Whether each open container already has an element (a comma goes before the next): bit
+    /// `depth - 1` for the innermost (containers deeper than 64 keep the last bit).
+    private var needsComma: UInt64 = 0
+    private var depth = 0
 
     public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
-        needsComma.removeAll(keepingCapacity: true)
+        needsComma = 0
+        depth = 0
     }
 
+    @inline(__always)
     private mutating func separator() {
-        if let last = needsComma.last {
-            if last { bytes.append(UInt8(ascii: ",")) }
-            needsComma[needsComma.count - 1] = true
-        }
+        guard depth > 0 else { return }
+        let bit: UInt64 = 1 << UInt64(min(depth, 64) - 1)
+        if needsComma & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        needsComma |= bit
     }
 
-    private mutating func writeKey(_ key: String) {
+    @inline(__always)
+    private mutating func open(_ bracket: Unicode.Scalar) {
+        bytes.append(UInt8(truncatingIfNeeded: bracket.value))
+        depth += 1
+        if depth <= 64 { needsComma &= ~(1 << UInt64(depth - 1)) }
+    }
+
+    @inline(__always)
+    private mutating func close(_ bracket: Unicode.Scalar) {
+        bytes.append(UInt8(truncatingIfNeeded: bracket.value))
+        depth -= 1
+    }
+
+    @inline(__always)
+    private mutating func writeKey(_ key: JSONKey) {
         separator()
-        writeString(key)
+        if let literal = key.literal {
+            bytes.append(UInt8(ascii: "\""))
+            literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(UInt8(ascii: "\""))
+        } else {
+            writeString(key.text ?? "")
+        }
         bytes.append(UInt8(ascii: ":"))
     }
 
     // MARK: containers
 
-    public mutating func beginObject() { separator(); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
-    public mutating func beginObject(_ key: String) { writeKey(key); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma.removeLast() }
-    public mutating func beginArray() { separator(); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
-    public mutating func beginArray(_ key: String) { writeKey(key); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma.removeLast() }
+    public mutating func beginObject() { separator(); open("{") }
+    public mutating func beginObject(_ key: JSONKey) { writeKey(key); open("{") }
+    public mutating func endObject() { close("}") }
+    public mutating func beginArray() { separator(); open("[") }
+    public mutating func beginArray(_ key: JSONKey) { writeKey(key); open("[") }
+    public mutating func endArray() { close("]") }
 
     // MARK: keyed values
 
-    public mutating func field(_ key: String, _ value: Int) { writeKey(key); writeInt(value) }
-    public mutating func field(_ key: String, _ value: Double) { writeKey(key); writeDouble(value) }
-    public mutating func field(_ key: String, _ value: Bool) { writeKey(key); writeBool(value) }
-    public mutating func field(_ key: String, _ value: String) { writeKey(key); writeString(value) }
-    public mutating func fieldNull(_ key: String) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
+    public mutating func field(_ key: JSONKey, _ value: Int) { writeKey(key); writeInt(value) }
+    public mutating func field(_ key: JSONKey, _ value: Double) { writeKey(key); writeDouble(value) }
+    public mutating func field(_ key: JSONKey, _ value: Bool) { writeKey(key); writeBool(value) }
+    public mutating func field(_ key: JSONKey, _ value: String) { writeKey(key); writeString(value) }
+    public mutating func fieldNull(_ key: JSONKey) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
     /// Bytes as a lower-case hex string.
-    public mutating func field<C: Collection>(_ key: String, hex value: C) where C.Element == UInt8 {
+    public mutating func field<C: Collection>(_ key: JSONKey, hex value: C) where C.Element == UInt8 {
         writeKey(key); writeHex(value)
     }
     /// A Bluetooth address as Wireshark prints it: `aa:bb:cc:dd:ee:ff` (most significant first).
-    public mutating func field(_ key: String, address: BluetoothAddress) {
+    public mutating func field(_ key: JSONKey, address: BluetoothAddress) {
         writeKey(key)
         bytes.append(UInt8(ascii: "\""))
         let digits: StaticString = "0123456789abcdef"
@@ -66,7 +107,7 @@ public struct JSONWriter: Sendable {
 
     /// A time in microseconds as a string of seconds with nine fraction digits, the last three
     /// zero (`"12.345678000"`, `"-0.000001000"`): Wireshark's relative times.
-    public mutating func field(_ key: String, microseconds delta: Int64) {
+    public mutating func field(_ key: JSONKey, microseconds delta: Int64) {
         writeKey(key)
         bytes.append(UInt8(ascii: "\""))
         let seconds = delta / 1_000_000
@@ -83,8 +124,38 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Seconds from microseconds as a number: what `field(key, Double(microseconds) / 1_000_000)`
+    /// writes (Swift's shortest round-trip text), without formatting a Double where that text
+    /// is the exact decimal (1e-4 ≤ |seconds| < 1e9: there the exact decimal, trailing zeros
+    /// dropped, is the shortest text that reads back as the same Double).
+    public mutating func field(_ key: JSONKey, secondsFromMicroseconds micros: Int64) {
+        let magnitude = micros.magnitude
+        guard magnitude >= 100, magnitude < 1_000_000_000_000_000, micros % 1_000_000 != 0 else {
+            field(key, Double(micros) / 1_000_000)
+            return
+        }
+        writeKey(key)
+        if micros < 0 { bytes.append(UInt8(ascii: "-")) }
+        writeInt(Int(magnitude / 1_000_000))
+        bytes.append(UInt8(ascii: "."))
+        var fraction = magnitude % 1_000_000
+        var digits = 6
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        var index = start + digits - 1
+        while fraction > 0 {
+            bytes[index] = UInt8(ascii: "0") + UInt8(fraction % 10)
+            fraction /= 10
+            index -= 1
+        }
+    }
+
     /// A pre-encoded JSON fragment (trusted: produced by this writer).
-    public mutating func field(_ key: String, raw fragment: String) { writeKey(key); bytes.append(contentsOf: fragment.utf8) }
+    public mutating func field(_ key: JSONKey, raw fragment: String) { writeKey(key); bytes.append(contentsOf: fragment.utf8) }
 
     // MARK: array elements
 
