@@ -215,18 +215,23 @@ struct JSONDumpVisitor: CaptureVisitor {
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
         guard filter.showsAdvertising() else { return }
-        json.reset()
+        // Written straight into the output buffer, lent to the JSON writer.
+        swap(&json.bytes, &output.buffer)
+        json.resetContainers()
         writer.write(advertisingReport, record: record, into: &json)
-        output.writeLine(bytes: json.bytes)
+        swap(&json.bytes, &output.buffer)
+        output.endLine()
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
         // Every PDU teaches the annotator, shown or not.
         let annotation = annotator.annotate(att)
         guard filter.shows(att: att) else { return }
-        json.reset()
+        swap(&json.bytes, &output.buffer)
+        json.resetContainers()
         writer.write(att, record: record, gatt: annotation.map { annotation in { annotation.write(into: &$0) } }, into: &json)
-        output.writeLine(bytes: json.bytes)
+        swap(&json.bytes, &output.buffer)
+        output.endLine()
     }
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {}

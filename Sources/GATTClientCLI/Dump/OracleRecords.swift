@@ -12,7 +12,7 @@ import L2CAP
 /// that the schema does not have goes under the one extra key `gatt`.
 struct OracleRecordWriter {
     /// `hci_h4` or `hci_mon`.
-    var transport: String
+    var transport: StaticString
     /// Microseconds of the capture's first record: `time` counts from it.
     var origin: Int64?
 
@@ -51,6 +51,18 @@ struct OracleRecordWriter {
         0: "ADV_IND", 1: "ADV_DIRECT_IND", 2: "ADV_SCAN_IND", 3: "ADV_NONCONN_IND", 4: "SCAN_RSP",
     ]
 
+    // The same names as literals, for the hot path (written without an escape check).
+    static let legacyEventLiterals: [Int: StaticString] = [
+        0: "ADV_IND", 1: "ADV_DIRECT_IND", 2: "ADV_SCAN_IND", 3: "ADV_NONCONN_IND", 4: "SCAN_RSP",
+    ]
+    static let subeventLiterals: [UInt8: StaticString] = [
+        0x02: "LE_ADVERTISING_REPORT", 0x0B: "LE_DIRECTED_ADVERTISING_REPORT", 0x0D: "LE_EXTENDED_ADVERTISING_REPORT",
+    ]
+    static let addressTypeLiterals: [UInt8: StaticString] = [
+        0x00: "public", 0x01: "random", 0x02: "public_identity", 0x03: "random_identity",
+        0xFE: "random_unresolved", 0xFF: "anonymous",
+    ]
+
     mutating func write(_ item: AdvertisingReportItem, record: CaptureRecord, into json: inout JSONWriter) {
         let data: [UInt8]?
         switch item.report {
@@ -64,7 +76,7 @@ struct OracleRecordWriter {
         let advertisingData = overrun ? data.map { AdvertisingData($0) } : nil
 
         json.beginObject()
-        json.field("kind", "adv_report")
+        json.field("kind", literal: "adv_report")
         json.field("frame", record.number)
         if overrun {
             // Wireshark flags a report whose AD structures run past the data as malformed.
@@ -81,19 +93,19 @@ struct OracleRecordWriter {
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
         json.field("t", secondsFromMicroseconds: micros)
-        json.field("transport", transport)
+        json.field("transport", literal: transport)
         json.field("subevent", Int(item.subevent.rawValue))
-        json.field("subevent_name", Self.subeventNames[item.subevent.rawValue] ?? "UNKNOWN")
+        json.field("subevent_name", literal: Self.subeventLiterals[item.subevent.rawValue] ?? "UNKNOWN")
         json.field("index", item.index)
         switch item.report {
         case .legacy(let report):
             json.field("event_type", Int(report.eventType.rawValue))
-            json.field("event_type_name", Self.legacyEventNames[report.eventType.rawValue] ?? "UNKNOWN")
+            json.field("event_type_name", literal: Self.legacyEventLiterals[Int(report.eventType.rawValue)] ?? "UNKNOWN")
             address(report.addressType, report.address, into: &json)
             json.field("rssi", Int(report.rssi))
         case .directed(let report):
             json.field("event_type", Int(report.eventType.rawValue))
-            json.field("event_type_name", Self.legacyEventNames[report.eventType.rawValue] ?? "UNKNOWN")
+            json.field("event_type_name", literal: Self.legacyEventLiterals[Int(report.eventType.rawValue)] ?? "UNKNOWN")
             address(report.addressType, report.address, into: &json)
             json.field("rssi", Int(report.rssi))
             json.field("direct_address_type", Int(report.directAddressType.rawValue))
@@ -144,8 +156,8 @@ struct OracleRecordWriter {
 
     private func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONWriter) {
         json.field("address_type", Int(type.rawValue))
-        if let name = Self.addressTypeNames[type.rawValue] {
-            json.field("address_type_name", name)
+        if let name = Self.addressTypeLiterals[type.rawValue] {
+            json.field("address_type_name", literal: name)
         } else {
             json.fieldNull("address_type_name")
         }
@@ -156,7 +168,7 @@ struct OracleRecordWriter {
 
     mutating func write(_ item: ATTItem, record: CaptureRecord, gatt: ((inout JSONWriter) -> Void)? = nil, into json: inout JSONWriter) {
         json.beginObject()
-        json.field("kind", "att")
+        json.field("kind", literal: "att")
         json.field("frame", record.number)
         guard let pdu = item.pdu ?? item.lenientPDU else {
             json.field("malformed", true)
@@ -172,10 +184,10 @@ struct OracleRecordWriter {
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
         json.field("t", secondsFromMicroseconds: micros)
-        json.field("transport", transport)
+        json.field("transport", literal: transport)
         switch item.direction {
-        case .sent: json.field("dir", "host_to_controller")
-        case .received: json.field("dir", "controller_to_host")
+        case .sent: json.field("dir", literal: "host_to_controller")
+        case .received: json.field("dir", literal: "controller_to_host")
         case .unknown: json.fieldNull("dir")
         }
         json.field("conn", Int(item.connectionHandle))
@@ -184,8 +196,8 @@ struct OracleRecordWriter {
         json.field("opcode", Int(opcode.rawValue))
         json.field("op", opcode.wiresharkName)
         switch opcode.isSentByServer {
-        case true?: json.field("sender", "server")
-        case false?: json.field("sender", "client")
+        case true?: json.field("sender", literal: "server")
+        case false?: json.field("sender", literal: "client")
         case nil: json.fieldNull("sender")
         }
         json.field("pdu", hex: item.bytes)

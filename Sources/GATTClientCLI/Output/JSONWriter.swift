@@ -21,7 +21,8 @@ public struct JSONKey: ExpressibleByStringLiteral, Sendable {
 /// Writes one JSON document into a byte buffer, keys in the order given. Used for every `--json`
 /// output: fast (no intermediate tree, no Foundation) and deterministic.
 public struct JSONWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+    /// The document (a caller may lend its own buffer: swap it in, write, swap it back).
+    public internal(set) var bytes: [UInt8] = []
     /// Whether each open container already has an element (a comma goes before the next): bit
     /// `depth - 1` for the innermost (containers deeper than 64 keep the last bit).
     private var needsComma: UInt64 = 0
@@ -84,6 +85,20 @@ public struct JSONWriter: Sendable {
     public mutating func field(_ key: JSONKey, _ value: Double) { writeKey(key); writeDouble(value) }
     public mutating func field(_ key: JSONKey, _ value: Bool) { writeKey(key); writeBool(value) }
     public mutating func field(_ key: JSONKey, _ value: String) { writeKey(key); writeString(value) }
+    /// A string value that is a literal of this program's (no escape to check).
+    public mutating func field(_ key: JSONKey, literal value: StaticString) {
+        writeKey(key)
+        bytes.append(UInt8(ascii: "\""))
+        value.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Starts a document at the end of `bytes` as they are (after `reset()` or a swap).
+    public mutating func resetContainers() {
+        needsComma = 0
+        depth = 0
+    }
+
     public mutating func fieldNull(_ key: JSONKey) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
     /// Bytes as a lower-case hex string.
     public mutating func field<C: Collection>(_ key: JSONKey, hex value: C) where C.Element == UInt8 {
