@@ -57,8 +57,9 @@ extension Array where Element == UInt8 {
         }
     }
 
-    /// Appends `value` in hex without a prefix, left-padded with zeros to `digits` (more
-    /// when the value needs more), as `String(value, radix: 16)` padded gives it.
+    /// Appends `value`'s bit pattern in hex without a prefix, left-padded with zeros to `digits`
+    /// (more when the value needs more): for a value of at least 0, what
+    /// `String(value, radix: 16)` padded gives.
     @inlinable
     public mutating func appendHex<T: FixedWidthInteger>(_ value: T, digits: Int, uppercase: Bool = false) {
         let magnitude = UInt64(truncatingIfNeeded: value)

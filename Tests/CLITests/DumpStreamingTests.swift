@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Bluetooth
 import Capture
 import HCI
@@ -54,6 +55,19 @@ struct DumpStreamingTests {
         let rest = try child.readToEnd(within: 30)
         #expect(Array(early + rest) == expected)
         #expect(child.wait(timeout: 30) == 0)
+    }
+
+    /// Ctrl-C while standard input waits: the normal end (exit 0), what came is printed.
+    @Test func interruptingStandardInputEndsItCleanly() throws {
+        let bytes = try CaptureFile.readAll(path: Self.session)
+        let child = try ChildProcess([InterruptTests.binary, "dump", "-"], stdinPipe: true)
+        defer { child.kill() }
+        try child.write(bytes: Array(bytes.prefix(300)))
+        let early = try child.read(until: { Self.lineCount($0) >= Self.wholeRecords(Array(bytes.prefix(300))) }, within: 30)
+        _ = Glibc.kill(child.pid, SIGINT)
+        #expect(child.wait(timeout: 30) == 0)
+        let rest = try child.readToEnd(within: 30)
+        #expect(String(decoding: early + rest, as: UTF8.self).hasPrefix("#1 "))
     }
 
     @Test func standardInputSummaryNamesIt() throws {
@@ -195,6 +209,39 @@ struct DumpStreamingTests {
         let (code, text) = try ChildProcess.run(["/usr/bin/tshark", "-r", out, "-Y", "btatt", "-T", "fields", "-e", "frame.number"])
         #expect(code == 0)
         #expect(Self.lineCount(text) == original.count)
+    }
+
+    /// A new first fragment interrupting a partial frame begins the next frame (its fragments
+    /// all written with it); a Disconnection Complete ends the link's partial frames (nothing of
+    /// them is held or written later).
+    @Test func interruptedAndDisconnectedFramesKeepTheirFragmentsRight() throws {
+        var writer = try BTSnoopWriter(datalink: .h4)
+        func acl(_ handle: UInt16, _ boundary: UInt16, _ data: ArraySlice<UInt8>) -> [UInt8] {
+            let field = handle | boundary << 12
+            return [UInt8(field & 0xFF), UInt8(field >> 8), UInt8(data.count), 0] + data
+        }
+        var notification: [UInt8] = [23, 0, 0x04, 0x00, 0x1B, 0x25, 0x00]
+        notification += (0..<20).map { UInt8($0) }
+        // 1: a frame begun, never finished; 2–3: a new frame interrupts it and completes.
+        try writer.append(.acl, acl(0x0040, 0b10, notification[0..<10]), direction: .received, timestamp: 1_000_000)
+        try writer.append(.acl, acl(0x0040, 0b10, notification[0..<15]), direction: .received, timestamp: 2_000_000)
+        try writer.append(.acl, acl(0x0040, 0b01, notification[15...]), direction: .received, timestamp: 3_000_000)
+        // 4: a frame begun on 0x0041, 5: its link ends, 6: the handle used again for a whole PDU.
+        try writer.append(.acl, acl(0x0041, 0b10, notification[0..<10]), direction: .received, timestamp: 4_000_000)
+        try writer.append(.event, [0x05, 0x04, 0x00, 0x41, 0x00, 0x13], direction: .received, timestamp: 5_000_000)
+        try writer.append(.acl, acl(0x0041, 0b10, notification[...]), direction: .received, timestamp: 6_000_000)
+        let input = Self.temporaryPath(".btsnoop")
+        try Data(writer.bytes).write(to: URL(fileURLWithPath: input))
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        let (records, _) = try Self.written(input) { $0.attOnly = true }
+        #expect(records.map { $0.timestamp / 1_000_000 } == [2, 3, 6])
+    }
+
+    @Test func aMonitorPcapngIsWrittenAsMonitor() {
+        #expect(FilteredWriteVisitor.datalink(format: .pcapng, hciLinkType: .bluetoothLinuxMonitor) == .monitor)
+        #expect(FilteredWriteVisitor.datalink(format: .pcapng, hciLinkType: .bluetoothHCIH4WithPHDR) == .h4)
+        #expect(FilteredWriteVisitor.datalink(format: .btsnoop(.monitor), hciLinkType: nil) == .monitor)
+        #expect(FilteredWriteVisitor.datalink(format: .pcap(.bluetoothLinuxMonitor, nanosecond: false, bigEndian: false), hciLinkType: .bluetoothLinuxMonitor) == .monitor)
     }
 
     @Test func writingOverTheInputIsRefused() throws {

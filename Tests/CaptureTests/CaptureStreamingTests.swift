@@ -133,8 +133,8 @@ struct CaptureStreamingTests {
         ng.sectionHeader()
         ng.interface(linkType: 201)
         ng.enhancedPacket(interface: 0, ticks: 0, data: capturePHDR(false, .command, captureReset))
-        // A block header claiming 1 GiB: the streaming reader refuses to hold it.
-        ng.raw([0xAD, 0x0B, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0])
+        // A packet block header claiming 1 GiB: the streaming reader refuses to hold it.
+        ng.raw([0x06, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0])
         let path = try Self.temporaryFile(ng.bytes)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var reader = try CaptureReader(input: CaptureInput(path: path))
@@ -212,6 +212,67 @@ struct CaptureStreamingTests {
             #expect(reader.next() == nil)
         }
         #expect(!reader.isWaiting && reader.damage == nil && waits >= 1)
+    }
+
+    /// Octets written just before the file is deleted are still read (the reader holds the
+    /// file open): the deletion ends the follow after them, not before.
+    @Test func whatWasWrittenBeforeADeletionIsRead() throws {
+        let bytes = try CaptureFile.readAll(path: Self.fixtures[0])
+        let path = try Self.temporaryFile(Array(bytes.prefix(100)))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var reader = try CaptureReader(input: CaptureInput(path: path, follow: true), windowSize: 256)
+        var count = 0
+        while reader.next() != nil { count += 1 }
+        #expect(reader.isWaiting)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data(bytes[100...]))
+        try handle.close()
+        try FileManager.default.removeItem(atPath: path)
+        var waits = 0
+        while reader.isWaiting, waits < 5, reader.waitForInput() {
+            waits += 1
+            while reader.next() != nil { count += 1 }
+        }
+        var whole = try CaptureReader(bytes: bytes)
+        #expect(count == (try whole.readAll()).count)
+        #expect(!reader.isWaiting && reader.damage == nil)
+    }
+
+    @Test func followingSomethingOtherThanAFileIsRefused() {
+        #expect(throws: HCIError.self) { try CaptureInput(path: "/dev/null", follow: true) }
+    }
+
+    /// A pcapng block larger than a stream holds: one of a type it does not use is skipped
+    /// through the windows (what follows is read), one it uses is damage; and a stream whose
+    /// first 16 MiB show no HCI interface says at its end what opening it whole says.
+    @Test func largePcapngBlocksAreSkippedOrRefused() throws {
+        let large = CaptureReader.largestHeldBlock + 1000
+        var ng = CaptureFileBuilder(bigEndian: false)
+        ng.sectionHeader()
+        ng.interface(linkType: 201)
+        ng.enhancedPacket(interface: 0, ticks: 0, data: capturePHDR(false, .command, captureReset))
+        ng.block(0x0000_0BAD) { $0.raw(Array(repeating: 0xEE, count: large)) }
+        ng.enhancedPacket(interface: 0, ticks: 1_000_000, data: capturePHDR(true, .event, captureResetComplete))
+        let (whole, streamed, errors) = try Self.both(ng.bytes, window: 4096)
+        #expect(errors.0 == nil && errors.1 == nil)
+        #expect(whole == streamed && whole?.recordCount == 2 && whole?.damage == nil)
+        // The same block truncated: the same damage as the whole file's.
+        let (cutWhole, cutStreamed, _) = try Self.both(Array(ng.bytes.prefix(ng.bytes.count - 200)), window: 4096)
+        #expect(cutWhole?.damage == cutStreamed?.damage && cutWhole?.damage != nil)
+        #expect(cutWhole?.records == cutStreamed?.records)
+
+        var foreign = CaptureFileBuilder(bigEndian: false)
+        foreign.sectionHeader()
+        foreign.interface(linkType: 1)
+        foreign.block(0x0000_0BAD) { $0.raw(Array(repeating: 0xEE, count: large)) }
+        foreign.enhancedPacket(interface: 0, ticks: 0, data: [1, 2, 3, 4])
+        let path = try Self.temporaryFile(foreign.bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: HCIError.self) { try CaptureReader(bytes: foreign.bytes) }
+        var reader = try CaptureReader(input: CaptureInput(path: path))
+        #expect(reader.next() == nil)
+        #expect(reader.damage.map { "\($0)".contains("link type 1 (ETHERNET) is not supported") } == true)
     }
 
     @Test func aFollowedFileThatShrinksIsDamage() throws {

@@ -19,6 +19,14 @@ public struct CaptureDamage: Hashable, Sendable, CustomStringConvertible {
         /// A stream could not be read on (a read error, a followed file that shrank).
         case inputFailed(String)
 
+        /// Whether the octets ran out (what more input could mend), not a broken field.
+        public var isTruncation: Bool {
+            switch self {
+            case .truncatedHeader, .truncatedData: return true
+            default: return false
+            }
+        }
+
         public var description: String {
             switch self {
             case .truncatedHeader(let needed, let available):

@@ -110,13 +110,17 @@ extension HCIError {
         "only HCI captures (btsnoop datalink 1002/2001, pcap/pcapng link type 201, 187 or 254) can be decoded"
 
     static func unsupported(linkType: PcapLinkType) -> HCIError {
+        .captureFile(unsupportedMessage(linkType: linkType))
+    }
+
+    static func unsupportedMessage(linkType: PcapLinkType) -> String {
         var message = "link type \(linkType) is not supported: " + supportedCaptures
         switch linkType.rawValue {
         case 251, 255, 256, 272:
             message += "; this is an over-the-air sniffer capture of the link layer, not HCI"
         default: break
         }
-        return .captureFile(message)
+        return message
     }
 
     static func unsupported(datalink: BTSnoopDatalink) -> HCIError {

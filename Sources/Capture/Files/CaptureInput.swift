@@ -9,9 +9,10 @@ import HCI
 /// Where a streaming `CaptureReader` reads its octets: a file, a pipe or standard input, and
 /// for a followed file an inotify watch that wakes the reader when the file grows.
 ///
-/// Reads never block: a pipe with nothing to read, or a followed file at its current end, says
-/// `.wouldWait`, and `wait()` then blocks (without CPU) until there is more. The reader's caller
-/// decides when to wait, so that it can flush its own output first.
+/// Reads never block (opening a FIFO waits for its writer, as for any program): a pipe with
+/// nothing to read, or a followed file at its current end, says `.wouldWait`, and `wait()` then
+/// blocks (without CPU) until there is more. The reader's caller decides when to wait, so that it
+/// can flush its own output first.
 /// - SeeAlso: inotify(7), poll(2)
 public final class CaptureInput: Sendable {
     /// The descriptor read from.
@@ -70,8 +71,12 @@ public final class CaptureInput: Sendable {
             throw .system(operation: "read \(path)", errno: Errno(rawValue: EISDIR))
         }
         let regular = status.st_mode & S_IFMT == S_IFREG
+        if follow && !regular {
+            _ = Glibc.close(descriptor)
+            throw .captureFile("--follow follows a regular file; \(path) is not one (read a pipe without --follow: it is read as it arrives)")
+        }
         var watch: Int32 = -1
-        if follow && regular {
+        if follow {
             watch = inotify_init1(Int32(IN_CLOEXEC))
             let mask = UInt32(IN_MODIFY | IN_DELETE_SELF | IN_ATTRIB)
             guard watch >= 0, inotify_add_watch(watch, path, mask) >= 0 else {
@@ -90,8 +95,9 @@ public final class CaptureInput: Sendable {
         self.interrupt = interrupt
     }
 
-    /// Reads `descriptor` (standard input by default) without taking ownership of it.
-    public init(fileDescriptor descriptor: Int32 = STDIN_FILENO, name: String = "standard input") {
+    /// Reads `descriptor` (standard input by default) without taking ownership of it. A wait
+    /// also ends when `interrupt` (if not -1) becomes readable.
+    public init(fileDescriptor descriptor: Int32 = STDIN_FILENO, name: String = "standard input", interrupt: Int32 = -1) {
         var status = stat()
         let regular = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
         self.fileDescriptor = descriptor
@@ -100,7 +106,7 @@ public final class CaptureInput: Sendable {
         self.ownsDescriptor = false
         self.isRegularFile = regular
         self.watch = -1
-        self.interrupt = -1
+        self.interrupt = interrupt
     }
 
     deinit {
@@ -112,72 +118,64 @@ public final class CaptureInput: Sendable {
     public func read(into buffer: UnsafeMutableRawPointer, count: Int) -> ReadOutcome {
         if !isRegularFile {
             var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-            while true {
-                let ready = poll(&descriptor, 1, 0)
-                if ready < 0 && errno == EINTR { continue }
-                if ready < 0 { return .failed(.current) }
-                if ready == 0 { return .wouldWait }
-                break
+            do {
+                if try Errno.retryingSyscall({ poll(&descriptor, 1, 0) }) == 0 { return .wouldWait }
+            } catch {
+                return .failed(error)
             }
         }
-        while true {
-            let result = Glibc.read(fileDescriptor, buffer, count)
+        do {
+            let result = try Errno.retryingSyscall { Glibc.read(fileDescriptor, buffer, count) }
             if result > 0 { return .data(result) }
-            if result == 0 { return isFollowing && isRegularFile ? .wouldWait : .end }
-            if errno == EINTR { continue }
-            if errno == EAGAIN { return .wouldWait }
-            return .failed(.current)
+            return isFollowing ? .wouldWait : .end
+        } catch {
+            return error == Errno(rawValue: EAGAIN) ? .wouldWait : .failed(error)
         }
     }
 
     /// Blocks until there may be more to read: a followed file's next change (inotify), or a
     /// pipe's next octets or hang-up (poll). Returns at once for a regular file not followed.
     public func wait() -> WaitOutcome {
-        if watch >= 0 {
+        // The data (a pipe) or the watch (a followed file), and the interrupt.
+        if !isRegularFile || watch >= 0 {
             var descriptors = [
-                pollfd(fd: watch, events: Int16(POLLIN), revents: 0), pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: watch >= 0 ? watch : fileDescriptor, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
             ]
-            while true {
-                let ready = poll(&descriptors, interrupt >= 0 ? 2 : 1, -1)
-                if ready < 0 && errno == EINTR { continue }
-                if ready < 0 { return .failed(.current) }
-                break
+            do {
+                _ = try Errno.retryingSyscall { poll(&descriptors, interrupt >= 0 ? 2 : 1, -1) }
+            } catch {
+                return .failed(error)
             }
             if interrupt >= 0, descriptors[1].revents != 0 { return .interrupted }
-            // inotify events are at least 16 octets and at most 16 + NAME_MAX + 1; the watch is
-            // on the file itself, so its events carry no name.
-            var events = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = events.withUnsafeMutableBytes { Glibc.read(watch, $0.baseAddress!, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { return .failed(.current) }
-                var offset = 0
-                var gone = false
-                var attributes = false
-                while count - offset >= 16 {
-                    let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
-                    let nameLength = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
-                    if mask & UInt32(IN_DELETE_SELF | IN_IGNORED) != 0 { gone = true }
-                    if mask & UInt32(IN_ATTRIB) != 0 { attributes = true }
-                    offset += 16 + nameLength
-                }
-                // While this reader holds the file open, its deletion shows as a link count
-                // of 0 (IN_ATTRIB), not IN_DELETE_SELF. A renamed file is still the writer's.
-                if attributes {
-                    var status = stat()
-                    if fstat(fileDescriptor, &status) == 0, status.st_nlink == 0 { gone = true }
-                }
-                return gone ? .gone : .ready
-            }
         }
-        if isRegularFile { return .ready }
-        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&descriptor, 1, -1)
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 { return .failed(.current) }
-            return .ready
+        guard watch >= 0 else { return .ready }
+        // inotify events are at least 16 octets and at most 16 + NAME_MAX + 1; the watch is on
+        // the file itself, so its events carry no name.
+        var events = [UInt8](repeating: 0, count: 4096)
+        let count: Int
+        do {
+            count = try Errno.retryingSyscall { events.withUnsafeMutableBytes { Glibc.read(watch, $0.baseAddress!, $0.count) } }
+        } catch {
+            return .failed(error)
         }
+        var offset = 0
+        var gone = false
+        var attributes = false
+        while count - offset >= 16 {
+            let mask = events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
+            let nameLength = Int(events.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
+            if mask & UInt32(IN_DELETE_SELF | IN_IGNORED) != 0 { gone = true }
+            if mask & UInt32(IN_ATTRIB) != 0 { attributes = true }
+            offset += 16 + nameLength
+        }
+        // While this reader holds the file open, its deletion shows as a link count of 0
+        // (IN_ATTRIB), not IN_DELETE_SELF. A renamed file is still the writer's.
+        if attributes {
+            var status = stat()
+            if fstat(fileDescriptor, &status) == 0, status.st_nlink == 0 { gone = true }
+        }
+        return gone ? .gone : .ready
     }
 
     /// The file's size now (a followed file that shrank was truncated under the reader).

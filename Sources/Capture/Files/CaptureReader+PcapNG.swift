@@ -49,6 +49,16 @@ struct PcapNGInterface: Sendable {
     }
 }
 
+/// A block a streaming reader skips through its windows (larger than it holds).
+struct PcapNGSkip: Sendable {
+    /// File offset of the block.
+    var blockStart: Int
+    var total: Int
+    var bigEndian: Bool
+    /// Octets before the trailer still to skip; -1 once skipped.
+    var remaining: Int
+}
+
 /// The state of the pcapng section being read.
 struct PcapNGSection: Sendable {
     var bigEndian = false
@@ -72,8 +82,19 @@ extension CaptureReader {
     @usableFromInline
     mutating func nextPcapNG() -> CaptureRecord.Header? {
         while true {
+            if pcapngSkip != nil {
+                guard skipBlock() else { return isFinished ? nil : shortOfInput(.truncatedHeader(needed: 0, available: 0)) }
+                continue
+            }
             var available = fill(12)
-            if available == 0 && inputEnded { return end() }
+            if available == 0 && inputEnded {
+                // A stream whose first 16 MiB did not show whether it carries HCI: at its end,
+                // what opening a whole file with no HCI interface says.
+                if input != nil, !section.sawSupportedInterface, let linkType = section.firstUnsupportedLinkType {
+                    return stop(atIndex: position, .inputFailed(HCIError.unsupportedMessage(linkType: linkType)))
+                }
+                return end()
+            }
             guard available >= 12 else { return shortOfInput(.truncatedHeader(needed: 12, available: available)) }
             var start = position
             // The section header's type reads the same in both byte orders.
@@ -94,11 +115,21 @@ extension CaptureReader {
                 return stop(atIndex: start, .invalidBlock("block total length \(total) is not a multiple of 4 of at least 12"))
             }
             if total > available {
-                // A stream holds a block whole in its window, up to a bound.
+                // A stream holds a block whole in its window, up to a bound; a larger block of a
+                // type it does not use is skipped through the windows (its trailer checked).
                 if input != nil && total > Self.largestHeldBlock {
-                    return stop(
-                        atIndex: start,
-                        .lengthTooLarge(field: "block total length", value: total, maximum: Self.largestHeldBlock))
+                    let used = [
+                        Self.pcapngSectionHeader, Self.pcapngInterfaceDescription, Self.pcapngEnhancedPacket,
+                        Self.pcapngSimplePacket, Self.pcapngObsoletePacket,
+                    ]
+                    guard !used.contains(type) else {
+                        return stop(
+                            atIndex: start,
+                            .lengthTooLarge(field: "block total length", value: total, maximum: Self.largestHeldBlock))
+                    }
+                    pcapngSkip = PcapNGSkip(
+                        blockStart: windowOffset + start, total: total, bigEndian: bigEndian, remaining: total - 4)
+                    continue
                 }
                 available = fill(total)
                 start = position
@@ -176,6 +207,48 @@ extension CaptureReader {
             }
             position = start + total
         }
+    }
+
+    /// Goes on skipping `pcapngSkip`'s block; true when it was skipped whole and its trailer
+    /// matched (false: waiting, or stopped at damage).
+    mutating func skipBlock() -> Bool {
+        guard var skip = pcapngSkip else { return true }
+        defer { pcapngSkip = skip.remaining < 0 ? nil : skip }
+        while skip.remaining > 0 {
+            var available = bytes.count - position
+            if available == 0 {
+                available = fill(Swift.min(skip.remaining, windowCapacity))
+                if available == 0 {
+                    if inputEnded && readFailure == nil {
+                        let seen = skip.total - 4 - skip.remaining
+                        _ = stop(at: skip.blockStart, .truncatedData(needed: skip.total, available: seen))
+                    } else if readFailure != nil {
+                        _ = shortOfInput(.truncatedHeader(needed: 0, available: 0))
+                    }
+                    return false
+                }
+            }
+            let step = Swift.min(available, skip.remaining)
+            position += step
+            skip.remaining -= step
+        }
+        let available = fill(4)
+        guard available >= 4 else {
+            if inputEnded && readFailure == nil {
+                _ = stop(at: skip.blockStart, .truncatedData(needed: skip.total, available: skip.total - 4 + available))
+            } else if readFailure != nil {
+                _ = shortOfInput(.truncatedHeader(needed: 0, available: 0))
+            }
+            return false
+        }
+        let trailer = Int(bytes.captureUInt32(at: position, bigEndian: skip.bigEndian))
+        guard trailer == skip.total else {
+            _ = stop(at: skip.blockStart, .invalidBlock("block trailing length \(trailer) differs from its total length \(skip.total)"))
+            return false
+        }
+        position += 4
+        skip.remaining = -1
+        return true
     }
 
     /// Validates and consumes one packet block; nil when it was skipped or damaged.

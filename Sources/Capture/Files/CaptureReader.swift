@@ -40,6 +40,15 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     public internal(set) var damage: CaptureDamage?
     /// Set when `next()` returned nil because a stream has nothing more to read yet (not its end).
     public private(set) var isWaiting = false
+    /// The HCI link type of a pcap, or of the current pcapng section's first HCI interface (nil
+    /// for btsnoop, and for a pcapng before its interfaces are read).
+    public var hciLinkType: PcapLinkType? {
+        switch mode {
+        case .pcap: return pcapLinkType
+        case .pcapng: return section.interfaces.first(where: { $0.linkType.isSupported })?.linkType
+        case .btsnoopH4, .btsnoopMonitor: return nil
+        }
+    }
     /// Whether `waitForInput()` waits for a writer still writing (a followed file).
     public var isFollowing: Bool { input?.isFollowing ?? false }
 
@@ -56,14 +65,16 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     var pcapNanosecond = false
     // pcapng section state.
     var section = PcapNGSection()
+    /// A large pcapng block being skipped by a streaming reader.
+    var pcapngSkip: PcapNGSkip?
 
     /// Octets a streaming reader asks of its input at a time (its window, beyond what one
     /// record or block needs).
     public static let windowSize = 1 << 20
     /// This reader's window size (`init(input:windowSize:)`).
     private(set) var windowCapacity = CaptureReader.windowSize
-    /// Largest pcapng section header or interface description block a streaming reader
-    /// holds (other blocks it does not use are skipped however large).
+    /// Largest pcapng block a streaming reader holds (larger section header, interface and
+    /// packet blocks are damage; larger blocks of other types are skipped through the windows).
     public static let largestHeldBlock = 16 << 20
 
     /// Largest btsnoop included length: H4 indicator + ACL header + 65535 octets of data.
@@ -75,7 +86,7 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     /// Sniffs the format of a whole capture held in memory by its magic number and validates
     /// the file header.
     public init(bytes: [UInt8]) throws(HCIError) {
-        try self.init(window: bytes, input: nil, inputEnded: true)
+        try self.init(window: bytes, input: nil, inputEnded: true, authoritative: true)
     }
 
     /// Reads the capture `input` gives, `windowSize` octets at a time (more when one record
@@ -88,14 +99,21 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         // pcapng: whether any interface carries HCI is known at the first packet on one (or at
         // the end): read on until then, as the whole-file reader sees it, up to the bound on
         // what a stream holds.
+        var authoritative = ended
         if window.count >= 4, window.captureUInt32(at: 0, bigEndian: true) == Self.pcapngSectionHeader {
             while !ended, window.count < Self.largestHeldBlock {
-                var probe = try CaptureReader(window: window, input: nil, inputEnded: false)
+                var probe = try CaptureReader(window: window, input: nil, inputEnded: false, authoritative: false)
                 if probe.nextHeader() != nil { break }
+                // Damage other than the held octets running out is damage however much follows.
+                if let damage = probe.damage, !damage.reason.isTruncation {
+                    authoritative = true
+                    break
+                }
                 (window, ended) = try Self.read(adding: Swift.max(size, window.count), to: window, atLeast: window.count + 1, from: input)
             }
+            authoritative = authoritative || ended
         }
-        try self.init(window: window, input: input, inputEnded: ended)
+        try self.init(window: window, input: input, inputEnded: ended, authoritative: authoritative)
         windowCapacity = size
     }
 
@@ -126,7 +144,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         return (window, ended)
     }
 
-    private init(window bytes: [UInt8], input: CaptureInput?, inputEnded: Bool) throws(HCIError) {
+    /// `authoritative`: whether what `bytes` holds decides if a pcapng carries HCI at all (the
+    /// whole file, or damage before its first HCI packet).
+    private init(window bytes: [UInt8], input: CaptureInput?, inputEnded: Bool, authoritative: Bool) throws(HCIError) {
         self.bytes = bytes
         self.input = input
         self.inputEnded = inputEnded
@@ -182,7 +202,7 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             // is the whole stream).
             var probe = self
             probe.inputEnded = true
-            if probe.nextHeader() == nil, inputEnded {
+            if probe.nextHeader() == nil, authoritative {
                 if !probe.section.sawSupportedInterface, let linkType = probe.section.firstUnsupportedLinkType {
                     throw HCIError.unsupported(linkType: linkType)
                 }
@@ -196,7 +216,8 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         }
     }
 
-    /// The next record; nil at the end of the file or at damage (then `damage` is set).
+    /// The next record; nil at the end of the file, at damage (then `damage` is set), or while
+    /// a stream has nothing more yet (then `isWaiting` is set).
     public mutating func next() -> CaptureRecord? {
         guard let header = nextHeader() else { return nil }
         return CaptureRecord(header, in: bytes)
@@ -218,7 +239,8 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             }
             return true
         case .gone:
-            inputEnded = true
+            // Whatever was written before the deletion is still read; then the end is the end.
+            followEnded = true
             return true
         case .interrupted:
             return false
@@ -283,7 +305,7 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     /// new window holding the octets not yet read and what the input gives beyond them
     /// (`position` moves to 0 of it). Returns the octets available from `position`: fewer than
     /// `count` at the end of the input, or with `isWaiting` set when a stream has nothing more
-    /// for now, or at a read failure (`inputFailure` set).
+    /// for now, or at a read failure (`readFailure` set).
     @inline(__always) @usableFromInline
     mutating func fill(_ count: Int) -> Int {
         let available = bytes.count - position
@@ -304,12 +326,20 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         windowGeneration &+= 1
         switch outcome {
         case .end: inputEnded = true
-        case .wouldWait: if bytes.count < count { isWaiting = true }
+        case .wouldWait:
+            if followEnded {
+                inputEnded = true
+            } else if bytes.count < count {
+                isWaiting = true
+            }
         case .failed(let error): readFailure = error
         case .data: break
         }
         return bytes.count
     }
+
+    /// Set when a followed file was deleted: its current end is then its end.
+    var followEnded = false
 
     /// A new window of `capacity` octets at most: `kept`, then what `input` gives without
     /// waiting. `outcome` is the last read's (`.data` when the window filled up).
@@ -329,6 +359,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
             }
         }
         outcome = last
+        // A pipe's few octets do not keep a whole window allocated (records held by a caller
+        // keep their window alive).
+        if window.count < capacity / 4 { return Array(window) }
         return window
     }
 
@@ -339,8 +372,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     /// The read(2) failure that ended a stream, if one did.
     @usableFromInline var readFailure: Errno? = nil
 
-    /// What a parser does when fewer than `needed` octets are held at `position`: waits (nil,
-    /// `isWaiting`), stops at a read failure, or (at the end of the input) reports `truncation`.
+    /// What a parser does when fewer octets than a record needs are held at `position`: waits
+    /// (nil, `isWaiting`), stops at a read failure, or (at the end of the input) reports
+    /// `truncation`.
     @usableFromInline
     mutating func shortOfInput(_ truncation: CaptureDamage.Reason) -> CaptureRecord.Header? {
         if isWaiting { return nil }

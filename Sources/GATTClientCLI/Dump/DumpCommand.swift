@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import BLE
+import Synchronization
 import Capture
 import ATT
 import GATT
@@ -27,27 +28,47 @@ public struct DumpCommand {
     /// could not be read to its end (everything before the damage has been written).
     public func run(output: inout BufferedOutput) throws -> String? {
         let database = try options.services.map { try ServicesJSON.load(path: $0) }
-        // Following, Ctrl-C (or SIGTERM) is the normal end: it ends the wait through a pipe,
-        // and the dump finishes as at the end of a file (exit 0, everything written).
-        let interrupt = options.follow ? try FollowInterrupt() : nil
+        // Following a file or reading standard input, Ctrl-C (or SIGTERM) is the normal end: it
+        // ends the wait through a pipe (or stops the decoding between records), and the dump
+        // finishes as at the end of a file (exit 0, everything written).
+        let interrupt = options.follow || options.readsStandardInput ? try FollowInterrupt() : nil
         defer { interrupt?.stop() }
-        var reader =
+        let opened = Result { () throws(HCIError) -> CaptureReader in
             options.readsStandardInput
-            ? try CaptureFile.standardInput()
-            : try CaptureFile.open(
-                path: options.path, follow: options.follow, interrupt: interrupt?.descriptor ?? -1, windowSize: windowSize)
+                ? try CaptureReader(input: CaptureInput(interrupt: interrupt?.descriptor ?? -1), windowSize: windowSize)
+                : try CaptureFile.open(
+                    path: options.path, follow: options.follow, interrupt: interrupt?.descriptor ?? -1, windowSize: windowSize)
+        }
+        var reader: CaptureReader
+        switch opened {
+        case .success(let opened): reader = opened
+        case .failure(let error):
+            // Interrupted before the capture's header came: nothing to decode, nothing wrong.
+            if interrupt?.happened == true { return nil }
+            throw error
+        }
         var decoder = CaptureDecoder()
         let name = options.readsStandardInput ? "standard input" : options.path
+        let stop = { interrupt?.happened == true }
         if let writePath = options.writePath {
-            var visitor = try FilteredWriteVisitor(options: options, path: writePath, format: reader.format)
-            Self.decodeAll(&reader, &decoder, &visitor) { try? $0.flush() }
+            // The first record read before the file is made: a pcapng's interfaces say its datalink.
+            var first = reader.next()
+            while first == nil, reader.isWaiting, !stop(), reader.waitForInput() { first = reader.next() }
+            var visitor = try FilteredWriteVisitor(
+                options: options, path: writePath,
+                datalink: FilteredWriteVisitor.datalink(format: reader.format, hciLinkType: reader.hciLinkType))
+            if let first { decoder.decode(first, visitor: &visitor) }
+            Self.decodeAll(&reader, &decoder, &visitor, stop: stop) { $0.release() }
             try visitor.finish()
-            output.writeLine(
-                "\(visitor.writtenCount) of \(reader.recordCount) record\(reader.recordCount == 1 ? "" : "s") written to \(writePath)")
+            var message = "\(visitor.writtenCount) of \(reader.recordCount) record\(reader.recordCount == 1 ? "" : "s") written to \(writePath)"
+            if visitor.givenUpCount > 0 {
+                message += " (\(visitor.givenUpCount) fragment\(visitor.givenUpCount == 1 ? "" : "s") of frames left incomplete over \(FilteredWriteVisitor.heldLimit) records given up)"
+            }
+            output.writeLine(message)
         } else if options.summary, FilteredSummaryVisitor.filters(options) {
             // The filters decide per record: the full decode, counting what they show.
             var visitor = FilteredSummaryVisitor(options: options)
-            Self.decodeAll(&reader, &decoder, &visitor) { _ in }
+            Self.decodeAll(&reader, &decoder, &visitor, stop: stop) { _ in }
             visitor.summary.write(json: json, file: name, damage: reader.damage?.description, output: &output)
         } else if options.summary {
             var visitor = SummaryVisitor()
@@ -55,11 +76,11 @@ public struct DumpCommand {
             visitor.summary.write(json: json, file: name, damage: reader.damage?.description, output: &output)
         } else if json {
             var visitor = JSONDumpVisitor(options: options, format: reader.format, output: output, database: database)
-            Self.decodeAll(&reader, &decoder, &visitor) { $0.output.flush() }
+            Self.decodeAll(&reader, &decoder, &visitor, stop: stop) { $0.output.flush() }
             output = visitor.output
         } else {
             var visitor = TextDumpVisitor(options: options, output: output, database: database)
-            Self.decodeAll(&reader, &decoder, &visitor) { $0.output.flush() }
+            Self.decodeAll(&reader, &decoder, &visitor, stop: stop) { $0.output.flush() }
             output = visitor.output
         }
         output.flush()
@@ -68,40 +89,61 @@ public struct DumpCommand {
 
     /// Decodes every record of `reader`; when a stream has nothing more for now (a pipe, a
     /// followed file), `beforeWaiting` (a flush) and then a wait for more.
+    /// `stop` (a Ctrl-C) ends it between records.
     static func decodeAll<V: CaptureVisitor>(
-        _ reader: inout CaptureReader, _ decoder: inout CaptureDecoder, _ visitor: inout V, beforeWaiting: (inout V) -> Void
+        _ reader: inout CaptureReader, _ decoder: inout CaptureDecoder, _ visitor: inout V, stop: () -> Bool,
+        beforeWaiting: (inout V) -> Void
     ) {
         while true {
-            while let record = reader.next() { decoder.decode(record, visitor: &visitor) }
-            guard reader.isWaiting else { return }
+            while let record = reader.next() {
+                decoder.decode(record, visitor: &visitor)
+                if stop() { return }
+            }
+            guard reader.isWaiting, !stop() else { return }
             beforeWaiting(&visitor)
             guard reader.waitForInput() else { return }
         }
     }
 }
 
-/// SIGINT and SIGTERM onto a pipe whose read end a followed capture's wait watches.
+/// SIGINT and SIGTERM onto a pipe whose read end a followed capture's (or standard input's)
+/// wait watches, and a flag the decoding checks between records.
 final class FollowInterrupt: Sendable {
     let descriptor: Int32
-    private let writeEnd: Int32
+    /// The write end, -1 once stopped (the handler writes under the lock, so never to a
+    /// descriptor closed or reused after `stop()`).
+    private let writeEnd: Mutex<Int32>
+    private let signaled = Atomic<Bool>(false)
     private let signals = SignalWatch()
+
+    /// Whether a signal came.
+    var happened: Bool { signaled.load(ordering: .relaxed) }
 
     init() throws(HCIError) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw .system(operation: "pipe", errno: .current) }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // A full pipe must not block the handler (one octet is enough to wake the wait).
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
         descriptor = ends[0]
-        writeEnd = ends[1]
-        signals.start { [writeEnd] _ in
-            var byte: UInt8 = 1
-            _ = Glibc.write(writeEnd, &byte, 1)
+        writeEnd = Mutex(ends[1])
+        signals.start { [self] _ in
+            signaled.store(true, ordering: .relaxed)
+            writeEnd.withLock { end in
+                guard end >= 0 else { return }
+                var byte: UInt8 = 1
+                _ = Glibc.write(end, &byte, 1)
+            }
         }
     }
 
     func stop() {
         signals.stop()
+        writeEnd.withLock { end in
+            if end >= 0 { _ = Glibc.close(end) }
+            end = -1
+        }
         _ = Glibc.close(descriptor)
-        _ = Glibc.close(writeEnd)
     }
 }
 

@@ -16,14 +16,18 @@ import L2CAP
 /// in, so that the file decodes on its own. `--from`/`--to` bound all of these.
 ///
 /// The datalink follows the input: Linux monitor (btsnoop 2001, pcap/pcapng 254) stays monitor,
-/// keeping controller indexes and notes; H4 otherwise.
+/// keeping controller indexes and notes; H4 otherwise. A record waiting for its frame holds a
+/// copy of its octets (not the reader's window).
 struct FilteredWriteVisitor: CaptureVisitor {
     private var filter: DumpFilter
     private var encoder: BTSnoopWriter
     private let descriptor: Int32
     private let path: String
     private(set) var writtenCount = 0
-    /// The first record that could not be written (the file then ends before it).
+    /// Fragments given up because their frame stayed incomplete over `heldLimit` records.
+    private(set) var givenUpCount = 0
+    /// The first record that could not be written, or the first failed write (the file then
+    /// ends before it).
     private(set) var failure: HCIError?
 
     /// Records read but not yet decided or not yet written, in file order: an ACL fragment
@@ -39,8 +43,8 @@ struct FilteredWriteVisitor: CaptureVisitor {
     private var currentFrame: UInt32?
     private var currentChosen = false
 
-    /// Fragments a frame may keep waiting before the oldest is given up (a connection that
-    /// ended inside a frame must not hold every later record in memory).
+    /// Records that may be held behind a waiting fragment before that fragment is given up (a
+    /// frame never completed must not hold every later record in memory).
     static let heldLimit = 4096
 
     private struct Held {
@@ -50,14 +54,16 @@ struct FilteredWriteVisitor: CaptureVisitor {
 
     private enum State { case waiting, chosen, dropped }
 
-    init(options: DumpOptions, path: String, format: CaptureFormat) throws(HCIError) {
-        filter = DumpFilter(options: options)
-        let datalink: BTSnoopDatalink
+    /// The btsnoop datalink for records of this capture.
+    static func datalink(format: CaptureFormat, hciLinkType: PcapLinkType?) -> BTSnoopDatalink {
         switch format {
-        case .btsnoop(let link): datalink = link
-        case .pcap(let linkType, _, _): datalink = linkType == .bluetoothLinuxMonitor ? .monitor : .h4
-        case .pcapng: datalink = .h4
+        case .btsnoop(let link): return link
+        case .pcap, .pcapng: return hciLinkType == .bluetoothLinuxMonitor ? .monitor : .h4
         }
+    }
+
+    init(options: DumpOptions, path: String, datalink: BTSnoopDatalink) throws(HCIError) {
+        filter = DumpFilter(options: options)
         encoder = try BTSnoopWriter(datalink: datalink)
         // Never truncate the capture being read.
         var input = stat()
@@ -81,6 +87,12 @@ struct FilteredWriteVisitor: CaptureVisitor {
         current = sequence
         currentChosen = filter.shows(packet: packet)
         currentFrame = nil
+        // A link that ended ends the frames it had in progress (the decoder drops them).
+        if case .event(.disconnectionComplete(let event))? = packet {
+            for direction in [CaptureDirection.sent, .received, .unknown] {
+                resolveFrame(UInt32(event.connectionHandle) << 8 | UInt32(direction.rawValue), chosen: false)
+            }
+        }
         if case .acl(let acl)? = packet {
             let key = UInt32(acl.handle) << 8 | UInt32(record.direction.rawValue)
             currentFrame = key
@@ -103,7 +115,13 @@ struct FilteredWriteVisitor: CaptureVisitor {
     }
 
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {
-        resolveFrame(UInt32(l2capDrop.handle) << 8 | UInt32(record.direction.rawValue), chosen: false)
+        let key = UInt32(l2capDrop.handle) << 8 | UInt32(record.direction.rawValue)
+        resolveFrame(key, chosen: false)
+        // A new first fragment ended the old frame: it begins the next one.
+        if case .interruptedByNewStart = l2capDrop.reason, let current {
+            frames[key] = [current]
+            currentFrame = key
+        }
     }
 
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
@@ -126,6 +144,19 @@ struct FilteredWriteVisitor: CaptureVisitor {
         if sequences.last == current { currentFrame = nil }
     }
 
+    /// Decides the record last visited (its decode is complete), then writes what can be
+    /// written: before a wait, so that a follower's file is not a record behind.
+    mutating func release() {
+        close()
+        if failure == nil {
+            do {
+                try flush()
+            } catch {
+                failure = error
+            }
+        }
+    }
+
     /// Decides the current record: chosen, waiting for its frame, or dropped.
     private mutating func close() {
         guard let sequence = current else { return }
@@ -134,20 +165,23 @@ struct FilteredWriteVisitor: CaptureVisitor {
             held[index].state = .chosen
         } else if currentFrame != nil {
             held[index].state = .waiting
+            // Held past this call: a copy, not a slice keeping the reader's window alive.
+            held[index].record.bytes = ArraySlice(Array(held[index].record.bytes))
         } else {
             held[index].state = .dropped
         }
         current = nil
-        release()
+        writeDecided()
     }
 
     /// Writes (or forgets) the decided records at the head, in order.
-    private mutating func release() {
+    private mutating func writeDecided() {
         while heldStart < held.count {
             let waitingCount = held.count - heldStart
             if held[heldStart].state == .waiting {
                 guard waitingCount > Self.heldLimit else { break }
                 held[heldStart].state = .dropped
+                givenUpCount += 1
             }
             if held[heldStart].state == .chosen { append(held[heldStart].record) }
             heldStart += 1
@@ -158,7 +192,13 @@ struct FilteredWriteVisitor: CaptureVisitor {
             held.removeFirst(heldStart)
             heldStart = 0
         }
-        if encoder.bytes.count >= 1 << 20 { try? flush() }
+        if encoder.bytes.count >= 1 << 20, failure == nil {
+            do {
+                try flush()
+            } catch {
+                failure = error
+            }
+        }
     }
 
     private mutating func append(_ record: CaptureRecord) {
@@ -176,12 +216,13 @@ struct FilteredWriteVisitor: CaptureVisitor {
         let pending = encoder.takeBytes()
         var written = 0
         while written < pending.count {
-            let result = pending.withUnsafeBufferPointer { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .system(operation: "write \(path)", errno: .current)
+            do {
+                written += try Errno.retryingSyscall {
+                    pending.withUnsafeBufferPointer { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+                }
+            } catch {
+                throw .system(operation: "write \(path)", errno: error)
             }
-            written += result
         }
     }
 
@@ -190,9 +231,9 @@ struct FilteredWriteVisitor: CaptureVisitor {
     mutating func finish() throws(HCIError) {
         close()
         for index in heldStart..<held.count where held[index].state == .waiting { held[index].state = .dropped }
-        release()
+        writeDecided()
         defer { _ = Glibc.close(descriptor) }
-        try flush()
+        if failure == nil { try flush() }
         if let failure { throw failure }
     }
 }

@@ -35,6 +35,7 @@ struct GATTAnnotator {
 
         /// Appends `text` (nothing when it is empty).
         func writeText(to out: inout [UInt8]) {
+            let start = out.count
             var first = true
             func part(_ text: String) {
                 if !first { out.appendText(" / ") }
@@ -47,7 +48,8 @@ struct GATTAnnotator {
                 part(descriptorText?.name ?? name(descriptor))
             }
             if let decoded {
-                if !first { out.appendText(": ") }
+                // As `text`: the separator only after a name that wrote something.
+                if out.count > start { out.appendText(": ") }
                 out.appendString(decoded)
             }
         }

@@ -24,8 +24,9 @@ public struct JSONWriter: Sendable {
     /// The document (a caller may lend its own buffer: swap it in, write, swap it back).
     public internal(set) var bytes: [UInt8] = []
     /// Whether each open container already has an element (a comma goes before the next): bit
-    /// `depth - 1` for the innermost (containers deeper than 64 keep the last bit).
+    /// `depth - 1` for the 64 outermost, `deepNeedsComma` for any deeper.
     private var needsComma: UInt64 = 0
+    private var deepNeedsComma: [Bool] = []
     private var depth = 0
 
     public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
@@ -33,13 +34,19 @@ public struct JSONWriter: Sendable {
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
         needsComma = 0
+        deepNeedsComma.removeAll(keepingCapacity: true)
         depth = 0
     }
 
     @inline(__always)
     private mutating func separator() {
         guard depth > 0 else { return }
-        let bit: UInt64 = 1 << UInt64(min(depth, 64) - 1)
+        if depth > 64 {
+            if deepNeedsComma[depth - 65] { bytes.append(UInt8(ascii: ",")) }
+            deepNeedsComma[depth - 65] = true
+            return
+        }
+        let bit: UInt64 = 1 << UInt64(depth - 1)
         if needsComma & bit != 0 { bytes.append(UInt8(ascii: ",")) }
         needsComma |= bit
     }
@@ -48,12 +55,17 @@ public struct JSONWriter: Sendable {
     private mutating func open(_ bracket: Unicode.Scalar) {
         bytes.append(UInt8(truncatingIfNeeded: bracket.value))
         depth += 1
-        if depth <= 64 { needsComma &= ~(1 << UInt64(depth - 1)) }
+        if depth <= 64 {
+            needsComma &= ~(1 << UInt64(depth - 1))
+        } else {
+            deepNeedsComma.append(false)
+        }
     }
 
     @inline(__always)
     private mutating func close(_ bracket: Unicode.Scalar) {
         bytes.append(UInt8(truncatingIfNeeded: bracket.value))
+        if depth > 64 { deepNeedsComma.removeLast() }
         depth -= 1
     }
 
@@ -96,6 +108,7 @@ public struct JSONWriter: Sendable {
     /// Starts a document at the end of `bytes` as they are (after `reset()` or a swap).
     public mutating func resetContainers() {
         needsComma = 0
+        deepNeedsComma.removeAll(keepingCapacity: true)
         depth = 0
     }
 

@@ -226,6 +226,14 @@ extension ADStructure {
     /// nothing, when the data does not have the shape the type requires (the caller then
     /// writes it as `.other`, as `AdvertisingData` keeps it).
     public static func writeText(type: ADType, data: ArraySlice<UInt8>, to text: inout [UInt8]) -> Bool {
+        let start = text.count
+        if writeTextOrPart(type: type, data: data, to: &text) { return true }
+        text.removeSubrange(start...)
+        return false
+    }
+
+    /// `writeText(type:data:to:)`, which may leave part of a refused structure's text.
+    private static func writeTextOrPart(type: ADType, data: ArraySlice<UInt8>, to text: inout [UInt8]) -> Bool {
         let n = data.count
         var reader = ByteReader(data)
         func uuids(_ width: Int) -> Bool {

@@ -90,6 +90,11 @@ struct CaptureBenchmark {
             CaptureTool(name: "gattclient dump --summary", role: "summary") { [gattclient, "dump", "--summary", $0] },
             CaptureTool(name: "gattclient dump --json", role: "json") { [gattclient, "--json", "dump", $0] },
             CaptureTool(name: "gattclient dump (text)", role: "text") { [gattclient, "dump", $0] },
+            // Issue 25: the same summary from standard input (a pipe from cat), through the
+            // streaming reader's pipe path.
+            CaptureTool(name: "cat | gattclient dump - --summary", role: "stdin") {
+                ["/bin/sh", "-c", "cat \"$1\" | \"$2\" dump - --summary", "sh", $0, gattclient]
+            },
         ]
         if let btmon = ChildProcess.find("btmon") {
             tools.append(CaptureTool(name: "btmon -r", role: "btmon") { [btmon, "-r", $0] })
@@ -183,9 +188,26 @@ struct CaptureBenchmark {
                 "  \(pad(label, 44)) ours/reference = \(fixed(wallRatio, 2)) wall, \(fixed(cpuRatio, 2)) CPU"
                     + "  (target ≤ \(fixed(limit, 2)))  \(met ? "MET" : "MISSED")")
         }
-        target("dump --summary within 3x of the C floor", "summary", "floor", limit: 3)
-        target("text dump faster than btmon -r", "text", "btmon", limit: 1)
-        target("JSON dump faster than tshark -r", "json", "tshark", limit: 1)
+        // Issue 25's goals (issue 10's were 3x the floor and faster than btmon / tshark).
+        target("dump --summary within 1.5x of the C floor", "summary", "floor", limit: 1.5)
+        target("text dump at most 0.1 of btmon -r", "text", "btmon", limit: 0.1)
+        target("JSON dump at most 0.05 of tshark -r", "json", "tshark", limit: 0.05)
+        func absolute(_ label: String, _ role: String, microseconds: Double) {
+            guard let m = byRole[role], m.failure == nil, !m.runs.isEmpty else { return }
+            let cpu = m.cpuPerRecord / 1000
+            print(
+                "  \(pad(label, 44)) \(fixed(cpu, 2)) µs CPU/record  (target ≤ \(fixed(microseconds, 1)) µs)  "
+                    + (cpu <= microseconds ? "MET" : "MISSED"))
+        }
+        absolute("text dump per record", "text", microseconds: 1.5)
+        absolute("JSON dump per record", "json", microseconds: 1.0)
+        for role in ["summary", "text", "json", "stdin"] {
+            guard let m = byRole[role], m.failure == nil, !m.runs.isEmpty else { continue }
+            let mebibytes = Double(m.maxRSS) / 1024
+            print(
+                "  \(pad("resident memory of " + m.tool, 44)) \(fixed(mebibytes, 1)) MiB  (target < 64 MiB)  "
+                    + (mebibytes < 64 ? "MET" : "MISSED"))
+        }
         if let text = byRole["text"], let btmon = byRole["btmon"], text.failure == nil, btmon.failure == nil {
             print("  btmon -r / text dump = \(fixed(btmon.cpuPerRecord / text.cpuPerRecord, 1))x CPU")
         }
