@@ -99,8 +99,10 @@ struct GATTAnnotator {
     private var requests: [BearerKey: ATTPDU] = [:]
     /// The movement sensor's accelerometer range, per connection, from configuration writes.
     private var accelerometerRanges: [UInt16: SensorTag.AccelerometerRange] = [:]
-    /// Names and texts of the UUIDs seen so far (a capture names few, over and over).
+    /// Names and texts of the UUIDs seen so far (a capture names few, over and over), at most
+    /// `uuidTextLimit` of them.
     private var uuidTexts: [BluetoothUUID: UUIDText] = [:]
+    static let uuidTextLimit = 1024
 
     init(database: GATTDatabase? = nil) {
         seed = database.map { AttributeObserver(database: $0) }
@@ -151,6 +153,9 @@ struct GATTAnnotator {
 
     private mutating func text(of uuid: BluetoothUUID) -> UUIDText {
         if let text = uuidTexts[uuid] { return text }
+        // A cache, bounded: a capture naming ever new UUIDs (random 128-bit ones) must not grow
+        // the dump's memory with its length.
+        if uuidTexts.count >= Self.uuidTextLimit { uuidTexts.removeAll(keepingCapacity: true) }
         let text = UUIDText(uuid)
         uuidTexts[uuid] = text
         return text
