@@ -64,6 +64,8 @@ struct CaptureBenchmark {
     /// A slow tool stops repeating once its runs on one file add up to this.
     var budgetNanoseconds: UInt64 = 60_000_000_000
     var seed: UInt64 = 10
+    /// Roles left out (`btmon`, `tshark`).
+    var without: Set<String> = []
 
     func path(records: Int) -> String { "\(directory)/capture-\(records).btsnoop" }
 
@@ -96,10 +98,10 @@ struct CaptureBenchmark {
                 ["/bin/sh", "-c", "cat \"$1\" | \"$2\" dump - --summary", "sh", $0, gattclient]
             },
         ]
-        if let btmon = ChildProcess.find("btmon") {
+        if !without.contains("btmon"), let btmon = ChildProcess.find("btmon") {
             tools.append(CaptureTool(name: "btmon -r", role: "btmon") { [btmon, "-r", $0] })
         }
-        if let tshark = ChildProcess.find("tshark") {
+        if !without.contains("tshark"), let tshark = ChildProcess.find("tshark") {
             tools.append(CaptureTool(name: "tshark -r", role: "tshark") { [tshark, "-r", $0] })
         }
         return tools

@@ -8,7 +8,7 @@ import CGattBenchMalloc
 let usage = """
     usage: gattbench [all] [--quick] [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench generate --records N [--seed S] OUT.btsnoop
-           gattbench capture [--sizes N,N] [--repeats N] [--dir DIR] [--gattclient PATH]
+           gattbench capture [--sizes N,N] [--repeats N] [--dir DIR] [--gattclient PATH] [--without btmon,tshark]
            gattbench codec [--iterations N]
            gattbench notify [--count N]
            gattbench discovery [--trace]
@@ -23,7 +23,8 @@ let usage = """
     text; the C floor; btmon -r and tshark -r when installed), PDU codec micro-benchmarks,
     notifications through the user-space stack, ATT requests of discovery, scanning (reports/s
     through parsing, merging and filtering from 1 000 advertisers), start-up to the first HCI
-    command. --quick: 10k and 100k files, 1 run each.
+    command. --quick: 10k and 100k files, 1 run each. --without leaves those programs out (tshark
+    -r on a 10M-record file runs for more than 19 minutes of CPU and 1.6 GB).
     scan-soak (not in `all`): the merged scan repeated for N minutes (default 10), heap sampled
     every 30 s: memory must stay flat.
     Build the gattclient it measures first: swift build -c release --product gattclient
@@ -43,6 +44,8 @@ struct Options {
     var count = 100_000
     var minutes = 10
     var positional: [String] = []
+    /// Reference programs left out of `capture` (btmon, tshark).
+    var without: Set<String> = []
 }
 
 func parse(_ arguments: [String]) throws -> Options {
@@ -66,6 +69,7 @@ func parse(_ arguments: [String]) throws -> Options {
         case "--quick": options.quick = true
         case "--trace": options.trace = true
         case "--repeats": options.repeats = try number(argument)
+        case "--without": options.without = Set(try value(argument).split(separator: ",").map(String.init))
         case "--dir": options.directory = try value(argument)
         case "--gattclient": options.gattclient = try value(argument)
         case "--sizes": options.sizes = try value(argument).split(separator: ",").map { part in
@@ -146,6 +150,7 @@ do {
         var bench = CaptureBenchmark(
             directory: options.directory, gattclient: options.gattclient, sizes: options.sizes, repeats: options.repeats)
         bench.seed = options.seed
+        bench.without = options.without
         _ = try bench.run()
         printReferences()
     case "codec":
@@ -179,6 +184,7 @@ do {
             directory: options.directory, gattclient: options.gattclient,
             sizes: options.quick ? [10_000, 100_000] : options.sizes, repeats: options.quick ? 1 : options.repeats)
         bench.seed = options.seed
+        bench.without = options.without
         _ = try bench.run()
         printReferences()
         try DecoderBenchmark(path: bench.path(records: bench.sizes[0])).run()
