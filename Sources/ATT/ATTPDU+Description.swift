@@ -28,6 +28,16 @@ extension ATTPDU: CustomStringConvertible {
             handle(end)
         }
         func separator(_ index: Int) { if index > 0 { text.appendText(", ") } }
+        func handleAndValue(_ value: UInt16, offset: UInt16? = nil, _ bytes: [UInt8]) {
+            text.appendText(" handle ")
+            handle(value)
+            if let offset {
+                text.appendText(" offset ")
+                text.appendDecimal(offset)
+            }
+            text.appendText(" value ")
+            writeValue(bytes, to: &text)
+        }
         switch self {
         case .errorResponse(let p):
             text.append(UInt8(ascii: " "))
@@ -136,40 +146,21 @@ extension ATTPDU: CustomStringConvertible {
                 }
             }
         case .writeRequest(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, p.value)
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation:
             break
         case .writeCommand(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, p.value)
         case .signedWriteCommand(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, p.value)
             text.appendText(" sign counter ")
             text.appendDecimal(p.signCounter)
             text.appendText(" mac ")
             text.appendHexBytes(p.signature.suffix(8))
         case .prepareWriteRequest(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" offset ")
-            text.appendDecimal(p.offset)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, offset: p.offset, p.value)
         case .prepareWriteResponse(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" offset ")
-            text.appendDecimal(p.offset)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, offset: p.offset, p.value)
         case .executeWriteRequest(let p):
             text.appendText(" flags 0x")
             text.appendHex(p.flags.rawValue, digits: 2)
@@ -177,15 +168,9 @@ extension ATTPDU: CustomStringConvertible {
             text.appendString(p.flags.description)
             text.append(UInt8(ascii: ")"))
         case .handleValueNotification(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, p.value)
         case .handleValueIndication(let p):
-            text.appendText(" handle ")
-            handle(p.handle)
-            text.appendText(" value ")
-            writeValue(p.value, to: &text)
+            handleAndValue(p.handle, p.value)
         case .readMultipleVariableRequest(let p):
             text.appendText(" handles ")
             for (index, value) in p.handles.enumerated() {

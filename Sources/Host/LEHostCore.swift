@@ -236,6 +236,9 @@ public struct LEHostCore: Sendable {
     struct Procedure {
         let kind: ProcedureKind
         let handle: UInt16
+        /// For an update: what was asked (a completion with other parameters is another
+        /// update's, such as the one answering a peripheral's request).
+        var requested: LEConnectionParameters? = nil
         /// Set once the command is accepted (or refused as already under way, for a disconnect).
         var deadline: Duration?
     }
@@ -355,7 +358,7 @@ public struct LEHostCore: Sendable {
                 actions.append(.complete(id, .failed(.notConnected(handle: handle))))
                 break
             }
-            procedures[id] = Procedure(kind: .update, handle: handle)
+            procedures[id] = Procedure(kind: .update, handle: handle, requested: parameters)
             send(
                 LEConnectionUpdateCommand(connectionHandle: handle, connectionParameters: parameters), .procedure(id),
                 now: now, into: &actions)
@@ -810,6 +813,14 @@ public struct LEHostCore: Sendable {
         }
         for (id, procedure) in procedures.sorted(by: { $0.key < $1.key })
         where procedure.handle == handle && procedure.kind == .update {
+            // Two updates can be under way on a link (ours and one answering the peer's request):
+            // a successful completion is ours when it has what we asked for.
+            if complete.status == .success, let asked = procedure.requested,
+                !(asked.connectionIntervalMin...asked.connectionIntervalMax).contains(complete.connectionInterval)
+                    || asked.maxLatency != complete.peripheralLatency || asked.supervisionTimeout != complete.supervisionTimeout
+            {
+                continue
+            }
             procedures[id] = nil
             if complete.status == .success, let parameters {
                 actions.append(.complete(id, .updated(parameters)))

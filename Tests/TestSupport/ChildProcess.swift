@@ -194,26 +194,11 @@ public final class ChildProcess: @unchecked Sendable {
         _ = wait(timeout: 5)
     }
 
-    /// Reads stdout to its end, waiting at most until `deadline`.
+    /// Reads stdout to its end, waiting at most `timeout` seconds.
     public func readToEnd(within timeout: Double) throws -> [UInt8] {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { throw Failure("\(name) did not finish its output within \(timeout) s") }
-            var entry = pollfd(fd: standardOutput, events: Int16(POLLIN), revents: 0)
-            let ready = Glibc.poll(&entry, 1, Int32(min(1000, left.components.seconds * 1000 + 1)))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { continue }
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(standardOutput, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw Failure("\(name): reading stdout failed: errno \(errno)")
-            }
-            if count == 0 { return result }
-            result += chunk[0..<count]
-        }
+        try read(into: &result, until: { _ in false }, within: timeout, awaited: "its output to end", endIsDone: true)
+        return result
     }
 
     /// Reads stdout until `done` holds for everything read (`prefix`, what an earlier call
@@ -221,12 +206,21 @@ public final class ChildProcess: @unchecked Sendable {
     public func read(
         after prefix: [UInt8] = [], until done: ([UInt8]) -> Bool, within timeout: Double
     ) throws -> [UInt8] {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var result = prefix
+        try read(into: &result, until: done, within: timeout, awaited: "what was awaited", endIsDone: false)
+        return result
+    }
+
+    /// Appends what stdout gives to `result` until `done` holds, or (with `endIsDone`) until
+    /// its end; a timeout, or an end that is not done, throws.
+    private func read(
+        into result: inout [UInt8], until done: ([UInt8]) -> Bool, within timeout: Double, awaited: String, endIsDone: Bool
+    ) throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var chunk = [UInt8](repeating: 0, count: 65536)
         while !done(result) {
             let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { throw Failure("\(name) did not write what was awaited within \(timeout) s") }
+            guard left > .zero else { throw Failure("\(name) did not write \(awaited) within \(timeout) s") }
             var entry = pollfd(fd: standardOutput, events: Int16(POLLIN), revents: 0)
             let ready = Glibc.poll(&entry, 1, Int32(min(1000, left.components.seconds * 1000 + 1)))
             if ready < 0 && errno == EINTR { continue }
@@ -236,10 +230,12 @@ public final class ChildProcess: @unchecked Sendable {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw Failure("\(name): reading stdout failed: errno \(errno)")
             }
-            if count == 0 { throw Failure("\(name) closed its output before writing what was awaited") }
+            if count == 0 {
+                if endIsDone { return }
+                throw Failure("\(name) closed its output before writing \(awaited)")
+            }
             result += chunk[0..<count]
         }
-        return result
     }
 
     /// Runs `arguments` to completion: its stdout and exit code, bounded by `timeout`.

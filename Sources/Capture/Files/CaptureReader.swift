@@ -223,11 +223,11 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
         return CaptureRecord(header, in: bytes)
     }
 
-    /// After `next()` returned nil with `isWaiting`: blocks until the input may have more
-    /// (a followed file changed, a pipe became readable). A followed file deleted has ended: the reader then ends at what it holds (a partial record there is
-    /// damage). Returns false when the wait was interrupted (the input's interrupt
-    /// descriptor), when it failed or a followed file shrank (`damage` says so), or when the
-    /// reader was not waiting.
+    /// After `next()` returned nil with `isWaiting`: blocks until the input may have more (a
+    /// followed file changed, a pipe became readable). A followed file that was deleted is read
+    /// to its end, which is then the end (a partial record there is damage). Returns false when
+    /// the wait was interrupted (the input's interrupt descriptor), when it failed or a followed
+    /// file shrank (`damage` says so), or when the reader was not waiting.
     public mutating func waitForInput() -> Bool {
         guard isWaiting, let input else { return false }
         isWaiting = false

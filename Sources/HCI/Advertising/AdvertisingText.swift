@@ -185,6 +185,18 @@ extension ADStructure {
     }
 }
 
+/// `Complete Local Name: …`, the name as `String(decoding:as:)` reads it (invalid UTF-8 becomes
+/// U+FFFD).
+private func writeName(type: ADType, _ bytes: ArraySlice<UInt8>, to text: inout [UInt8]) {
+    text.appendString(type.description)
+    text.appendText(": ")
+    if bytes.allSatisfy({ $0 < 0x80 }) {
+        text.append(contentsOf: bytes)
+    } else {
+        text.appendString(String(decoding: bytes, as: UTF8.self))
+    }
+}
+
 /// `-45 dBm`, or `n/a` for the not-available value.
 private func writeRSSI(_ rssi: Int8, notAvailable: Int8, to text: inout [UInt8]) {
     if rssi == notAvailable {
