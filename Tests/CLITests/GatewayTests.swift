@@ -52,7 +52,7 @@ struct GatewayTests {
         try Self.configuration.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         // Long enough for a slow build (the sanitizer) to see the SensorTag connected, read and notifying.
-        let run = await runInProcess(["--transport", "sim:sensortag,counter*4", "gateway", "--config", path, "--duration", "8"])
+        let run = await runInProcess(["--transport", "sim:sensortag,counter*4", "gateway", "--config", path, "--duration", String(8 * testTimeoutScale)])
         #expect(run.code == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
         let messages = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
