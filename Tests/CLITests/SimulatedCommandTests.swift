@@ -119,7 +119,7 @@ import TestSupport
     /// packet (not text) prints as hex.
     @Test func uartWaitsForTheEchoAfterTheInputEnds() async throws {
         let echoed = try await run {
-            try await UARTCommand(peer: Self.board, linger: 0.5, input: ["hello"])
+            try await UARTCommand(peer: Self.board, linger: 0.5 * testTimeoutScale, input: ["hello"])
                 .run(options: Self.options(json: false), replayMatchAny: false, output: &$0)
         }
         #expect(echoed == ["hello"])
