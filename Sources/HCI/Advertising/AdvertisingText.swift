@@ -125,14 +125,7 @@ extension ADStructure {
             text.appendText(": ")
             list(uuids)
         case .shortenedLocalName(let bytes), .completeLocalName(let bytes):
-            text.appendString(type.description)
-            text.appendText(": ")
-            // As String(decoding:as:) reads them: invalid UTF-8 becomes U+FFFD.
-            if bytes.allSatisfy({ $0 < 0x80 }) {
-                text.append(contentsOf: bytes)
-            } else {
-                text.appendString(String(decoding: bytes, as: UTF8.self))
-            }
+            writeName(type: type, bytes[...], to: &text)
         case .txPowerLevel(let power):
             text.appendText("Tx Power Level: ")
             text.appendDecimal(power)
@@ -270,13 +263,7 @@ extension ADStructure {
         case 0x04, 0x05, 0x1F: return uuids(4)
         case 0x06, 0x07, 0x15: return uuids(16)
         case 0x08, 0x09:
-            text.appendString(type.description)
-            text.appendText(": ")
-            if data.allSatisfy({ $0 < 0x80 }) {
-                text.append(contentsOf: data)
-            } else {
-                text.appendString(String(decoding: data, as: UTF8.self))
-            }
+            writeName(type: type, data, to: &text)
         case 0x0A:
             guard n == 1 else { return false }
             text.appendText("Tx Power Level: ")
