@@ -1,16 +1,10 @@
 /// Lower-case hex text for bytes, and parsing back.
 public enum Hex {
-    @usableFromInline static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// `[0x01, 0xAB]` → `"01ab"`.
     @inlinable
     public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
+        out.appendHexBytes(bytes)
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -180,19 +180,12 @@ struct TextDumpVisitor: CaptureVisitor {
     /// `visible()` on the text written since `start`: control characters as `\xNN`.
     private mutating func escapeControlCharacters(from start: Int) {
         let clean = output.buffer.withUnsafeBufferPointer { buffer in
-            !buffer[start...].contains(where: { $0 < 0x20 || $0 == 0x7F })
+            !buffer[start...].contains(where: isControl)
         }
         if clean { return }
         let text = Array(output.buffer[start...])
         output.buffer.removeSubrange(start...)
-        for byte in text {
-            if byte < 0x20 || byte == 0x7F {
-                output.buffer.appendText("\\x")
-                output.buffer.appendHex(byte, digits: 2)
-            } else {
-                output.buffer.append(byte)
-            }
-        }
+        appendVisible(text, to: &output.buffer)
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
@@ -272,16 +265,26 @@ struct TextDumpVisitor: CaptureVisitor {
 
 /// Text with control characters shown as `\xNN`, so names from the air cannot drive the terminal.
 func visible(_ text: String) -> String {
-    guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return text }
-    var out = ""
-    for scalar in text.unicodeScalars {
-        if scalar.value < 0x20 || scalar.value == 0x7F {
-            out += "\\x" + hex(UInt16(scalar.value), 2)
+    guard text.utf8.contains(where: isControl) else { return text }
+    var out: [UInt8] = []
+    appendVisible(text.utf8, to: &out)
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Whether a UTF-8 octet is a control character (below 0x20, or DEL): in UTF-8 those octets are
+/// only ever those characters.
+private func isControl(_ octet: UInt8) -> Bool { octet < 0x20 || octet == 0x7F }
+
+/// Appends `text`'s octets with each control character as `\xNN`.
+private func appendVisible(_ text: some Sequence<UInt8>, to out: inout [UInt8]) {
+    for octet in text {
+        if isControl(octet) {
+            out.appendText("\\x")
+            out.appendHex(octet, digits: 2)
         } else {
-            out.unicodeScalars.append(scalar)
+            out.append(octet)
         }
     }
-    return out
 }
 
 func hex(_ value: UInt16, _ digits: Int) -> String {

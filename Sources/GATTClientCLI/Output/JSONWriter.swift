@@ -121,15 +121,7 @@ public struct JSONWriter: Sendable {
     public mutating func field(_ key: JSONKey, address: BluetoothAddress) {
         writeKey(key)
         bytes.append(UInt8(ascii: "\""))
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { table in
-            for index in stride(from: 5, through: 0, by: -1) {
-                let octet = UInt8(truncatingIfNeeded: address.rawValue >> (index * 8))
-                bytes.append(table[Int(octet >> 4)])
-                bytes.append(table[Int(octet & 0x0F)])
-                if index > 0 { bytes.append(UInt8(ascii: ":")) }
-            }
-        }
+        address.writeText(to: &bytes, uppercase: false)
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -193,7 +193,7 @@ func hciConnectionParametersText(_ interval: UInt16, _ latency: UInt16, _ timeou
 
 /// `value / scale` ms with two decimals, without Foundation.
 func hciMillisecondsText(_ value: Int, scale: Int) -> String {
-    let hundredths = value * 100 / scale
-    let fraction = String(hundredths % 100).leftPadded(2)
-    return "\(hundredths / 100).\(fraction) ms"
+    var text: [UInt8] = []
+    writeMilliseconds(value, scale: scale, to: &text)
+    return text.asText
 }
