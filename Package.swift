@@ -35,6 +35,8 @@ let package = Package(
         // libmosquitto (Debian's libmosquitto-dev for the header), opened with dlopen on first
         // use: only `gateway --mqtt` needs it.
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
+        // SIGINT and SIGTERM onto a pipe (a sigaction handler): the CLI's Ctrl-C.
+        .target(name: "CSignals"),
         // An MQTT client over it for the gateway: a bounded outbox, QoS 1, reconnects.
         .target(name: "MQTT", dependencies: ["Bluetooth", "CMosquitto"]),
         .target(name: "HCI", dependencies: ["Bluetooth", "SystemSupport"]),
@@ -61,6 +63,7 @@ let package = Package(
             name: "GATTClientCLI",
             dependencies: [
                 "BLE", "Bluetooth", "SystemSupport", "HCI", "ATT", "L2CAP", "GATT", "Security", "Capture", "Host", "Kernel", "Emulator", "MQTT",
+                "CSignals",
             ]
         ),
         // Release: the Swift runtime linked in (issue 10: start-up ~1 ms instead of ~6 ms of

@@ -3,6 +3,7 @@ import BLE
 import Glibc
 #endif
 import Bluetooth
+import CSignals
 import Dispatch
 import GATT
 import HCI
@@ -267,29 +268,77 @@ final class Interrupts: Sendable {
 }
 
 /// SIGINT and SIGTERM taken from their default action (which would end the process before any
-/// clean-up) onto dispatch sources, until ``stop()`` puts the previous handlers back.
+/// clean-up) while a watch runs: ``start(_:)`` calls its handler at each, until ``stop()``; the
+/// previous actions come back when the last watch of the process stops.
 final class SignalWatch: Sendable {
-    private let state = Mutex<(sources: [any DispatchSourceSignal], previous: [(Int32, sighandler_t?)])>(([], []))
+    private let relay = SignalRelay.shared
 
-    /// Calls `handler` with the signal's number at every SIGINT or SIGTERM.
+    /// Calls `handler` with the signal's number at every SIGINT or SIGTERM. The signals are
+    /// caught from the moment this returns (a sigaction handler, installed here).
     func start(_ handler: @escaping @Sendable (Int32) -> Void) {
+        relay.add(ObjectIdentifier(self), handler)
+    }
+
+    func stop() { relay.remove(ObjectIdentifier(self)) }
+}
+
+/// The process's one relay: a C handler (CSignals) writes each signal's number to a pipe,
+/// created once and never closed (a handler running on another thread may still write to it),
+/// and a dispatch read source on the pipe calls every started watch. The read source is armed
+/// asynchronously, but what the handler wrote waits in the pipe: nothing is lost. Several
+/// watches can run at once (in-process runs in the tests).
+final class SignalRelay: Sendable {
+    static let shared = SignalRelay(numbers: [SIGINT, SIGTERM])
+    let numbers: [Int32]
+
+    /// A relay of `numbers` (the tests make one of their own for SIGUSR2).
+    init(numbers: [Int32]) { self.numbers = numbers }
+
+    private struct State {
+        var watches: [ObjectIdentifier: @Sendable (Int32) -> Void] = [:]
+        var pipe: (read: Int32, write: Int32)?
+        var source: (any DispatchSourceRead)?
+    }
+
+    private let state = Mutex(State())
+
+    /// Calls `handler` at each of the signals from now on; the first watch installs the handler.
+    /// A process out of descriptors gets no pipe: the signals keep their default action.
+    func add(_ id: ObjectIdentifier, _ handler: @escaping @Sendable (Int32) -> Void) {
         state.withLock { state in
-            for number in [SIGINT, SIGTERM] {
-                state.previous.append((number, signal(number, SIG_IGN)))
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { handler(number) }
+            if state.pipe == nil {
+                var ends: [Int32] = [-1, -1]
+                guard csignals_pipe(&ends) == 0 else { return }
+                state.pipe = (ends[0], ends[1])
+                let source = DispatchSource.makeReadSource(fileDescriptor: ends[0], queue: .global())
+                source.setEventHandler { [self] in deliver(from: ends[0]) }
                 source.resume()
-                state.sources.append(source)
+                state.source = source
             }
+            guard let pipe = state.pipe else { return }
+            if state.watches.isEmpty {
+                for number in numbers { _ = csignals_forward(number, pipe.write) }
+            }
+            state.watches[id] = handler
         }
     }
 
-    func stop() {
+    /// Stops calling the watch; the last one puts the previous actions back.
+    func remove(_ id: ObjectIdentifier) {
         state.withLock { state in
-            for source in state.sources { source.cancel() }
-            for (number, handler) in state.previous { signal(number, handler ?? SIG_DFL) }
-            state.sources.removeAll()
-            state.previous.removeAll()
+            guard state.watches.removeValue(forKey: id) != nil, state.watches.isEmpty else { return }
+            for number in numbers { _ = csignals_restore(number) }
+        }
+    }
+
+    /// Reads what the handler wrote and calls the watches started now with each number.
+    private func deliver(from descriptor: Int32) {
+        var octets = [UInt8](repeating: 0, count: 64)
+        let count = octets.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return }
+        let handlers = state.withLock { Array($0.watches.values) }
+        for octet in octets[..<count] {
+            for handler in handlers { handler(Int32(octet)) }
         }
     }
 }

@@ -25,7 +25,7 @@ import TestSupport
                         // A sibling that outlives the test unless killed, spawned between the others.
                         if round % 3 == 0 { longLived.append(try ChildProcess(["sleep", "30"], standardOutput: .null)) }
                         let started = ContinuousClock.now
-                        let (code, output) = try ChildProcess.run(["echo", "round \(round)"], timeout: 10)
+                        let (code, output) = try ChildProcess.runBlocking(["echo", "round \(round)"], timeout: 10)
                         if code != 0 || output != Array("round \(round)\n".utf8) {
                             failures.append("echo: code \(code), output \(output)")
                         }
@@ -49,22 +49,22 @@ import TestSupport
         for child in children {
             #expect(child.poll() == nil, "still running until killed")
             child.kill()
-            #expect(child.wait(timeout: 5) == 128 + SIGKILL)
+            #expect(await child.wait(timeout: 5) == 128 + SIGKILL)
         }
         #expect(failures.all.isEmpty, "\(failures.all)")
     }
 
-    @Test func exitCodesAndAMissingProgram() throws {
-        #expect(try ChildProcess.run(["sh", "-c", "exit 3"]).code == 3)
+    @Test func exitCodesAndAMissingProgram() async throws {
+        #expect(try await ChildProcess.run(["sh", "-c", "exit 3"]).code == 3)
         #expect(throws: ChildProcess.Failure.self) { try ChildProcess(["/nonexistent/program"]) }
     }
 
-    @Test func standardInputReachesTheChildAndClosingItEndsIt() throws {
+    @Test func standardInputReachesTheChildAndClosingItEndsIt() async throws {
         let cat = try ChildProcess(["cat"], stdinPipe: true)
         try cat.write("hello\n")
         cat.closeStandardInput()
-        #expect(try cat.readToEnd(within: 10) == Array("hello\n".utf8))
-        #expect(cat.wait(timeout: 10) == 0)
+        #expect(try await cat.readToEnd(within: 10) == Array("hello\n".utf8))
+        #expect(await cat.wait(timeout: 10) == 0)
     }
 }
 

@@ -152,12 +152,12 @@ struct CodecWiresharkTests {
     }
 
     /// tshark's fields for each ATT frame: frame number → field → values (in order).
-    static func wireshark(_ path: String, fields: [String]) throws -> [Int: [String: [String]]] {
+    static func wireshark(_ path: String, fields: [String]) async throws -> [Int: [String: [String]]] {
         let tshark = try #require(Wireshark.tshark)
         let arguments =
             [tshark, "-r", path, "-Y", "btatt", "-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;",
              "-e", "frame.number"] + fields.flatMap { ["-e", $0] }
-        let run = try ChildProcess.run(arguments, timeout: 120)
+        let run = try await ChildProcess.run(arguments, timeout: 120)
         #expect(run.code == 0)
         var rows: [Int: [String: [String]]] = [:]
         for line in String(decoding: run.output, as: UTF8.self).split(separator: "\n") {
@@ -174,9 +174,9 @@ struct CodecWiresharkTests {
 
     /// Each frame's `<field>_raw` octets (hex) from tshark's JSON view of the frames `filter`
     /// selects: frame number → field → hex.
-    static func wiresharkRaw(_ path: String, filter: String) throws -> [Int: [String: String]] {
+    static func wiresharkRaw(_ path: String, filter: String) async throws -> [Int: [String: String]] {
         let tshark = try #require(Wireshark.tshark)
-        let run = try ChildProcess.run([tshark, "-r", path, "-Y", filter, "-T", "json", "-x"], timeout: 120)
+        let run = try await ChildProcess.run([tshark, "-r", path, "-Y", filter, "-T", "json", "-x"], timeout: 120)
         #expect(run.code == 0)
         let packets = try #require(try JSONSerialization.jsonObject(with: Data(run.output)) as? [[String: Any]])
         var result: [Int: [String: String]] = [:]
@@ -313,11 +313,11 @@ struct CodecWiresharkTests {
                 checks.append((frame, uuid, fields))
             }
             covered.formUnion(checks.map(\.uuid))
-            let rows = try Self.wireshark(path, fields: Array(Set(checks.flatMap { $0.fields.keys })).sorted())
+            let rows = try await Self.wireshark(path, fields: Array(Set(checks.flatMap { $0.fields.keys })).sorted())
             // IEEE-11073 FLOAT fields: tshark 4.0 shows every one as 0 (whatever its octets: a
             // Wireshark defect), so there the octets tshark assigns to the field are compared with
             // our encoding of the value instead, where tshark's number is not ours.
-            let floats = try Self.wiresharkRaw(path, filter: "btatt.temperature_measurement.flags")
+            let floats = try await Self.wiresharkRaw(path, filter: "btatt.temperature_measurement.flags")
             for check in checks {
                 let row = rows[check.frame] ?? [:]
                 for (field, expected) in check.fields {

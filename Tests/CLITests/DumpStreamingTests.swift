@@ -39,7 +39,7 @@ struct DumpStreamingTests {
 
     /// Half a capture on the pipe: the dump prints its records before the writer has written
     /// the rest (it flushes before it waits); then the whole output is the file's dump.
-    @Test func standardInputIsDecodedAsItArrives() throws {
+    @Test func standardInputIsDecodedAsItArrives() async throws {
         let bytes = try CaptureFile.readAll(path: Self.session)
         let expected = try Self.inProcess(Self.session)
         let child = try ChildProcess([InterruptTests.binary, "dump", "-"], stdinPipe: true)
@@ -49,43 +49,43 @@ struct DumpStreamingTests {
         // The records wholly in the first half come out while the pipe stays open.
         let firstHalf = Self.wholeRecords(Array(bytes[..<cut]))
         #expect(firstHalf > 10)
-        let early = try child.read(until: { Self.lineCount($0) >= firstHalf }, within: 30)
+        let early = try await child.read(until: { Self.lineCount($0) >= firstHalf }, within: 30)
         try child.write(bytes: Array(bytes[cut...]))
         child.closeStandardInput()
-        let rest = try child.readToEnd(within: 30)
+        let rest = try await child.readToEnd(within: 30)
         #expect(Array(early + rest) == expected)
-        #expect(child.wait(timeout: 30) == 0)
+        #expect(await child.wait(timeout: 30) == 0)
     }
 
     /// Ctrl-C while standard input waits: the normal end (exit 0), what came is printed.
-    @Test func interruptingStandardInputEndsItCleanly() throws {
+    @Test func interruptingStandardInputEndsItCleanly() async throws {
         let bytes = try CaptureFile.readAll(path: Self.session)
         let child = try ChildProcess([InterruptTests.binary, "dump", "-"], stdinPipe: true)
         defer { child.kill() }
         try child.write(bytes: Array(bytes.prefix(300)))
-        let early = try child.read(until: { Self.lineCount($0) >= Self.wholeRecords(Array(bytes.prefix(300))) }, within: 30)
+        let early = try await child.read(until: { Self.lineCount($0) >= Self.wholeRecords(Array(bytes.prefix(300))) }, within: 30)
         _ = Glibc.kill(child.pid, SIGINT)
-        #expect(child.wait(timeout: 30) == 0)
-        let rest = try child.readToEnd(within: 30)
+        #expect(await child.wait(timeout: 30) == 0)
+        let rest = try await child.readToEnd(within: 30)
         #expect(String(decoding: early + rest, as: UTF8.self).hasPrefix("#1 "))
     }
 
-    @Test func standardInputSummaryNamesIt() throws {
+    @Test func standardInputSummaryNamesIt() async throws {
         let bytes = try CaptureFile.readAll(path: Self.session)
         let child = try ChildProcess([InterruptTests.binary, "dump", "-", "--summary"], stdinPipe: true)
         defer { child.kill() }
         try child.write(bytes: bytes)
         child.closeStandardInput()
-        let text = String(decoding: try child.readToEnd(within: 30), as: UTF8.self)
+        let text = String(decoding: try await child.readToEnd(within: 30), as: UTF8.self)
         #expect(text.hasPrefix("standard input: 110 records"))
-        #expect(child.wait(timeout: 30) == 0)
+        #expect(await child.wait(timeout: 30) == 0)
     }
 
     // MARK: - --follow
 
     /// A writer appends to the file while `dump --follow` runs: each part shows, and the whole
     /// is the file's dump. The follower is stopped by its pid.
-    @Test func followShowsWhatAnotherProcessAppends() throws {
+    @Test func followShowsWhatAnotherProcessAppends() async throws {
         let bytes = try CaptureFile.readAll(path: Self.session)
         let expected = try Self.inProcess(Self.session)
         let path = Self.temporaryPath(".btsnoop")
@@ -111,14 +111,15 @@ struct DumpStreamingTests {
                 if count > records { break }
                 needed += 1
             }
-            output = try child.read(after: output, until: { Self.lineCount($0) >= needed }, within: 30)
+            let lineCount = needed
+            output = try await child.read(after: output, until: { Self.lineCount($0) >= lineCount }, within: 30)
         }
         #expect(output == expected)
         #expect(child.poll() == nil, "the follower still runs at the end of the file")
         // Ctrl-C is its normal end: exit 0, nothing more to write.
         _ = Glibc.kill(child.pid, SIGINT)
-        #expect(child.wait(timeout: 30) == 0)
-        #expect(try child.readToEnd(within: 30).isEmpty)
+        #expect(await child.wait(timeout: 30) == 0)
+        #expect(try await child.readToEnd(within: 30).isEmpty)
     }
 
     // MARK: - -w
@@ -188,7 +189,7 @@ struct DumpStreamingTests {
 
     /// The session's ATT records written with --att-only: our decoder and tshark read the file,
     /// and every ATT PDU of the original is in it, in order.
-    @Test func aWrittenFileReadsBackInOurDecoderAndTshark() throws {
+    @Test func aWrittenFileReadsBackInOurDecoderAndTshark() async throws {
         let out = Self.temporaryPath(".btsnoop")
         defer { try? FileManager.default.removeItem(atPath: out) }
         _ = try Self.inProcess(Self.session) { $0.attOnly = true; $0.writePath = out }
@@ -206,7 +207,7 @@ struct DumpStreamingTests {
             print("skipped: tshark is not installed (the Wireshark read-back of -w)")
             return
         }
-        let (code, text) = try ChildProcess.run(["/usr/bin/tshark", "-r", out, "-Y", "btatt", "-T", "fields", "-e", "frame.number"])
+        let (code, text) = try await ChildProcess.run(["/usr/bin/tshark", "-r", out, "-Y", "btatt", "-T", "fields", "-e", "frame.number"])
         #expect(code == 0)
         #expect(Self.lineCount(text) == original.count)
     }
@@ -297,19 +298,19 @@ struct DumpStreamingTests {
 
     // MARK: - -t / -T
 
-    @Test func btmonTimeOptionsShowLocalTime() throws {
+    @Test func btmonTimeOptionsShowLocalTime() async throws {
         var reader = try CaptureFile.open(path: Self.session)
         let firstRecord = reader.next()
         let first = try #require(firstRecord).timestamp
         let utc = CaptureTime.utcString(first)  // YYYY-MM-DD HH:MM:SS.uuuuuu
         for (flag, expected) in [("-t", String(utc.dropFirst(11))), ("-T", utc)] {
-            let (code, output) = try ChildProcess.run(["/usr/bin/env", "TZ=UTC", InterruptTests.binary, "dump", Self.session, flag])
+            let (code, output) = try await ChildProcess.run(["/usr/bin/env", "TZ=UTC", InterruptTests.binary, "dump", Self.session, flag])
             #expect(code == 0)
             let firstLine = String(decoding: output.prefix(while: { $0 != 0x0A }), as: UTF8.self)
             #expect(firstLine.hasPrefix("#1      " + expected + " < HCI Command: Reset"), "\(flag): \(firstLine)")
         }
         // Another zone moves the clock, not the fraction.
-        let (_, tokyo) = try ChildProcess.run(["/usr/bin/env", "TZ=Asia/Tokyo", InterruptTests.binary, "dump", Self.session, "-t"])
+        let (_, tokyo) = try await ChildProcess.run(["/usr/bin/env", "TZ=Asia/Tokyo", InterruptTests.binary, "dump", Self.session, "-t"])
         let line = String(decoding: tokyo.prefix(while: { $0 != 0x0A }), as: UTF8.self)
         if FileManager.default.fileExists(atPath: "/usr/share/zoneinfo/Asia/Tokyo") {
             let hour = (Int(utc.dropFirst(11).prefix(2))! + 9) % 24

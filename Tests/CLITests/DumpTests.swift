@@ -132,9 +132,9 @@ func sameJSON(_ a: Any, _ b: Any) -> Bool {
 struct DumpOracleSharedCaptureTests {
     @Test(arguments: ["horizon-treadmill-ftms.btsnoop", "revcar-acl-only.btsnoop", "smartpen-reads-extadv.btsnoop",
                       "android-pixel6-extadv-scan.btsnoop"])
-    func matchesWiresharkOnEveryRecord(name: String) throws {
+    func matchesWiresharkOnEveryRecord(name: String) async throws {
         let ours = try jsonObjects(try dump(Paths.sharedCaptures.appendingPathComponent(name).path).lines)
-        let (code, data) = try ChildProcess.run(
+        let (code, data) = try await ChildProcess.run(
             ["zcat", Paths.sharedCaptures.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
         #expect(code == 0)
         let oracle = try jsonObjects(String(decoding: data, as: UTF8.self).components(separatedBy: "\n"))

@@ -220,7 +220,7 @@ struct GatewayUnitTests {
     static let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("contrib/gattclient-gateway.service").path
 
-    @Test func theUnitVerifiesAndRunsWithoutRoot() throws {
+    @Test func theUnitVerifiesAndRunsWithoutRoot() async throws {
         let text = try String(contentsOfFile: Self.unit, encoding: .utf8)
         // No root: a dynamic user with the Bluetooth sockets' capabilities and nothing more.
         #expect(text.contains("DynamicUser=yes") && !text.contains("User=root"))
@@ -232,7 +232,7 @@ struct GatewayUnitTests {
         try text.replacingOccurrences(of: "/usr/local/bin/gattclient", with: InterruptTests.binary)
             .write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let run = try ChildProcess.run(["/usr/bin/systemd-analyze", "verify", path], timeout: 60)
+        let run = try await ChildProcess.run(["/usr/bin/systemd-analyze", "verify", path], timeout: 60)
         #expect(run.code == 0, "systemd-analyze verify: \(String(decoding: run.output, as: UTF8.self))")
     }
 }

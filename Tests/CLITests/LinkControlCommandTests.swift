@@ -140,7 +140,7 @@ struct LinkControlCommandTests {
             "bthci_cmd.le_supv_timeout", "bthci_cmd.all_phys", "bthci_cmd.tx_phys", "bthci_cmd.rx_phys",
             "bthci_cmd.le_tx_octets", "bthci_cmd.le_tx_time",
         ]
-        let decoded = try ChildProcess.run(
+        let decoded = try await ChildProcess.run(
             [tshark, "-r", capture, "-Y", "bthci_cmd.opcode == 0x2043 || bthci_cmd.opcode == 0x200d || bthci_cmd.opcode == 0x2032 || bthci_cmd.opcode == 0x2022 || bthci_cmd.opcode == 0x1405", "-T", "fields",
              "-E", "separator=|"] + fields.flatMap { ["-e", $0] }, timeout: 120)
         #expect(decoded.code == 0)

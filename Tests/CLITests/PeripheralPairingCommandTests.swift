@@ -190,7 +190,7 @@ struct PeripheralPairingCommandTests {
                 let (_, transport) = await VirtualController.attach(
                     to: rig.simulation.link, clock: SystemClock(),
                     configuration: .init(address: BluetoothAddress("00:1B:DC:E0:6C:02")!))
-                return try await UserSpaceCentral.start(transport, name: "virtual central", commandTimeout: .seconds(30))
+                return try await UserSpaceCentral.start(transport, name: "virtual central", commandTimeout: .seconds(30 * testTimeoutScale))
             }
             var global = GlobalOptions()
             global.bonds = Self.temporary("cli-central-bonds")

@@ -44,7 +44,7 @@ struct ScanPrivacyTests {
                 simulation.link.add(PrivateAdvertiser())
                 let (_, transport) = await VirtualController.attach(
                     to: simulation.link, clock: SystemClock(), configuration: .init(address: Self.centralAddress))
-                let central = try await UserSpaceCentral.start(transport, name: "virtual", commandTimeout: .seconds(30))
+                let central = try await UserSpaceCentral.start(transport, name: "virtual", commandTimeout: .seconds(30 * testTimeoutScale))
                 var options = ScanCommandOptions()
                 options.duration = 1
                 var global = GlobalOptions()

@@ -131,17 +131,14 @@ struct InterruptTests {
     }
 
     /// Runs gattclient with `arguments`, sends SIGINT after `after` seconds; the exit code and the
-    /// seconds from the signal to the exit. Waits on a thread of its own: blocking a concurrency
-    /// thread would starve the other tests' simulated controllers.
+    /// seconds from the signal to the exit (the wait holds a thread of its own).
     static func interrupt(_ arguments: [String], after: Double) async throws -> (code: Int32?, seconds: Double) {
         let child = try ChildProcess([binary, "--no-cache"] + arguments, standardOutput: .null, standardError: .null)
         defer { child.kill() }
         try await Task.sleep(for: .milliseconds(Int64(after * 1000)))
         let sent = ContinuousClock.now
         kill(child.pid, SIGINT)
-        let code = await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
-            Thread.detachNewThread { continuation.resume(returning: child.wait(timeout: 20)) }
-        }
+        let code = await child.wait(timeout: 20)
         let elapsed = ContinuousClock.now - sent
         return (code, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }

@@ -86,7 +86,7 @@ struct CaptureSharedTests {
         "horizon-treadmill-ftms.btsnoop", "revcar-acl-only.btsnoop", "smartpen-reads-extadv.btsnoop",
         "android-pixel6-extadv-scan.btsnoop",
     ])
-    func recordsAgreeWithWireshark(file: String) throws {
+    func recordsAgreeWithWireshark(file: String) async throws {
         let oraclePath = CaptureShared.directory + "/oracle/" + file + ".oracle.jsonl.gz"
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gzip"),
             FileManager.default.fileExists(atPath: oraclePath)
@@ -94,7 +94,7 @@ struct CaptureSharedTests {
             print("skipped: /usr/bin/gzip or \(oraclePath) missing")
             return
         }
-        let (code, text) = try ChildProcess.run(["/usr/bin/gzip", "-dc", oraclePath])
+        let (code, text) = try await ChildProcess.run(["/usr/bin/gzip", "-dc", oraclePath])
         #expect(code == 0)
 
         var reader = try CaptureFile.open(path: CaptureShared.directory + "/" + file)

@@ -52,8 +52,8 @@ enum LESharedCaptures {
     }
 
     /// The oracle's ATT records on CID 4: direction, connection handle, PDU hex.
-    static func oracleATT(_ name: String) throws -> [LECaptureATT] {
-        let (code, data) = try ChildProcess.run(
+    static func oracleATT(_ name: String) async throws -> [LECaptureATT] {
+        let (code, data) = try await ChildProcess.run(
             ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
         guard code == 0 else { throw CaptureError("zcat failed for \(name)") }
         var result: [LECaptureATT] = []
@@ -130,9 +130,9 @@ struct LECaptureReplayTests {
     }
 
     @Test(arguments: ["horizon-treadmill-ftms.btsnoop", "revcar-acl-only.btsnoop"])
-    func attPDUsMatchWireshark(name: String) throws {
+    func attPDUsMatchWireshark(name: String) async throws {
         let replay = try Self.replay(name)
-        let oracle = try LESharedCaptures.oracleATT(name)
+        let oracle = try await LESharedCaptures.oracleATT(name)
         #expect(replay.att.count == oracle.count)
         #expect(replay.att == oracle)
         #expect(!oracle.isEmpty)
@@ -141,10 +141,10 @@ struct LECaptureReplayTests {
     /// The smart pen capture also carries ACL data on handle 0x0edc (3804) that is not L2CAP at
     /// all (garbage lengths and CIDs); Wireshark still shows one of those packets as an ATT
     /// Read Request. The comparison covers the real LE connections (handles 2 and 3).
-    @Test func smartPenATTPDUsMatchWiresharkOnTheLEConnections() throws {
+    @Test func smartPenATTPDUsMatchWiresharkOnTheLEConnections() async throws {
         let name = "smartpen-reads-extadv.btsnoop"
         let replay = try Self.replay(name)
-        let oracle = try LESharedCaptures.oracleATT(name).filter { $0.handle != 3804 }
+        let oracle = try await LESharedCaptures.oracleATT(name).filter { $0.handle != 3804 }
         #expect(replay.att.filter { $0.handle != 3804 } == oracle)
         #expect(oracle.count > 4000)
     }

@@ -91,7 +91,7 @@ struct ConnectCycleTests {
         let simulation = try await Simulation.start(
             devices: [.sensortag], configuration: .init(advertisingInterval: .milliseconds(2)))
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(30)  // the suite runs in parallel on two cores
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)  // the suite runs in parallel on two cores
         let host = try await LEHost.start(transport: simulation.hostTransport, configuration: configuration)
         let disconnectRequest = try await Self.disconnectRequestHandle(host)
         for index in 0..<20 { try await Self.cycle(host, disconnectRequest: disconnectRequest, index: index) }  // warm-up

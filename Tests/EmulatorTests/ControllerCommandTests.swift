@@ -154,7 +154,7 @@ struct EmulatorControllerCommandTests {
 
     @Test func ourDriverInitialisesAgainstTheVirtualController() async throws {
         let simulation = try await Simulation.start(devices: [])
-        let driver = HCIControllerDriver(transport: simulation.hostTransport, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: simulation.hostTransport, commandTimeout: .seconds(30 * testTimeoutScale))
         let info = try await withTimeout { try await driver.initialize() }
         #expect(info.address == VirtualController.Configuration().address)
         #expect(info.aclBuffers == ControllerInfo.ACLBuffers(packetLength: 27, packetCount: 4, shared: false))

@@ -140,7 +140,7 @@ actor SimulatedHost {
 
     static func start(_ transport: any HCITransport) async throws -> SimulatedHost {
         // Command timeouts are not under test here: generous, for a loaded machine.
-        let driver = HCIControllerDriver(transport: transport, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: transport, commandTimeout: .seconds(30 * testTimeoutScale))
         let info = try await driver.initialize()
         let buffers = try ACLBufferSize(
             packetLength: Int(info.aclBuffers.packetLength), packetCount: Int(info.aclBuffers.packetCount),

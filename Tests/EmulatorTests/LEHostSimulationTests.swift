@@ -18,7 +18,7 @@ struct EmulatorLEHostSimulationTests {
         let simulation = try await Simulation.start(
             configuration: .init(advertisingInterval: .milliseconds(10), extendedAdvertising: extended))
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(30)  // not under test; the suite runs on two loaded cores
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)  // not under test; the suite runs on two loaded cores
         let host = try await LEHost.start(transport: simulation.hostTransport, configuration: configuration)
         #expect(host.usesExtendedCommands == extended)
 

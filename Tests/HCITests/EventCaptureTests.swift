@@ -41,8 +41,8 @@ enum EventsSharedCaptures {
     }
 
     /// The oracle's JSON lines for a capture (gunzipped with `zcat`).
-    static func oracle(_ name: String) throws -> [[String: Any]] {
-        let (code, data) = try ChildProcess.run(
+    static func oracle(_ name: String) async throws -> [[String: Any]] {
+        let (code, data) = try await ChildProcess.run(
             ["zcat", directory.appendingPathComponent("oracle/\(name).oracle.jsonl.gz").path])
         guard code == 0 else { throw CaptureError("zcat failed for \(name)") }
         return try data.split(separator: UInt8(ascii: "\n")).map {
@@ -84,7 +84,7 @@ struct EventCaptureTests {
     @Test(
         .enabled(if: EventsSharedCaptures.available, "skipped: /work/shared/captures (package root/../shared) is absent"),
         arguments: EventsSharedCaptures.available ? EventsSharedCaptures.btsnoopFiles : [])
-    func decodesEveryPacketAndMatchesOracleReports(_ name: String) throws {
+    func decodesEveryPacketAndMatchesOracleReports(_ name: String) async throws {
         var reports: [Int: [ReportView]] = [:]  // frame → reports in order
         var eventCount = 0
         var reassembler = ExtendedAdvertisingReassembler()
@@ -130,7 +130,7 @@ struct EventCaptureTests {
         #expect(eventCount > 0 || name.contains("acl-only"))
         #expect(extendedOut <= extendedIn)
 
-        let oracle = try EventsSharedCaptures.oracle(name)
+        let oracle = try await EventsSharedCaptures.oracle(name)
         let summary = try #require(oracle.first { $0["kind"] as? String == "summary" })
         let counts = try #require(summary["counts"] as? [String: Any])
         let expectedCount = try #require(counts["adv_report"] as? Int)

@@ -150,7 +150,7 @@ struct TransportControllerDriverTests {
         let (host, controller) = InMemoryTransport.makePair()
         let fake = Self.fakeController(controller, answers: FakeControllerAnswers.standard)
         defer { fake.cancel() }
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30 * testTimeoutScale))
         await driver.start()
         let info = try await driver.initialize()
         #expect(info.address == FakeControllerAnswers.address)
@@ -175,7 +175,7 @@ struct TransportControllerDriverTests {
         await #expect(throws: HCIError.commandTimeout(opcode: HCIOpcode(rawValue: 0x1009))) {
             _ = try await driver.send(ReadBDADDRCommand())
         }
-        #expect(ContinuousClock.now - started < .seconds(30), "bounded even on a loaded machine")
+        #expect(ContinuousClock.now - started < .seconds(30 * testTimeoutScale), "bounded even on a loaded machine")
         // The controller is usable afterwards: the timeout restored a credit.
         _ = try await driver.send(ResetCommand())
         await driver.close()
@@ -183,7 +183,7 @@ struct TransportControllerDriverTests {
 
     @Test func closingTheTransportFailsPendingCommands() async throws {
         let (host, controller) = InMemoryTransport.makePair()
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30 * testTimeoutScale))
         await driver.start()
         let pending = Task { () throws(HCIError) -> ResetCommand.ReturnParameters in
             try await driver.send(ResetCommand())
@@ -205,7 +205,7 @@ struct TransportControllerDriverTests {
         let fake = Self.fakeController(
             controller, answers: [0x0C03: [0x00]], after: [0x0C03: [leMeta, acl, disconnection]])
         defer { fake.cancel() }
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30 * testTimeoutScale))
         await driver.start()
         _ = try await driver.send(ResetCommand())
         let inbound = driver.inbound
@@ -223,7 +223,7 @@ struct TransportControllerDriverTests {
 
     @Test func aclDataGoesStraightToTheController() async throws {
         let (host, controller) = InMemoryTransport.makePair()
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30 * testTimeoutScale))
         await driver.start()
         // An ATT Read Request for handle 0x0003 on connection 0x0040.
         let packet = ACLDataPacket(
@@ -240,7 +240,7 @@ struct TransportControllerDriverTests {
 
     @Test func aCommandStatusCommandIsAccepted() async throws {
         let (host, controller) = InMemoryTransport.makePair()
-        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30))
+        let driver = HCIControllerDriver(transport: host, commandTimeout: .seconds(30 * testTimeoutScale))
         await driver.start()
         let responder = Task {
             let commands = try await receivePackets(controller, count: 1)

@@ -125,7 +125,7 @@ struct HostAdvertiseTests {
         // parallel on 2 cores it may not be scheduled within the product's 2 s command timeout
         // (not what these tests are about).
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)
         let generous = configuration
         return try await withTimeout(60) {
             try await LEHost.start(transport: controller.hostTransport, configuration: generous)

@@ -18,7 +18,7 @@ struct HostLEHostTests {
     {
         var configuration = LEHost.Configuration()
         // Generous: not under test, and the whole suite runs in parallel beside Bumble on 2 cores.
-        configuration.commandTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)
         configure(&configuration)
         return try await LEHost.start(transport: controller.hostTransport, configuration: configuration)
     }

@@ -21,7 +21,7 @@ struct HostLinkControlTests {
     ) async throws -> (Simulation, LEHost, LEConnection) {
         let simulation = try await Simulation.start(devices: [.sensortag], configuration: controller)
         var configuration = LEHost.Configuration()
-        configuration.commandTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30 * testTimeoutScale)
         configure(&configuration)
         let host = try await LEHost.start(transport: simulation.hostTransport, configuration: configuration)
         let connection = try await host.connect(to: sensorTag, type: .public, timeout: .seconds(30))

@@ -376,7 +376,7 @@ struct BumblePairingCLITests {
         // Wireshark's view, where tshark is installed.
         guard let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(where: FileManager.default.fileExists)
         else { return }
-        let run = try ChildProcess.run([tshark, "-r", record, "-Y", "btsmp", "-T", "fields", "-e", "btsmp.opcode"], timeout: 60)
+        let run = try await ChildProcess.run([tshark, "-r", record, "-Y", "btsmp", "-T", "fields", "-e", "btsmp.opcode"], timeout: 60)
         let codes = String(decoding: run.output, as: UTF8.self).split(separator: "\n").compactMap { text -> Int? in
             let value = text.trimmingCharacters(in: .whitespaces)
             return value.hasPrefix("0x") ? Int(value.dropFirst(2), radix: 16) : Int(value)

@@ -47,7 +47,7 @@ final class BumblePeer: @unchecked Sendable {
             print("InteropTests skipped: cannot run python3 (\(error))")
             return false
         }
-        let available = probe.wait(timeout: 60) == 0 && FileManager.default.fileExists(atPath: script)
+        let available = probe.waitBlocking(timeout: 60) == 0 && FileManager.default.fileExists(atPath: script)
         if !available {
             print(
                 "InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing"

@@ -1,4 +1,5 @@
 import CTestSupport
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -95,9 +96,9 @@ public final class ChildProcess: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
         // The child starts with no signal blocked and SIGPIPE, SIGINT and SIGTERM at their
-        // defaults: this process ignores SIGPIPE and its in-process runs block SIGINT and SIGTERM
-        // (for their signal sources), which a child would otherwise inherit (a SIGTERM to a
-        // broker then waited forever).
+        // defaults: this process ignores SIGPIPE, and its threads (the concurrency pool's) block
+        // signals, which a child would otherwise inherit (a SIGTERM to a broker then waited
+        // forever).
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -177,8 +178,14 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits at most `timeout` seconds for the child to end; its exit code (128 + signal when
-    /// killed), or nil when it still runs.
-    public func wait(timeout: Double) -> Int32? {
+    /// killed), or nil when it still runs. The wait holds a thread of its own (``offThePool(_:)``).
+    public func wait(timeout: Double) async -> Int32? {
+        (try? await offThePool { self.waitBlocking(timeout: timeout) }) ?? nil
+    }
+
+    /// ``wait(timeout:)`` holding the calling thread: only for callers that are not on a Swift
+    /// concurrency thread (or that wait for a child already killed).
+    public func waitBlocking(timeout: Double) -> Int32? {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
             if let word = poll() { return Self.exitCode(word) }
@@ -191,24 +198,29 @@ public final class ChildProcess: @unchecked Sendable {
     public func kill() {
         guard poll() == nil else { return }
         _ = Glibc.kill(pid, SIGKILL)
-        _ = wait(timeout: 5)
+        _ = waitBlocking(timeout: 5)
     }
 
-    /// Reads stdout to its end, waiting at most `timeout` seconds.
-    public func readToEnd(within timeout: Double) throws -> [UInt8] {
-        var result: [UInt8] = []
-        try read(into: &result, until: { _ in false }, within: timeout, awaited: "its output to end", endIsDone: true)
-        return result
+    /// Reads stdout to its end, waiting at most `timeout` seconds (on a thread of its own).
+    public func readToEnd(within timeout: Double) async throws -> [UInt8] {
+        try await offThePool {
+            var result: [UInt8] = []
+            try self.read(into: &result, until: { _ in false }, within: timeout, awaited: "its output to end", endIsDone: true)
+            return result
+        }
     }
 
     /// Reads stdout until `done` holds for everything read (`prefix`, what an earlier call
-    /// returned, then what comes now), waiting at most `timeout` seconds; returns everything.
+    /// returned, then what comes now), waiting at most `timeout` seconds (on a thread of its
+    /// own); returns everything.
     public func read(
-        after prefix: [UInt8] = [], until done: ([UInt8]) -> Bool, within timeout: Double
-    ) throws -> [UInt8] {
-        var result = prefix
-        try read(into: &result, until: done, within: timeout, awaited: "what was awaited", endIsDone: false)
-        return result
+        after prefix: [UInt8] = [], until done: @escaping @Sendable ([UInt8]) -> Bool, within timeout: Double
+    ) async throws -> [UInt8] {
+        try await offThePool {
+            var result = prefix
+            try self.read(into: &result, until: done, within: timeout, awaited: "what was awaited", endIsDone: false)
+            return result
+        }
     }
 
     /// Appends what stdout gives to `result` until `done` holds, or (with `endIsDone`) until
@@ -238,11 +250,18 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Runs `arguments` to completion: its stdout and exit code, bounded by `timeout`.
-    public static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32, output: [UInt8]) {
+    /// Runs `arguments` to completion: its stdout and exit code, bounded by `timeout`; the
+    /// waits hold a thread of their own.
+    public static func run(_ arguments: [String], timeout: Double = 60) async throws -> (code: Int32, output: [UInt8]) {
+        try await offThePool { try runBlocking(arguments, timeout: timeout) }
+    }
+
+    /// ``run(_:timeout:)`` holding the calling thread: only for callers on a thread of their own.
+    public static func runBlocking(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32, output: [UInt8]) {
         let child = try ChildProcess(arguments)
-        let output = try child.readToEnd(within: timeout)
-        guard let code = child.wait(timeout: timeout) else {
+        var output: [UInt8] = []
+        try child.read(into: &output, until: { _ in false }, within: timeout, awaited: "its output to end", endIsDone: true)
+        guard let code = child.waitBlocking(timeout: timeout) else {
             throw Failure("\(arguments[0]) did not exit within \(timeout) s")
         }
         return (code, output)
@@ -278,3 +297,14 @@ public func settledHeapGrowth(since before: Int, below limit: Int, attempts: Int
 /// True when this process runs under AddressSanitizer (its allocator, with redzones and a
 /// quarantine of freed memory, serves the heap).
 public let runsUnderAddressSanitizer: Bool = ctest_address_sanitizer_heap() != 0
+
+/// Runs the blocking `body` on a thread of its own and awaits its result. A test must never
+/// block a Swift concurrency thread: on a 2-core machine the pool has two, and with both held
+/// (a child's output awaited, a tshark run) every task of the test process stalls — a CI run's
+/// sanitized suite saw 25 tests' 30 s command timeouts expire at once while their in-process
+/// fake controllers could not run.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue(label: "test-blocking-wait").async { continuation.resume(with: Result { try body() }) }
+    }
+}

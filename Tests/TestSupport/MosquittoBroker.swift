@@ -78,7 +78,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         guard let process else { return }
         if process.poll() == nil {
             _ = Glibc.kill(process.pid, SIGTERM)
-            if process.wait(timeout: 10) == nil { process.kill() }
+            // Blocking (a defer cannot await): the broker ends within milliseconds of SIGTERM.
+            if process.waitBlocking(timeout: 10) == nil { process.kill() }
         }
         self.process = nil
     }
