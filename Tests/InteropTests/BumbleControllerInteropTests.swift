@@ -8,7 +8,7 @@ import TestSupport
 /// against Bumble's controller over H4/TCP. Skipped where python3 cannot import bumble.
 @Suite(
     "Interop: controller driver against Bumble",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleControllerInteropTests {
     @Test func initialisationSequenceCompletes() async throws {
         let peer = try await BumblePeer.start()
@@ -137,7 +137,7 @@ struct BumbleControllerInteropTests {
 /// real controller gives, all decoded with our event codecs.
 @Suite(
     "Interop: connection control against Bumble",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleConnectionInteropTests {
     static let parameters = LEConnectionParameters(
         connectionIntervalMin: 24, connectionIntervalMax: 40, supervisionTimeout: 400)

@@ -13,7 +13,7 @@ import TestSupport
 /// own counts of the requests each bearer carried. Skipped where python3 cannot import bumble.
 @Suite(
     "Interop: Enhanced ATT against Bumble", .serialized,
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleEATTInteropTests {
     static let sensorTag = PeerAddress(address: BluetoothAddress("54:6C:0E:12:34:56")!, type: .public)
 

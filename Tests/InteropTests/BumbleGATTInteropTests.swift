@@ -14,7 +14,7 @@ import TestSupport
 /// (scripts/bumble_peer.py: SensorTag with a public address, Bluefruit with a random one).
 @Suite(
     "Interop: LEHost and GATT against Bumble",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleGATTInteropTests {
     static let uartService = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
     static let uartTX = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!

@@ -11,7 +11,7 @@ import TestSupport
 /// goes on. Skipped where python3 cannot import bumble.
 @Suite(
     "Interop: link control against Bumble's controller", .serialized,
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleLinkControlInteropTests {
     static let sensorTag = PeerAddress(address: BluetoothAddress("54:6C:0E:12:34:56")!, type: .public)
 

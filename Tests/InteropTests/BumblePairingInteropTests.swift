@@ -10,7 +10,7 @@ import TestSupport
 /// Our central pairs with Bumble peripherals (scripts/bumble_peer.py --device secure) over H4/TCP:
 /// Secure Connections and legacy, every association model, bonds stored and compared with the
 /// keys Bumble derived, re-encryption without SMP, a peer that lost the bond, a Security Request.
-@Suite("Interop: pairing with Bumble", .enabled(if: BumblePeer.isAvailable), .serialized)
+@Suite("Interop: pairing with Bumble", .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized)
 struct BumblePairingInteropTests {
     static let encryptedValue = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
     static let authenticatedValue = BluetoothUUID("0000FEE2-0000-1000-8000-00805F9B34FB")!
@@ -85,7 +85,7 @@ struct BumblePairingInteropTests {
             let again = try await adapter.connect(to: address, security: .encrypted)
             #expect(await again.securityLevel == .encrypted)
             #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
-            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "no second pairing")
+            #expect(await peer.seenEvents(startingWith: "PAIRING done").isEmpty, "no second pairing")
             // No Database Hash here, but bonded with Service Changed: the handles stand (§2.5.2).
             let before = await again.session.connection.requestsSent
             #expect(try await again.services() == services)
@@ -219,13 +219,13 @@ struct BumblePairingInteropTests {
                 #expect(error.message.contains("no longer has the bond"), "\(error)")
                 #expect(error.message.contains("--force") && error.message.contains("--repair"))
             }
-            #expect(peer.seenEvents(startingWith: "PAIRING done").count == 1, "only the first pairing")
+            #expect(await peer.seenEvents(startingWith: "PAIRING done").count == 1, "only the first pairing")
             await adapter.close()
             // With --repair it pairs again.
             let repairing = try await Self.adapter(peer, bonds: bonds, repair: true)
             let again = try await repairing.connect(to: address, security: .encrypted)
             #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
-            #expect(peer.seenEvents(startingWith: "PAIRING done").count == 2)
+            #expect(await peer.seenEvents(startingWith: "PAIRING done").count == 2)
             await repairing.close()
         }
     }
@@ -289,7 +289,7 @@ extension BumblePairingInteropTests {
             #expect(await again.identity == identity)
             #expect(await again.securityLevel == .encrypted)
             #expect(try await again.read(Self.encryptedValue) == Array("heart rate 72".utf8))
-            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "the bond, no second pairing")
+            #expect(await peer.seenEvents(startingWith: "PAIRING done").isEmpty, "the bond, no second pairing")
             await again.disconnect()
             await adapter.close()
 
@@ -298,12 +298,12 @@ extension BumblePairingInteropTests {
                 ["--transport", peer.uri.description, "--bonds", bonds, "read", identity.address.description + "/random", "FEE1"])
             #expect(read.code == 0, "\(read.stderr)")
             #expect(read.stdout.contains("heart rate 72"), "\(read.stdout)")
-            #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty)
+            #expect(await peer.seenEvents(startingWith: "PAIRING done").isEmpty)
         }
     }
 }
 
-@Suite("Interop: gattclient pair, bonds, --security, unpair against Bumble", .enabled(if: BumblePeer.isAvailable))
+@Suite("Interop: gattclient pair, bonds, --security, unpair against Bumble", .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumblePairingCLITests {
     static func run(_ arguments: [String]) async -> CapturedRun {
         await captureRun { out, err in runGATTClient(arguments, standardOutput: out, standardError: err) }
@@ -335,7 +335,7 @@ struct BumblePairingCLITests {
         // A later command re-encrypts with the bond (no pairing) and reads the protected value.
         let read = await Self.run(base + ["--security", "high", "read", address, "FEE2"])
         #expect(read.code == 0, "\(read.stderr)")
-        #expect(peer.seenEvents(startingWith: "PAIRING done").isEmpty, "one pairing, then the bond")
+        #expect(await peer.seenEvents(startingWith: "PAIRING done").isEmpty, "one pairing, then the bond")
 
         // Pairing again without --force uses the bond; with --force it pairs anew.
         let again = await Self.run(base + ["pair", address])
@@ -392,7 +392,7 @@ struct BumblePairingCLITests {
 }
 
 /// Issue 18: Bumble's central pairs with our peripheral (LocalPeripheral on the user-space host).
-@Suite("Interop: Bumble's central pairs with our peripheral", .enabled(if: BumblePeer.isAvailable), .serialized)
+@Suite("Interop: Bumble's central pairs with our peripheral", .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized)
 struct BumbleCentralPairingTests {
     static let secret = BluetoothUUID("0000FEE1-0000-1000-8000-00805F9B34FB")!
 

@@ -37,24 +37,23 @@ final class BumblePeer: @unchecked Sendable {
         .deletingLastPathComponent()
     static let script = packageRoot.appendingPathComponent("scripts/bumble_peer.py").path
 
-    /// Whether `python3 -c 'import bumble'` works here (checked once).
-    static let isAvailable: Bool = {
-        let probe: ChildProcess
-        do {
-            probe = try ChildProcess(
-                ["python3", "-c", "import bumble"], standardOutput: .null, standardError: .null)
-        } catch {
-            print("InteropTests skipped: cannot run python3 (\(error))")
+    /// Whether `python3 -c 'import bumble'` works here (checked once, on a thread of its own: a
+    /// suite's condition waiting for Python must not hold a Swift concurrency thread).
+    static func isAvailable() async -> Bool { await availability.value }
+
+    private static let availability = Task { () -> Bool in
+        let available = (try? await offThePool { () -> Bool in
+            let probe = try ChildProcess(["python3", "-c", "import bumble"], standardOutput: .null, standardError: .null)
+            return probe.waitBlocking(timeout: 60) == 0
+        }) ?? false
+        if !available {
+            print("InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble)")
+        } else if !FileManager.default.fileExists(atPath: script) {
+            print("InteropTests skipped: \(script) is missing")
             return false
         }
-        let available = probe.waitBlocking(timeout: 60) == 0 && FileManager.default.fileExists(atPath: script)
-        if !available {
-            print(
-                "InteropTests skipped: `python3 -c 'import bumble'` failed (pip install bumble) or \(script) is missing"
-            )
-        }
         return available
-    }()
+    }
 
     struct StartFailure: Error, CustomStringConvertible {
         var description: String
@@ -145,8 +144,13 @@ final class BumblePeer: @unchecked Sendable {
         }
     }
 
-    /// The lines seen so far that start with `prefix`, without waiting.
-    func seenEvents(startingWith prefix: String) -> [String] {
+    /// The lines seen so far that start with `prefix` (what stdout holds now, read on a thread
+    /// of its own).
+    func seenEvents(startingWith prefix: String) async -> [String] {
+        (try? await offThePool { self.seenEventsBlocking(startingWith: prefix) }) ?? []
+    }
+
+    private func seenEventsBlocking(startingWith prefix: String) -> [String] {
         commandLock.lock()
         defer { commandLock.unlock() }
         // One line at a time: a timeout loses nothing (a partial line stays in `pending`).

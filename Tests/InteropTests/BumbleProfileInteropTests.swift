@@ -11,7 +11,7 @@ import TestSupport
 /// Bumble-side disconnect with no app code.
 @Suite(
     "Interop: device models against Bumble's profile servers",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"), .serialized)
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized)
 struct BumbleProfileInteropTests {
     /// A heart-rate belt as an app would declare it, from the shipped services only.
     struct HeartRateBelt: BluetoothDevice {

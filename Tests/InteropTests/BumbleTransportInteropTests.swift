@@ -9,7 +9,7 @@ import TestSupport
 /// fails: the trait below is a skip, not a failure.
 @Suite(
     "Interop: HCI transport against Bumble",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct BumbleTransportInteropTests {
     static let reset = HCIOpcode(rawValue: 0x0C03)
     static let readBDAddr = HCIOpcode(rawValue: 0x1009)

@@ -8,7 +8,7 @@ import TestSupport
 /// types, checked against what the peer holds.
 @Suite(
     "gattclient against Bumble over tcp:",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct CLIInteropTests {
     /// Runs the CLI in process, output captured (``captureRun(_:)``).
     static func gattclient(_ arguments: [String]) async -> CapturedRun {

@@ -11,7 +11,7 @@ import TestSupport
 /// Bumble's GATT server, through our whole user-space host.
 @Suite(
     "GATT procedures against Bumble's server",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct GATTProcedureInteropTests {
     static func session(_ peer: BumblePeer, maximumBufferedSDUs: Int? = nil) async throws
         -> (LEHost, GATTClient, LEConnection)

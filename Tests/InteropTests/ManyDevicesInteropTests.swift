@@ -13,7 +13,7 @@ import TestSupport
 /// run does: the plain suite has run it).
 @Suite(
     "Interop: 32 Bumble counters managed over one link",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"), .serialized,
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized,
     .timeLimit(.minutes(15)))
 struct ManyDevicesInteropTests {
     final class Tally: Sendable {

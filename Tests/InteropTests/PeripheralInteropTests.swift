@@ -73,7 +73,7 @@ final class PeripheralInteropProcess: @unchecked Sendable {
 /// client (scripts/bumble_central.py) through a second Bumble controller on the same link.
 @Suite(
     "Interop: our peripheral used by Bumble's client",
-    .enabled(if: BumblePeer.isAvailable, "needs python3 with bumble (pip install bumble)"))
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
 struct PeripheralInteropTests {
     static func json(_ line: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
