@@ -3,6 +3,7 @@ import Bluetooth
 import Foundation
 import GATT
 import Testing
+import TestSupport
 
 /// The far end of an in-memory ATT channel, played by a test: what our side sent arrives,
 /// in order, on `received`.
@@ -29,10 +30,14 @@ final class PeerEnd: Sendable {
 }
 
 /// Our side (an ATTConnection and a GATTClient that sends only what it is asked to) and the
-/// peer's end of the link.
-func makeLink(clock: any BluetoothClock = SystemClock()) -> (ATTConnection, GATTClient, PeerEnd) {
+/// peer's end of the link. On the system clock the ATT transaction timeout is 30 s times TEST_TIMEOUT_SCALE: the peer
+/// end is a task of this process, and a loaded suite (the sanitized run) can hold it that long;
+/// an injected clock keeps the specification's 30 s.
+func makeLink(clock: (any BluetoothClock)? = nil) -> (ATTConnection, GATTClient, PeerEnd) {
     let (ours, theirs) = InMemoryATTChannel.pair()
-    let connection = ATTConnection(channel: ours, clock: clock)
+    var configuration = ATTBearer.Configuration()
+    if clock == nil { configuration.transactionTimeout = .seconds(30 * testTimeoutScale) }
+    let connection = ATTConnection(channel: ours, configuration: configuration, clock: clock ?? SystemClock())
     let client = GATTClient(connection: connection, configuration: .manual)
     return (connection, client, PeerEnd(theirs))
 }
