@@ -150,6 +150,11 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         ATTOpcode.table[Int(rawValue)]?.wireshark ?? "UNKNOWN"
     }
 
+    /// ``wiresharkName`` as a literal (written without a `String`: the JSON dump's hot path).
+    public var wiresharkLiteral: StaticString {
+        ATTOpcode.table[Int(rawValue)]?.wiresharkLiteral ?? "UNKNOWN"
+    }
+
     /// The spec name (`ATT_READ_BY_GROUP_TYPE_REQ`), or `ATT opcode 0xNN` when unknown.
     public var description: String {
         if let entry = ATTOpcode.table[Int(rawValue)] { return "ATT_" + entry.wireshark }
@@ -186,14 +191,15 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     struct Entry: Sendable {
         let wireshark: String
+        let wiresharkLiteral: StaticString
         let title: String
         let kind: Kind
     }
 
     static let table: [Entry?] = {
         var table = [Entry?](repeating: nil, count: 256)
-        func add(_ op: ATTOpcode, _ ws: String, _ title: String, _ kind: Kind) {
-            table[Int(op.rawValue)] = Entry(wireshark: ws, title: title, kind: kind)
+        func add(_ op: ATTOpcode, _ ws: StaticString, _ title: String, _ kind: Kind) {
+            table[Int(op.rawValue)] = Entry(wireshark: ws.description, wiresharkLiteral: ws, title: title, kind: kind)
         }
         add(.errorResponse, "ERROR_RSP", "Error Response", .response)
         add(.exchangeMTURequest, "EXCHANGE_MTU_REQ", "Exchange MTU Request", .request)

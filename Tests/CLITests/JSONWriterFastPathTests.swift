@@ -1,4 +1,5 @@
 import Bluetooth
+import SystemSupport
 import Testing
 @testable import GATTClientCLI
 
@@ -74,5 +75,47 @@ struct JSONSecondsTests {
             let (fast, slow) = Self.both(micros)
             #expect(fast == slow, "\(micros)")
         }
+    }
+}
+
+/// Each field with a literal key is written in one reserved region; with a runtime key
+/// (`JSONKey(text)`) through the piece-by-piece path. Both give the same document, commas
+/// included, for every kind of field and at every position in its container.
+@Suite("JSONWriter: literal and runtime keys agree")
+struct JSONWriterRegionTests {
+    static func document(literal fast: Bool) -> String {
+        var json = JSONWriter(capacity: 1)  // every region grows the buffer
+        func key(_ name: StaticString) -> JSONKey { fast ? JSONKey(stringLiteral: name) : JSONKey(name.description) }
+        json.beginObject()
+        json.beginArray(key("rounds"))
+        for round in 0..<3 {
+            json.beginObject()
+            json.field(key("int"), round == 0 ? Int.min : round == 1 ? -7 : Int.max)
+            json.field(key("literal"), literal: "LE_EXTENDED_ADVERTISING_REPORT")
+            json.field(key("hex"), hex: [UInt8](0...UInt8(round * 40)))
+            json.field(key("slice"), hex: [UInt8](0...20)[3..<(5 + round)])
+            json.field(key("lazy"), hex: (0..<UInt8(round + 2)).lazy.map { $0 &* 37 })
+            json.field(key("address"), address: BluetoothAddress(rawValue: 0xC677_7FDF_EF2A + UInt64(round))!)
+            json.field(key("time"), microseconds: [-1_000_001, 0, 3_600_000_123][round])
+            json.field(key("t"), secondsFromMicroseconds: [-1_500_000, 100, 999_999_999_999][round])
+            json.field(key("encoded"), encoded: JSONWriter.encodedString("a \"quoted\" name\n"))
+            json.beginArray(key("list"))
+            json.beginObject()
+            json.field(key("type"), round)
+            json.endObject()
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    @Test func bothPathsWriteTheSameDocument() throws {
+        let fast = Self.document(literal: true)
+        #expect(fast == Self.document(literal: false))
+        #expect(fast.hasPrefix(#"{"rounds":[{"int":-9223372036854775808,"literal":"LE_EXTENDED_ADVERTISING_REPORT","hex":"00","slice":"0304","lazy":"0025","address":"c6:77:7f:df:ef:2a","time":"-1.000001000","t":-1.5,"encoded":"a \"quoted\" name\n","list":[{"type":0}]},{"int":-7,"#))
+        // A document the JSON parser reads back.
+        _ = try JSONValue(parsing: Array(fast.utf8))
     }
 }

@@ -15,10 +15,15 @@ struct GATTAnnotator {
     struct UUIDText {
         var name: String
         var uuid: String
+        /// `name` and `uuid` as JSON strings (the JSON dump writes them as they are).
+        var nameJSON: [UInt8]
+        var uuidJSON: [UInt8]
 
         init(_ uuid: BluetoothUUID) {
             name = GATTClientCLI.name(uuid)
             self.uuid = uuid.description
+            nameJSON = JSONWriter.encodedString(name)
+            uuidJSON = JSONWriter.encodedString(self.uuid)
         }
     }
 
@@ -69,18 +74,18 @@ struct GATTAnnotator {
         func write(into json: inout JSONWriter) {
             if let service {
                 let text = serviceText ?? UUIDText(service)
-                json.field("service", text.name)
-                json.field("serviceUUID", text.uuid)
+                json.field("service", encoded: text.nameJSON)
+                json.field("serviceUUID", encoded: text.uuidJSON)
             }
             if let characteristic {
                 let text = characteristicText ?? UUIDText(characteristic)
-                json.field("characteristic", text.name)
-                json.field("characteristicUUID", text.uuid)
+                json.field("characteristic", encoded: text.nameJSON)
+                json.field("characteristicUUID", encoded: text.uuidJSON)
             }
             if let descriptor {
                 let text = descriptorText ?? UUIDText(descriptor)
-                json.field("descriptor", text.name)
-                json.field("descriptorUUID", text.uuid)
+                json.field("descriptor", encoded: text.nameJSON)
+                json.field("descriptorUUID", encoded: text.uuidJSON)
             }
             if let decoded { json.field("decoded", decoded) }
         }

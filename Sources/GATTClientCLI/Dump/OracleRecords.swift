@@ -38,30 +38,43 @@ struct OracleRecordWriter {
 
     // MARK: advertising reports
 
-    static let addressTypeNames: [UInt8: String] = [
-        0x00: "public", 0x01: "random", 0x02: "public_identity", 0x03: "random_identity",
-        0xFE: "random_unresolved", 0xFF: "anonymous",
-    ]
-
     static let subeventNames: [UInt8: String] = [
         0x02: "LE_ADVERTISING_REPORT", 0x0B: "LE_DIRECTED_ADVERTISING_REPORT", 0x0D: "LE_EXTENDED_ADVERTISING_REPORT",
     ]
 
-    static let legacyEventNames: [UInt8: String] = [
-        0: "ADV_IND", 1: "ADV_DIRECT_IND", 2: "ADV_SCAN_IND", 3: "ADV_NONCONN_IND", 4: "SCAN_RSP",
-    ]
+    // The same names as literals, for the hot path (written without an escape check, found
+    // without hashing).
+    static func legacyEventLiteral(_ type: UInt8) -> StaticString {
+        switch type {
+        case 0: "ADV_IND"
+        case 1: "ADV_DIRECT_IND"
+        case 2: "ADV_SCAN_IND"
+        case 3: "ADV_NONCONN_IND"
+        case 4: "SCAN_RSP"
+        default: "UNKNOWN"
+        }
+    }
 
-    // The same names as literals, for the hot path (written without an escape check).
-    static let legacyEventLiterals: [Int: StaticString] = [
-        0: "ADV_IND", 1: "ADV_DIRECT_IND", 2: "ADV_SCAN_IND", 3: "ADV_NONCONN_IND", 4: "SCAN_RSP",
-    ]
-    static let subeventLiterals: [UInt8: StaticString] = [
-        0x02: "LE_ADVERTISING_REPORT", 0x0B: "LE_DIRECTED_ADVERTISING_REPORT", 0x0D: "LE_EXTENDED_ADVERTISING_REPORT",
-    ]
-    static let addressTypeLiterals: [UInt8: StaticString] = [
-        0x00: "public", 0x01: "random", 0x02: "public_identity", 0x03: "random_identity",
-        0xFE: "random_unresolved", 0xFF: "anonymous",
-    ]
+    static func subeventLiteral(_ subevent: UInt8) -> StaticString {
+        switch subevent {
+        case 0x02: "LE_ADVERTISING_REPORT"
+        case 0x0B: "LE_DIRECTED_ADVERTISING_REPORT"
+        case 0x0D: "LE_EXTENDED_ADVERTISING_REPORT"
+        default: "UNKNOWN"
+        }
+    }
+
+    static func addressTypeLiteral(_ type: UInt8) -> StaticString? {
+        switch type {
+        case 0x00: "public"
+        case 0x01: "random"
+        case 0x02: "public_identity"
+        case 0x03: "random_identity"
+        case 0xFE: "random_unresolved"
+        case 0xFF: "anonymous"
+        default: nil
+        }
+    }
 
     mutating func write(_ item: AdvertisingReportItem, record: CaptureRecord, into json: inout JSONWriter) {
         let data: [UInt8]?
@@ -95,17 +108,17 @@ struct OracleRecordWriter {
         json.field("t", secondsFromMicroseconds: micros)
         json.field("transport", literal: transport)
         json.field("subevent", Int(item.subevent.rawValue))
-        json.field("subevent_name", literal: Self.subeventLiterals[item.subevent.rawValue] ?? "UNKNOWN")
+        json.field("subevent_name", literal: Self.subeventLiteral(item.subevent.rawValue))
         json.field("index", item.index)
         switch item.report {
         case .legacy(let report):
             json.field("event_type", Int(report.eventType.rawValue))
-            json.field("event_type_name", literal: Self.legacyEventLiterals[Int(report.eventType.rawValue)] ?? "UNKNOWN")
+            json.field("event_type_name", literal: Self.legacyEventLiteral(report.eventType.rawValue))
             address(report.addressType, report.address, into: &json)
             json.field("rssi", Int(report.rssi))
         case .directed(let report):
             json.field("event_type", Int(report.eventType.rawValue))
-            json.field("event_type_name", literal: Self.legacyEventLiterals[Int(report.eventType.rawValue)] ?? "UNKNOWN")
+            json.field("event_type_name", literal: Self.legacyEventLiteral(report.eventType.rawValue))
             address(report.addressType, report.address, into: &json)
             json.field("rssi", Int(report.rssi))
             json.field("direct_address_type", Int(report.directAddressType.rawValue))
@@ -156,7 +169,7 @@ struct OracleRecordWriter {
 
     private func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONWriter) {
         json.field("address_type", Int(type.rawValue))
-        if let name = Self.addressTypeLiterals[type.rawValue] {
+        if let name = Self.addressTypeLiteral(type.rawValue) {
             json.field("address_type_name", literal: name)
         } else {
             json.fieldNull("address_type_name")
@@ -194,7 +207,7 @@ struct OracleRecordWriter {
         json.field("cid", Int(item.channelID))
         let opcode = item.opcode
         json.field("opcode", Int(opcode.rawValue))
-        json.field("op", opcode.wiresharkName)
+        json.field("op", literal: opcode.wiresharkLiteral)
         switch opcode.isSentByServer {
         case true?: json.field("sender", literal: "server")
         case false?: json.field("sender", literal: "client")

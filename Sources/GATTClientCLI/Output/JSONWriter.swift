@@ -40,15 +40,109 @@ public struct JSONWriter: Sendable {
 
     @inline(__always)
     private mutating func separator() {
-        guard depth > 0 else { return }
+        if takeComma() { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    /// Whether the next element of the open container needs a comma before it (and notes that
+    /// the container now has an element).
+    @inline(__always)
+    private mutating func takeComma() -> Bool {
+        guard depth > 0 else { return false }
         if depth > 64 {
-            if deepNeedsComma[depth - 65] { bytes.append(UInt8(ascii: ",")) }
-            deepNeedsComma[depth - 65] = true
-            return
+            defer { deepNeedsComma[depth - 65] = true }
+            return deepNeedsComma[depth - 65]
         }
         let bit: UInt64 = 1 << UInt64(depth - 1)
-        if needsComma & bit != 0 { bytes.append(UInt8(ascii: ",")) }
-        needsComma |= bit
+        defer { needsComma |= bit }
+        return needsComma & bit != 0
+    }
+
+    /// Appends what `body` writes through a pointer to at most `maximum` octets of reserved
+    /// room (it returns how many it wrote): one capacity check for a whole field instead of one
+    /// per piece — the formatting of `dump --json` is made of these.
+    @inline(__always)
+    private mutating func region(_ maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        bytes.append(addingCapacity: maximum) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                let written = body(buffer.baseAddress!)
+                precondition(written <= buffer.count, "JSONWriter: a field outgrew its reserved room")
+                initialized = written
+            }
+        }
+    }
+
+    /// A literal key with its comma (when due), quotes and colon: `,"key":`, at `p`; the length.
+    @inline(__always)
+    private static func putKey(_ literal: StaticString, comma: Bool, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        var n = 0
+        if comma {
+            p[0] = UInt8(ascii: ",")
+            n = 1
+        }
+        p[n] = UInt8(ascii: "\"")
+        let length = literal.utf8CodeUnitCount
+        (p + n + 1).update(from: literal.utf8Start, count: length)
+        n += length + 1
+        p[n] = UInt8(ascii: "\"")
+        p[n + 1] = UInt8(ascii: ":")
+        return n + 2
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// The room a literal key takes at most (comma, quotes, colon).
+    @inline(__always)
+    private static func keyRoom(_ literal: StaticString) -> Int { literal.utf8CodeUnitCount + 4 }
+
+    /// `value` in decimal at `p` (at most 20 octets); the length.
+    @inline(__always)
+    private static func putInt(_ value: Int, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        if value >= 0 && value < 10 {
+            p[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value)
+            return 1
+        }
+        var n = 0
+        if value < 0 {
+            p[0] = UInt8(ascii: "-")
+            n = 1
+        }
+        return n + putUnsigned(UInt64(value.magnitude), at: p + n)
+    }
+
+    /// `value` in decimal at `p` (at most 20 octets); the length.
+    @inline(__always)
+    private static func putUnsigned(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        var digits = 1
+        var probe = value / 10
+        while probe > 0 {
+            digits += 1
+            probe /= 10
+        }
+        var v = value
+        var index = digits - 1
+        repeat {
+            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+            v /= 10
+            index -= 1
+        } while index >= 0
+        return digits
+    }
+
+    /// `"` + two lower-case hex digits per octet + `"` at `p`; the length (2 × count + 2).
+    @inline(__always)
+    private static func putHex(_ value: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = UInt8(ascii: "\"")
+        var index = 1
+        do {
+                let table = Self.hexDigits.utf8Start
+            for byte in value {
+                p[index] = table[Int(byte >> 4)]
+                p[index + 1] = table[Int(byte & 0x0F)]
+                index += 2
+            }
+        }
+        p[index] = UInt8(ascii: "\"")
+        return index + 1
     }
 
     @inline(__always)
@@ -93,16 +187,40 @@ public struct JSONWriter: Sendable {
 
     // MARK: keyed values
 
-    public mutating func field(_ key: JSONKey, _ value: Int) { writeKey(key); writeInt(value) }
+    public mutating func field(_ key: JSONKey, _ value: Int) {
+        guard let literal = key.literal else {
+            writeKey(key)
+            writeInt(value)
+            return
+        }
+        let comma = takeComma()
+        region(Self.keyRoom(literal) + 20) { p in
+            let n = Self.putKey(literal, comma: comma, at: p)
+            return n + Self.putInt(value, at: p + n)
+        }
+    }
     public mutating func field(_ key: JSONKey, _ value: Double) { writeKey(key); writeDouble(value) }
     public mutating func field(_ key: JSONKey, _ value: Bool) { writeKey(key); writeBool(value) }
     public mutating func field(_ key: JSONKey, _ value: String) { writeKey(key); writeString(value) }
     /// A string value that is a literal of this program's (no escape to check).
     public mutating func field(_ key: JSONKey, literal value: StaticString) {
-        writeKey(key)
-        bytes.append(UInt8(ascii: "\""))
-        value.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
+        guard let literal = key.literal else {
+            writeKey(key)
+            bytes.append(UInt8(ascii: "\""))
+            value.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        let comma = takeComma()
+        let length = value.utf8CodeUnitCount
+        region(Self.keyRoom(literal) + length + 2) { p in
+            var n = Self.putKey(literal, comma: comma, at: p)
+            p[n] = UInt8(ascii: "\"")
+            (p + n + 1).update(from: value.utf8Start, count: length)
+            n += length + 1
+            p[n] = UInt8(ascii: "\"")
+            return n + 1
+        }
     }
 
     /// Starts a document at the end of `bytes` as they are (after `reset()` or a swap).
@@ -115,33 +233,92 @@ public struct JSONWriter: Sendable {
     public mutating func fieldNull(_ key: JSONKey) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
     /// Bytes as a lower-case hex string.
     public mutating func field<C: Collection>(_ key: JSONKey, hex value: C) where C.Element == UInt8 {
+        if let literal = key.literal {
+            let comma = takeComma()
+            let done: Void? = value.withContiguousStorageIfAvailable { octets in
+                region(Self.keyRoom(literal) + 2 * octets.count + 2) { p in
+                    let n = Self.putKey(literal, comma: comma, at: p)
+                    return n + Self.putHex(octets, at: p + n)
+                }
+            }
+            if done != nil { return }
+            // Not contiguous: the key now, the value by the general path.
+            region(Self.keyRoom(literal)) { p in Self.putKey(literal, comma: comma, at: p) }
+            writeHex(value)
+            return
+        }
         writeKey(key); writeHex(value)
     }
     /// A Bluetooth address as Wireshark prints it: `aa:bb:cc:dd:ee:ff` (most significant first).
     public mutating func field(_ key: JSONKey, address: BluetoothAddress) {
-        writeKey(key)
-        bytes.append(UInt8(ascii: "\""))
-        address.writeText(to: &bytes, uppercase: false)
-        bytes.append(UInt8(ascii: "\""))
+        guard let literal = key.literal else {
+            writeKey(key)
+            bytes.append(UInt8(ascii: "\""))
+            address.writeText(to: &bytes, uppercase: false)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        let comma = takeComma()
+        region(Self.keyRoom(literal) + 19) { p in
+            var n = Self.putKey(literal, comma: comma, at: p)
+            p[n] = UInt8(ascii: "\"")
+            n += 1
+            do {
+                let table = Self.hexDigits.utf8Start
+                for index in stride(from: 5, through: 0, by: -1) {
+                    let octet = UInt8(truncatingIfNeeded: address.rawValue >> (index * 8))
+                    p[n] = table[Int(octet >> 4)]
+                    p[n + 1] = table[Int(octet & 0x0F)]
+                    n += 2
+                    if index > 0 {
+                        p[n] = UInt8(ascii: ":")
+                        n += 1
+                    }
+                }
+            }
+            p[n] = UInt8(ascii: "\"")
+            return n + 1
+        }
     }
 
     /// A time in microseconds as a string of seconds with nine fraction digits, the last three
     /// zero (`"12.345678000"`, `"-0.000001000"`): Wireshark's relative times.
     public mutating func field(_ key: JSONKey, microseconds delta: Int64) {
-        writeKey(key)
-        bytes.append(UInt8(ascii: "\""))
+        let comma = takeComma()
+        guard let literal = key.literal else {
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            writeString(key.text ?? "")
+            bytes.append(UInt8(ascii: ":"))
+            region(33) { p in Self.putSeconds(delta, at: p) }
+            return
+        }
+        region(Self.keyRoom(literal) + 33) { p in
+            let n = Self.putKey(literal, comma: comma, at: p)
+            return n + Self.putSeconds(delta, at: p + n)
+        }
+    }
+
+    /// `"12.345678000"` (at most 32 octets) at `p`; the length.
+    @inline(__always)
+    private static func putSeconds(_ delta: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = UInt8(ascii: "\"")
+        var n = 1
         let seconds = delta / 1_000_000
         var micros = (delta % 1_000_000).magnitude
-        if delta < 0 && seconds == 0 { bytes.append(UInt8(ascii: "-")) }
-        writeInt(Int(seconds))
-        bytes.append(UInt8(ascii: "."))
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 9))
-        for index in stride(from: start + 5, through: start, by: -1) {
-            bytes[index] = UInt8(ascii: "0") + UInt8(micros % 10)
+        if delta < 0 && seconds == 0 {
+            p[n] = UInt8(ascii: "-")
+            n += 1
+        }
+        n += putInt(Int(seconds), at: p + n)
+        p[n] = UInt8(ascii: ".")
+        n += 1
+        for index in stride(from: n + 5, through: n, by: -1) {
+            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: micros % 10)
             micros /= 10
         }
-        bytes.append(UInt8(ascii: "\""))
+        for index in (n + 6)..<(n + 9) { p[index] = UInt8(ascii: "0") }
+        p[n + 9] = UInt8(ascii: "\"")
+        return n + 10
     }
 
     /// Seconds from microseconds as a number: what `field(key, Double(microseconds) / 1_000_000)`
@@ -154,24 +331,71 @@ public struct JSONWriter: Sendable {
             field(key, Double(micros) / 1_000_000)
             return
         }
-        writeKey(key)
-        if micros < 0 { bytes.append(UInt8(ascii: "-")) }
-        writeInt(Int(magnitude / 1_000_000))
-        bytes.append(UInt8(ascii: "."))
+        let comma = takeComma()
+        guard let literal = key.literal else {
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            writeString(key.text ?? "")
+            bytes.append(UInt8(ascii: ":"))
+            region(32) { p in Self.putExactSeconds(micros, at: p) }
+            return
+        }
+        region(Self.keyRoom(literal) + 32) { p in
+            let n = Self.putKey(literal, comma: comma, at: p)
+            return n + Self.putExactSeconds(micros, at: p + n)
+        }
+    }
+
+    /// `micros` as seconds, the fraction's trailing zeros dropped (at most 32 octets), at `p`;
+    /// the length. Only for a whole number of seconds < 1e12 with a non-zero fraction.
+    @inline(__always)
+    private static func putExactSeconds(_ micros: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        let magnitude = micros.magnitude
+        var n = 0
+        if micros < 0 {
+            p[0] = UInt8(ascii: "-")
+            n = 1
+        }
+        n += putUnsigned(magnitude / 1_000_000, at: p + n)
+        p[n] = UInt8(ascii: ".")
+        n += 1
         var fraction = magnitude % 1_000_000
         var digits = 6
         while fraction % 10 == 0 {
             fraction /= 10
             digits -= 1
         }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
-        var index = start + digits - 1
-        while fraction > 0 {
-            bytes[index] = UInt8(ascii: "0") + UInt8(fraction % 10)
+        var index = n + digits - 1
+        while index >= n {
+            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: fraction % 10)
             fraction /= 10
             index -= 1
         }
+        return n + digits
+    }
+
+    /// A value already in JSON (a string with its quotes and escapes, from
+    /// ``encodedString(_:)``): the key and it in one region.
+    public mutating func field(_ key: JSONKey, encoded value: [UInt8]) {
+        guard let literal = key.literal else {
+            writeKey(key)
+            bytes.append(contentsOf: value)
+            return
+        }
+        let comma = takeComma()
+        value.withUnsafeBufferPointer { octets in
+            region(Self.keyRoom(literal) + octets.count) { p in
+                let n = Self.putKey(literal, comma: comma, at: p)
+                (p + n).update(from: octets.baseAddress!, count: octets.count)
+                return n + octets.count
+            }
+        }
+    }
+
+    /// `value` as a JSON string (quotes and escapes), for ``field(_:encoded:)``.
+    public static func encodedString(_ value: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: value.utf8.count + 2)
+        writer.writeString(value)
+        return writer.bytes
     }
 
     /// A pre-encoded JSON fragment (trusted: produced by this writer).
