@@ -69,12 +69,16 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
     /// Appends `format(uppercase:)`'s text.
     @inlinable
     public func writeText(to text: inout [UInt8], uppercase: Bool = true) {
-        let digits = uppercase ? TextDigits.upper : TextDigits.lower
-        for index in stride(from: 5, through: 0, by: -1) {
-            let octet = UInt8(truncatingIfNeeded: rawValue >> (index * 8))
-            text.append(digits[Int(octet >> 4)])
-            text.append(digits[Int(octet & 0x0F)])
-            if index > 0 { text.append(UInt8(ascii: ":")) }
+        let digits = uppercase ? TextDigits.upperText.utf8Start : TextDigits.lowerText.utf8Start
+        let raw = rawValue
+        text.appendRegion(17) { p in
+            for index in 0..<6 {
+                let octet = UInt8(truncatingIfNeeded: raw >> ((5 - index) * 8))
+                p[3 * index] = digits[Int(octet >> 4)]
+                p[3 * index + 1] = digits[Int(octet & 0x0F)]
+                if index < 5 { p[3 * index + 2] = UInt8(ascii: ":") }
+            }
+            return 17
         }
     }
 

@@ -2,10 +2,29 @@
 /// formatting is built from (a description written this way is the same text its
 /// `description` gives, which is made from it).
 extension Array where Element == UInt8 {
+    /// Appends what `body` writes through a pointer to at most `maximum` octets of reserved
+    /// room (it returns how many it wrote): one capacity check for a whole piece of text
+    /// instead of one per octet — what the writers below are made of.
+    @inlinable
+    public mutating func appendRegion(_ maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        append(addingCapacity: maximum) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                let written = body(buffer.baseAddress!)
+                precondition(written <= buffer.count, "a text writer outgrew its reserved room")
+                initialized = written
+            }
+        }
+    }
+
     /// Appends a literal.
     @inlinable
     public mutating func appendText(_ text: StaticString) {
-        text.withUTF8Buffer { append(contentsOf: $0) }
+        let length = text.utf8CodeUnitCount
+        appendRegion(length) { p in
+            let source = text.utf8Start
+            for index in 0..<length { p[index] = source[index] }
+            return length
+        }
     }
 
     /// Appends a string's UTF-8.
@@ -37,23 +56,29 @@ extension Array where Element == UInt8 {
         }
     }
 
-    /// Appends `value` in decimal, left-padded with zeros to `width` digits.
+    /// Appends `value` in decimal, left-padded with zeros to `width` digits (at most 32).
     @inlinable
     public mutating func appendDecimal(_ value: UInt64, width: Int = 1) {
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 octets of scratch
-        var count = 0
-        var rest = value
-        Swift.withUnsafeMutableBytes(of: &digits) { scratch in
+        var digits = 1
+        var probe = value / 10
+        while probe > 0 {
+            digits += 1
+            probe /= 10
+        }
+        let count = Swift.max(digits, Swift.min(width, 32))
+        appendRegion(count) { p in
+            var rest = value
+            var index = count - 1
             repeat {
-                scratch[31 - count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
                 rest /= 10
-                count += 1
-            } while rest != 0
-            while count < width && count < 32 {
-                scratch[31 - count] = UInt8(ascii: "0")
-                count += 1
+                index -= 1
+            } while index >= count - digits
+            while index >= 0 {
+                p[index] = UInt8(ascii: "0")
+                index -= 1
             }
-            append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[(32 - count)...]))
+            return count
         }
     }
 
@@ -65,10 +90,13 @@ extension Array where Element == UInt8 {
         let magnitude = UInt64(truncatingIfNeeded: value)
         let significant = magnitude == 0 ? 1 : (64 - magnitude.leadingZeroBitCount + 3) / 4
         let count = Swift.max(significant, digits)
-        let table = uppercase ? TextDigits.upper : TextDigits.lower
-        for index in stride(from: count - 1, through: 0, by: -1) {
-            let nibble = index >= 16 ? 0 : Int(truncatingIfNeeded: magnitude >> (UInt64(index) * 4) & 0xF)
-            append(table[nibble])
+        let table = uppercase ? TextDigits.upperText.utf8Start : TextDigits.lowerText.utf8Start
+        appendRegion(count) { p in
+            for index in 0..<count {
+                let shift = count - 1 - index
+                p[index] = shift >= 16 ? UInt8(ascii: "0") : table[Int(truncatingIfNeeded: magnitude >> (UInt64(shift) * 4) & 0xF)]
+            }
+            return count
         }
     }
 
@@ -83,10 +111,16 @@ extension Array where Element == UInt8 {
     /// Appends octets as lower-case hex, two digits each (as `Hex.encode`).
     @inlinable
     public mutating func appendHexBytes<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        reserveCapacity(count + bytes.count * 2)
-        for byte in bytes {
-            append(TextDigits.lower[Int(byte >> 4)])
-            append(TextDigits.lower[Int(byte & 0x0F)])
+        let table = TextDigits.lowerText.utf8Start
+        let count = bytes.count
+        appendRegion(2 * count) { p in
+            var index = 0
+            for byte in bytes {
+                p[index] = table[Int(byte >> 4)]
+                p[index + 1] = table[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
         }
     }
 }
@@ -95,4 +129,7 @@ extension Array where Element == UInt8 {
 public enum TextDigits {
     public static let lower: [UInt8] = Array("0123456789abcdef".utf8)
     public static let upper: [UInt8] = Array("0123456789ABCDEF".utf8)
+    /// The same digits as literals (read through a pointer, no array to retain).
+    public static let lowerText: StaticString = "0123456789abcdef"
+    public static let upperText: StaticString = "0123456789ABCDEF"
 }

@@ -35,26 +35,78 @@ struct TextDumpVisitor: CaptureVisitor {
     mutating func writePrefix(_ record: CaptureRecord) {
         let start = origin ?? record.timestamp
         if origin == nil { origin = start }
-        // "#N" padded to 8 columns.
-        let head = output.buffer.count
-        output.buffer.append(UInt8(ascii: "#"))
-        output.buffer.appendDecimal(record.number)
-        let frameWidth = output.buffer.count - head
-        if frameWidth < 8 { output.buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 8 - frameWidth)) }
-        // The time right-aligned in 12 columns.
-        let timeStart = output.buffer.count
-        if localTime != nil {
-            output.buffer.appendString(localTime!.text(record.timestamp))
-        } else {
-            let delta = record.timestamp - start
-            output.buffer.appendDecimal(delta / 1_000_000)
-            output.buffer.append(UInt8(ascii: "."))
-            output.buffer.appendDecimal(UInt64((delta % 1_000_000).magnitude), width: 6)
+        guard localTime == nil else {
+            // "#N" padded to 8 columns, the local time right-aligned in 12.
+            let head = output.buffer.count
+            output.buffer.append(UInt8(ascii: "#"))
+            output.buffer.appendDecimal(record.number)
+            let frameWidth = output.buffer.count - head
+            if frameWidth < 8 { output.buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 8 - frameWidth)) }
+            let text = localTime!.text(record.timestamp)
+            let timeWidth = text.utf8.count
+            if timeWidth < 12 { output.buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 12 - timeWidth)) }
+            output.buffer.appendString(text)
+            writeDirection(record)
+            return
         }
-        let timeWidth = output.buffer.count - timeStart
-        if timeWidth < 12 {
-            output.buffer.insert(contentsOf: repeatElement(UInt8(ascii: " "), count: 12 - timeWidth), at: timeStart)
+        // "#N" padded to 8 columns, then the seconds since the first record right-aligned in
+        // 12 (`S.uuuuuu`, a minus sign before a negative S): one region.
+        let delta = record.timestamp - start
+        let seconds = delta / 1_000_000
+        let micros = UInt64((delta % 1_000_000).magnitude)
+        let frameDigits = Self.decimalDigits(UInt64(record.number))
+        let secondsDigits = Self.decimalDigits(seconds.magnitude) + (seconds < 0 ? 1 : 0)
+        let timeWidth = secondsDigits + 7
+        let frameWidth = max(8, frameDigits + 1)
+        let width = frameWidth + max(12, timeWidth)
+        output.buffer.appendRegion(width) { p in
+            p[0] = UInt8(ascii: "#")
+            Self.putDecimal(UInt64(record.number), digits: frameDigits, at: p + 1)
+            var n = frameDigits + 1
+            while n < frameWidth {
+                p[n] = UInt8(ascii: " ")
+                n += 1
+            }
+            while n < width - timeWidth {
+                p[n] = UInt8(ascii: " ")
+                n += 1
+            }
+            if seconds < 0 {
+                p[n] = UInt8(ascii: "-")
+                n += 1
+            }
+            Self.putDecimal(seconds.magnitude, digits: secondsDigits - (seconds < 0 ? 1 : 0), at: p + n)
+            n += secondsDigits - (seconds < 0 ? 1 : 0)
+            p[n] = UInt8(ascii: ".")
+            Self.putDecimal(micros, digits: 6, at: p + n + 1)
+            return n + 7
         }
+        writeDirection(record)
+    }
+
+    /// How many decimal digits `value` has (1 for 0).
+    @inline(__always)
+    static func decimalDigits(_ value: UInt64) -> Int {
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        return digits
+    }
+
+    /// `value` in exactly `digits` decimal digits (zeros before it) at `p`.
+    @inline(__always)
+    static func putDecimal(_ value: UInt64, digits: Int, at p: UnsafeMutablePointer<UInt8>) {
+        var rest = value
+        for index in stride(from: digits - 1, through: 0, by: -1) {
+            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+    }
+
+    private mutating func writeDirection(_ record: CaptureRecord) {
         switch record.direction {
         case .sent: output.buffer.appendText(" < ")
         case .received: output.buffer.appendText(" > ")
@@ -180,7 +232,7 @@ struct TextDumpVisitor: CaptureVisitor {
     /// `visible()` on the text written since `start`: control characters as `\xNN`.
     private mutating func escapeControlCharacters(from start: Int) {
         let clean = output.buffer.withUnsafeBufferPointer { buffer in
-            !buffer[start...].contains(where: isControl)
+            !containsControl(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
         if clean { return }
         let text = Array(output.buffer[start...])
@@ -274,6 +326,31 @@ func visible(_ text: String) -> String {
 /// Whether a UTF-8 octet is a control character (below 0x20, or DEL): in UTF-8 those octets are
 /// only ever those characters.
 private func isControl(_ octet: UInt8) -> Bool { octet < 0x20 || octet == 0x7F }
+
+/// Whether `octets` hold a control character, eight at a time: a word has an octet below 0x20
+/// when `(w − 0x20…20) & ~w & 0x80…80` is not zero, and an octet 0x7F when that test for zero
+/// holds for `w ^ 0x7F…7F` (a borrow only starts at an octet that matches, so the answer is
+/// exact).
+@inline(__always)
+func containsControl(_ octets: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let base = octets.baseAddress else { return false }
+    let raw = UnsafeRawPointer(base)
+    let count = octets.count
+    var index = 0
+    while index + 8 <= count {
+        let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+        let below = (word &- 0x2020_2020_2020_2020) & ~word & 0x8080_8080_8080_8080
+        let flipped = word ^ 0x7F7F_7F7F_7F7F_7F7F
+        let delete = (flipped &- 0x0101_0101_0101_0101) & ~flipped & 0x8080_8080_8080_8080
+        if below | delete != 0 { return true }
+        index += 8
+    }
+    while index < count {
+        if isControl(octets[index]) { return true }
+        index += 1
+    }
+    return false
+}
 
 /// Appends `text`'s octets with each control character as `\xNN`.
 private func appendVisible(_ text: some Sequence<UInt8>, to out: inout [UInt8]) {
