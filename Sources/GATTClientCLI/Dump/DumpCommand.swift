@@ -271,7 +271,7 @@ struct JSONDumpVisitor: CaptureVisitor {
         guard filter.shows(att: att) else { return }
         swap(&json.bytes, &output.buffer)
         json.resetContainers()
-        writer.write(att, record: record, gatt: annotation.map { annotation in { annotation.write(into: &$0) } }, into: &json)
+        writer.write(att, record: record, gatt: annotation, into: &json)
         swap(&json.bytes, &output.buffer)
         output.endLine()
     }

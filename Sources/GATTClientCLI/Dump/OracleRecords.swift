@@ -179,7 +179,7 @@ struct OracleRecordWriter {
 
     // MARK: ATT
 
-    mutating func write(_ item: ATTItem, record: CaptureRecord, gatt: ((inout JSONWriter) -> Void)? = nil, into json: inout JSONWriter) {
+    mutating func write(_ item: ATTItem, record: CaptureRecord, gatt: GATTAnnotator.Annotation? = nil, into json: inout JSONWriter) {
         json.beginObject()
         json.field("kind", literal: "att")
         json.field("frame", record.number)
@@ -220,7 +220,7 @@ struct OracleRecordWriter {
             if item.pdu == nil, let error = item.error {
                 json.field("problem", "strict decoder: \(error)")
             }
-            gatt?(&json)
+            gatt?.write(into: &json)
             json.endObject()
         }
         json.endObject()
