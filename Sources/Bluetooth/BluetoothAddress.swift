@@ -69,16 +69,21 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
     /// Appends `format(uppercase:)`'s text.
     @inlinable
     public func writeText(to text: inout [UInt8], uppercase: Bool = true) {
-        let digits = uppercase ? TextDigits.upperText.utf8Start : TextDigits.lowerText.utf8Start
-        let raw = rawValue
         text.appendRegion(17) { p in
-            for index in 0..<6 {
-                let octet = UInt8(truncatingIfNeeded: raw >> ((5 - index) * 8))
-                p[3 * index] = digits[Int(octet >> 4)]
-                p[3 * index + 1] = digits[Int(octet & 0x0F)]
-                if index < 5 { p[3 * index + 2] = UInt8(ascii: ":") }
-            }
+            writeText(at: p, uppercase: uppercase)
             return 17
+        }
+    }
+
+    /// Writes `format(uppercase:)`'s 17 octets at `p` (room the caller has reserved).
+    @inlinable
+    public func writeText(at p: UnsafeMutablePointer<UInt8>, uppercase: Bool) {
+        let digits = uppercase ? TextDigits.upperText.utf8Start : TextDigits.lowerText.utf8Start
+        for index in 0..<6 {
+            let octet = UInt8(truncatingIfNeeded: rawValue >> ((5 - index) * 8))
+            p[3 * index] = digits[Int(octet >> 4)]
+            p[3 * index + 1] = digits[Int(octet & 0x0F)]
+            if index < 5 { p[3 * index + 2] = UInt8(ascii: ":") }
         }
     }
 

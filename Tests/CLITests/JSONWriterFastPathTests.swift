@@ -119,3 +119,68 @@ struct JSONWriterRegionTests {
         _ = try JSONValue(parsing: Array(fast.utf8))
     }
 }
+
+/// The cursor behind the JSON dump's advertising reports writes what the writer does, and
+/// refuses to write past the room reserved for it.
+@Suite("JSONWriter: the cursor over reserved room")
+struct JSONCursorTests {
+    @Test func theCursorWritesWhatTheWriterWrites() {
+        for micros: Int64 in [0, 1, 150, 1_000_000, -2_500_000, 123_456_789, 1_000_000_000_000_000_000] {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("kind", literal: "adv_report")
+            writer.field("n", -42)
+            writer.field("t", secondsFromMicroseconds: micros)
+            writer.field("time", microseconds: micros)
+            writer.fieldNull("none")
+            writer.field("address", address: BluetoothAddress(rawValue: 0x0A0B_0C0D_0E0F)!)
+            writer.field("data", hex: [0x02, 0x01, 0x06][...])
+            writer.beginArray("ad")
+            for type in 0..<3 {
+                writer.beginObject()
+                writer.field("type", type)
+                writer.field("data", hex: [UInt8](repeating: UInt8(type), count: type)[...])
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.beginObject("empty")
+            writer.endObject()
+            writer.endObject()
+
+            var viaCursor = JSONWriter()
+            viaCursor.withCursor(reserving: 1_024) { json in
+                json.beginObject()
+                json.field("kind", literal: "adv_report")
+                json.field("n", -42)
+                json.field("t", secondsFromMicroseconds: micros)
+                json.field("time", microseconds: micros)
+                json.fieldNull("none")
+                json.field("address", address: BluetoothAddress(rawValue: 0x0A0B_0C0D_0E0F)!)
+                json.field("data", hex: [0x02, 0x01, 0x06][...])
+                json.beginArray("ad")
+                for type in 0..<3 {
+                    json.beginObject()
+                    json.field("type", type)
+                    json.field("data", hex: [UInt8](repeating: UInt8(type), count: type)[...])
+                    json.endObject()
+                }
+                json.endArray()
+                json.beginObject("empty")
+                json.endObject()
+                json.endObject()
+            }
+            #expect(String(decoding: viaCursor.bytes, as: UTF8.self) == String(decoding: writer.bytes, as: UTF8.self), "\(micros)")
+        }
+    }
+
+    @Test func aDocumentLargerThanItsRoomStopsTheProgram() async {
+        await #expect(processExitsWith: .failure) {
+            var writer = JSONWriter()
+            writer.withCursor(reserving: 16) { json in
+                json.beginObject()
+                json.field("data", hex: [UInt8](repeating: 0xAB, count: 600)[...])
+                json.endObject()
+            }
+        }
+    }
+}

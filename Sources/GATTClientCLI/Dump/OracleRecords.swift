@@ -88,11 +88,11 @@ struct OracleRecordWriter {
         let overrun = data.map(Self.lengthOverruns) ?? false
         let advertisingData = overrun ? data.map { AdvertisingData($0) } : nil
 
-        json.beginObject()
-        json.field("kind", literal: "adv_report")
-        json.field("frame", record.number)
         if overrun {
             // Wireshark flags a report whose AD structures run past the data as malformed.
+            json.beginObject()
+            json.field("kind", literal: "adv_report")
+            json.field("frame", record.number)
             json.field("malformed", true)
             if let problem = advertisingData?.problem {
                 json.beginObject("gatt")
@@ -103,6 +103,23 @@ struct OracleRecordWriter {
             return
         }
         let micros = microseconds(of: record)
+        // Room for the whole record at once: the fixed fields take under 1 500 octets; the data
+        // twice its length in hex, and again in the AD elements, each under 32 more octets.
+        let dataCount = data?.count ?? 0
+        let transport = transport
+        json.withCursor(reserving: 2_048 + 36 * dataCount) { json in
+            Self.write(item, record: record, micros: micros, transport: transport, data: data, into: &json)
+        }
+    }
+
+    /// An advertising report whose AD structures are whole, through a cursor.
+    private static func write(
+        _ item: AdvertisingReportItem, record: CaptureRecord, micros: Int64, transport: StaticString, data: [UInt8]?,
+        into json: inout JSONCursor
+    ) {
+        json.beginObject()
+        json.field("kind", literal: "adv_report")
+        json.field("frame", record.number)
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
         json.field("t", secondsFromMicroseconds: micros)
@@ -137,7 +154,7 @@ struct OracleRecordWriter {
         }
         if let data {
             json.field("data_length", data.count)
-            json.field("data", hex: data)
+            json.field("data", hex: data[...])
             json.beginArray("ad")
             // The complete structures up to the end or a zero Length (no overrun here: that
             // record was written above), as `AdvertisingData.wiresharkElements` lists them.
@@ -167,7 +184,7 @@ struct OracleRecordWriter {
         return false
     }
 
-    private func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONWriter) {
+    private static func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONCursor) {
         json.field("address_type", Int(type.rawValue))
         if let name = Self.addressTypeLiteral(type.rawValue) {
             json.field("address_type_name", literal: name)

@@ -73,7 +73,7 @@ public struct JSONWriter: Sendable {
 
     /// A literal key with its comma (when due), quotes and colon: `,"key":`, at `p`; the length.
     @inline(__always)
-    private static func putKey(_ literal: StaticString, comma: Bool, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putKey(_ literal: StaticString, comma: Bool, at p: UnsafeMutablePointer<UInt8>) -> Int {
         var n = 0
         if comma {
             p[0] = UInt8(ascii: ",")
@@ -88,15 +88,15 @@ public struct JSONWriter: Sendable {
         return n + 2
     }
 
-    private static let hexDigits: StaticString = "0123456789abcdef"
+    static let hexDigits: StaticString = "0123456789abcdef"
 
     /// The room a literal key takes at most (comma, quotes, colon).
     @inline(__always)
-    private static func keyRoom(_ literal: StaticString) -> Int { literal.utf8CodeUnitCount + 4 }
+    static func keyRoom(_ literal: StaticString) -> Int { literal.utf8CodeUnitCount + 4 }
 
     /// `value` in decimal at `p` (at most 20 octets); the length.
     @inline(__always)
-    private static func putInt(_ value: Int, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putInt(_ value: Int, at p: UnsafeMutablePointer<UInt8>) -> Int {
         if value >= 0 && value < 10 {
             p[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value)
             return 1
@@ -111,7 +111,7 @@ public struct JSONWriter: Sendable {
 
     /// `value` in decimal at `p` (at most 20 octets); the length.
     @inline(__always)
-    private static func putUnsigned(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putUnsigned(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
         var digits = 1
         var probe = value / 10
         while probe > 0 {
@@ -130,7 +130,7 @@ public struct JSONWriter: Sendable {
 
     /// `"` + two lower-case hex digits per octet + `"` at `p`; the length (2 × count + 2).
     @inline(__always)
-    private static func putHex(_ value: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putHex(_ value: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = UInt8(ascii: "\"")
         var index = 1
         do {
@@ -300,7 +300,7 @@ public struct JSONWriter: Sendable {
 
     /// `"12.345678000"` (at most 32 octets) at `p`; the length.
     @inline(__always)
-    private static func putSeconds(_ delta: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putSeconds(_ delta: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = UInt8(ascii: "\"")
         var n = 1
         let seconds = delta / 1_000_000
@@ -348,7 +348,7 @@ public struct JSONWriter: Sendable {
     /// `micros` as seconds, the fraction's trailing zeros dropped (at most 32 octets), at `p`;
     /// the length. Only for a whole number of seconds < 1e12 with a non-zero fraction.
     @inline(__always)
-    private static func putExactSeconds(_ micros: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+    static func putExactSeconds(_ micros: Int64, at p: UnsafeMutablePointer<UInt8>) -> Int {
         let magnitude = micros.magnitude
         var n = 0
         if micros < 0 {
@@ -396,6 +396,22 @@ public struct JSONWriter: Sendable {
         var writer = JSONWriter(capacity: value.utf8.count + 2)
         writer.writeString(value)
         return writer.bytes
+    }
+
+    /// Writes a whole document through a ``JSONCursor`` into `maximum` octets of room reserved
+    /// at once (the JSON dump's advertising reports: one capacity check for a record instead of
+    /// one per field). Only at the top level; `body` must stay within the room (the cursor
+    /// checks each field against it and stops the program rather than write past it).
+    mutating func withCursor(reserving maximum: Int, _ body: (inout JSONCursor) -> Void) {
+        precondition(depth == 0, "JSONWriter.withCursor: only for a whole document")
+        bytes.append(addingCapacity: maximum) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                var cursor = JSONCursor(base: buffer.baseAddress!, capacity: buffer.count)
+                body(&cursor)
+                precondition(cursor.isComplete, "JSONWriter.withCursor: a container left open")
+                initialized = cursor.count
+            }
+        }
     }
 
     /// A pre-encoded JSON fragment (trusted: produced by this writer).
@@ -492,5 +508,145 @@ public struct JSONWriter: Sendable {
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// A JSON document written through a pointer into room reserved by
+/// ``JSONWriter/withCursor(reserving:_:)``: the same text as ``JSONWriter``'s fields with
+/// literal keys (commas, escapes, number formats), each field checked against the room once.
+struct JSONCursor {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private(set) var count = 0
+    /// Bit `depth − 1`: the container at that depth has an element (a comma before the next).
+    private var needsComma: UInt64 = 0
+    private var depth = 0
+
+    init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    var isComplete: Bool { depth == 0 }
+
+    /// `n` octets of room at the end: where the next field goes.
+    @inline(__always)
+    private func room(_ n: Int) -> UnsafeMutablePointer<UInt8> {
+        precondition(count + n <= capacity, "JSONCursor: a document outgrew the room reserved for it")
+        return base + count
+    }
+
+    @inline(__always)
+    private mutating func takeComma() -> Bool {
+        guard depth > 0 else { return false }
+        let bit: UInt64 = 1 << UInt64(depth - 1)
+        defer { needsComma |= bit }
+        return needsComma & bit != 0
+    }
+
+    /// The key (with its comma) and then `valueRoom` octets at most of value written by `value`.
+    @inline(__always)
+    private mutating func field(_ key: StaticString, valueRoom: Int, _ value: (UnsafeMutablePointer<UInt8>) -> Int) {
+        let comma = takeComma()
+        let p = room(JSONWriter.keyRoom(key) + valueRoom)
+        let n = JSONWriter.putKey(key, comma: comma, at: p)
+        count += n + value(p + n)
+    }
+
+    @inline(__always)
+    private mutating func open(_ bracket: UInt8, key: StaticString?) {
+        let comma = takeComma()
+        var p = room((key.map(JSONWriter.keyRoom) ?? 1) + 1)
+        if let key {
+            let n = JSONWriter.putKey(key, comma: comma, at: p)
+            count += n
+            p += n
+        } else if comma {
+            p[0] = UInt8(ascii: ",")
+            count += 1
+            p += 1
+        }
+        p[0] = bracket
+        count += 1
+        precondition(depth < 64, "JSONCursor: nested deeper than 64")
+        depth += 1
+        needsComma &= ~(1 << UInt64(depth - 1))
+    }
+
+    @inline(__always)
+    private mutating func close(_ bracket: UInt8) {
+        room(1)[0] = bracket
+        count += 1
+        depth -= 1
+    }
+
+    mutating func beginObject() { open(UInt8(ascii: "{"), key: nil) }
+    mutating func beginObject(_ key: StaticString) { open(UInt8(ascii: "{"), key: key) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray(_ key: StaticString) { open(UInt8(ascii: "["), key: key) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    mutating func field(_ key: StaticString, _ value: Int) {
+        field(key, valueRoom: 20) { p in JSONWriter.putInt(value, at: p) }
+    }
+
+    mutating func field(_ key: StaticString, literal value: StaticString) {
+        let length = value.utf8CodeUnitCount
+        field(key, valueRoom: length + 2) { p in
+            p[0] = UInt8(ascii: "\"")
+            (p + 1).update(from: value.utf8Start, count: length)
+            p[length + 1] = UInt8(ascii: "\"")
+            return length + 2
+        }
+    }
+
+    mutating func fieldNull(_ key: StaticString) {
+        field(key, valueRoom: 4) { p in
+            (p).update(from: StaticString("null").utf8Start, count: 4)
+            return 4
+        }
+    }
+
+    mutating func field(_ key: StaticString, hex value: UnsafeBufferPointer<UInt8>) {
+        field(key, valueRoom: 2 * value.count + 2) { p in JSONWriter.putHex(value, at: p) }
+    }
+
+    mutating func field(_ key: StaticString, hex value: ArraySlice<UInt8>) {
+        value.withUnsafeBufferPointer { field(key, hex: $0) }
+    }
+
+    mutating func field(_ key: StaticString, address: BluetoothAddress) {
+        field(key, valueRoom: 19) { p in
+            p[0] = UInt8(ascii: "\"")
+            address.writeText(at: p + 1, uppercase: false)
+            p[18] = UInt8(ascii: "\"")
+            return 19
+        }
+    }
+
+    mutating func field(_ key: StaticString, microseconds delta: Int64) {
+        field(key, valueRoom: 33) { p in JSONWriter.putSeconds(delta, at: p) }
+    }
+
+    /// As ``JSONWriter/field(_:secondsFromMicroseconds:)`` (a Double's text outside its exact range).
+    mutating func field(_ key: StaticString, secondsFromMicroseconds micros: Int64) {
+        let magnitude = micros.magnitude
+        guard magnitude >= 100, magnitude < 1_000_000_000_000_000, micros % 1_000_000 != 0 else {
+            // The writer at its top level writes `"key":value` with no comma: the cursor's first.
+            var writer = JSONWriter(capacity: 32)
+            writer.field(JSONKey(stringLiteral: key), Double(micros) / 1_000_000)
+            let text = writer.bytes
+            let comma = takeComma()
+            let p = room(text.count + 1)
+            var n = 0
+            if comma {
+                p[0] = UInt8(ascii: ",")
+                n = 1
+            }
+            text.withUnsafeBufferPointer { (p + n).update(from: $0.baseAddress!, count: text.count) }
+            count += n + text.count
+            return
+        }
+        field(key, valueRoom: 32) { p in JSONWriter.putExactSeconds(micros, at: p) }
     }
 }
