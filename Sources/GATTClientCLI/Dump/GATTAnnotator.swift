@@ -71,7 +71,14 @@ struct GATTAnnotator {
             return out
         }
 
-        func write(into json: inout JSONWriter) {
+        /// Room its JSON fields take at most (keys, names, UUIDs, the decoded text unescaped).
+        var jsonRoom: Int {
+            128 + (serviceText.map { $0.nameJSON.count + $0.uuidJSON.count } ?? 96)
+                + (characteristicText.map { $0.nameJSON.count + $0.uuidJSON.count } ?? 96)
+                + (descriptorText.map { $0.nameJSON.count + $0.uuidJSON.count } ?? 96) + (decoded?.utf8.count ?? 0)
+        }
+
+        func write<W: JSONFieldWriting>(into json: inout W) {
             if let service {
                 let text = serviceText ?? UUIDText(service)
                 json.field("service", encoded: text.nameJSON)

@@ -107,15 +107,16 @@ struct OracleRecordWriter {
         // twice its length in hex, and again in the AD elements, each under 32 more octets.
         let dataCount = data?.count ?? 0
         let transport = transport
-        json.withCursor(reserving: 2_048 + 36 * dataCount) { json in
+        let written = json.withCursor(reserving: 2_048 + 36 * dataCount) { json in
             Self.write(item, record: record, micros: micros, transport: transport, data: data, into: &json)
         }
+        if !written { Self.write(item, record: record, micros: micros, transport: transport, data: data, into: &json) }
     }
 
-    /// An advertising report whose AD structures are whole, through a cursor.
-    private static func write(
+    /// An advertising report whose AD structures are whole.
+    private static func write<W: JSONFieldWriting>(
         _ item: AdvertisingReportItem, record: CaptureRecord, micros: Int64, transport: StaticString, data: [UInt8]?,
-        into json: inout JSONCursor
+        into json: inout W
     ) {
         json.beginObject()
         json.field("kind", literal: "adv_report")
@@ -184,7 +185,7 @@ struct OracleRecordWriter {
         return false
     }
 
-    private static func address(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout JSONCursor) {
+    private static func address<W: JSONFieldWriting>(_ type: LEAddressType, _ address: BluetoothAddress, into json: inout W) {
         json.field("address_type", Int(type.rawValue))
         if let name = Self.addressTypeLiteral(type.rawValue) {
             json.field("address_type_name", literal: name)
@@ -197,10 +198,10 @@ struct OracleRecordWriter {
     // MARK: ATT
 
     mutating func write(_ item: ATTItem, record: CaptureRecord, gatt: GATTAnnotator.Annotation? = nil, into json: inout JSONWriter) {
-        json.beginObject()
-        json.field("kind", literal: "att")
-        json.field("frame", record.number)
         guard let pdu = item.pdu ?? item.lenientPDU else {
+            json.beginObject()
+            json.field("kind", literal: "att")
+            json.field("frame", record.number)
             json.field("malformed", true)
             if let error = item.error {
                 json.beginObject("gatt")
@@ -211,6 +212,25 @@ struct OracleRecordWriter {
             return
         }
         let micros = microseconds(of: record)
+        let transport = transport
+        // Room for the record at once: the fixed fields take under 1 000 octets, what a PDU's
+        // fields show under 64 octets per octet of it, the GATT names what their texts take.
+        let room = 1_024 + 64 * item.bytes.count + (gatt?.jsonRoom ?? 0)
+        let frame = record.number
+        let written = json.withCursor(reserving: room) { json in
+            Self.write(item, pdu: pdu, frame: frame, micros: micros, transport: transport, gatt: gatt, into: &json)
+        }
+        if !written { Self.write(item, pdu: pdu, frame: frame, micros: micros, transport: transport, gatt: gatt, into: &json) }
+    }
+
+    /// An ATT record whose PDU decoded (strictly or leniently).
+    private static func write<W: JSONFieldWriting>(
+        _ item: ATTItem, pdu: ATTPDU, frame: Int, micros: Int64, transport: StaticString, gatt: GATTAnnotator.Annotation?,
+        into json: inout W
+    ) {
+        json.beginObject()
+        json.field("kind", literal: "att")
+        json.field("frame", frame)
         json.field("time", microseconds: micros)
         // Wireshark's time stays a string; `t` is the same as a number (seconds since the first record).
         json.field("t", secondsFromMicroseconds: micros)
@@ -243,14 +263,14 @@ struct OracleRecordWriter {
         json.endObject()
     }
 
-    private func range(_ start: UInt16, _ end: UInt16, into json: inout JSONWriter) {
+    private static func range<W: JSONFieldWriting>(_ start: UInt16, _ end: UInt16, into json: inout W) {
         json.field("start_handle", Int(start))
         json.field("end_handle", Int(end))
     }
 
-    private func uuid(_ uuid: BluetoothUUID) -> String { uuid.text(uppercase: false) }
+    private static func uuid(_ uuid: BluetoothUUID) -> String { uuid.text(uppercase: false) }
 
-    private func fields(of pdu: ATTPDU, item: ATTItem, into json: inout JSONWriter) {
+    private static func fields<W: JSONFieldWriting>(of pdu: ATTPDU, item: ATTItem, into json: inout W) {
         switch pdu {
         case .errorResponse(let p):
             json.beginObject("error")
@@ -362,7 +382,7 @@ struct OracleRecordWriter {
         }
     }
 
-    private func handles(_ handles: [UInt16], into json: inout JSONWriter) {
+    private static func handles<W: JSONFieldWriting>(_ handles: [UInt16], into json: inout W) {
         json.beginArray("handles")
         for handle in handles { json.element(Int(handle)) }
         json.endArray()

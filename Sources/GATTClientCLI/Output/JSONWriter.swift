@@ -399,19 +399,23 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a whole document through a ``JSONCursor`` into `maximum` octets of room reserved
-    /// at once (the JSON dump's advertising reports: one capacity check for a record instead of
-    /// one per field). Only at the top level; `body` must stay within the room (the cursor
-    /// checks each field against it and stops the program rather than write past it).
-    mutating func withCursor(reserving maximum: Int, _ body: (inout JSONCursor) -> Void) {
+    /// at once (the JSON dump's records: one capacity check for a record instead of one per
+    /// field). Only at the top level. False, with nothing written, when the document did not fit
+    /// or needed what the cursor leaves to the writer (an escape, a key that is not a literal):
+    /// the caller then writes it with the writer.
+    mutating func withCursor(reserving maximum: Int, _ body: (inout JSONCursor) -> Void) -> Bool {
         precondition(depth == 0, "JSONWriter.withCursor: only for a whole document")
+        var written = false
         bytes.append(addingCapacity: maximum) { span in
             span.withUnsafeMutableBufferPointer { buffer, initialized in
                 var cursor = JSONCursor(base: buffer.baseAddress!, capacity: buffer.count)
                 body(&cursor)
-                precondition(cursor.isComplete, "JSONWriter.withCursor: a container left open")
-                initialized = cursor.count
+                written = !cursor.overflowed
+                precondition(!written || cursor.isComplete, "JSONWriter.withCursor: a container left open")
+                initialized = written ? cursor.count : 0
             }
         }
+        return written
     }
 
     /// A pre-encoded JSON fragment (trusted: produced by this writer).
@@ -511,13 +515,40 @@ public struct JSONWriter: Sendable {
     }
 }
 
+/// What the JSON dump's records are written through: a ``JSONWriter``, or a ``JSONCursor`` over
+/// room reserved for the record.
+protocol JSONFieldWriting {
+    mutating func beginObject()
+    mutating func beginObject(_ key: JSONKey)
+    mutating func endObject()
+    mutating func beginArray(_ key: JSONKey)
+    mutating func endArray()
+    mutating func field(_ key: JSONKey, _ value: Int)
+    mutating func field(_ key: JSONKey, _ value: Bool)
+    mutating func field(_ key: JSONKey, _ value: String)
+    mutating func field(_ key: JSONKey, literal value: StaticString)
+    mutating func fieldNull(_ key: JSONKey)
+    mutating func field(_ key: JSONKey, hex value: [UInt8])
+    mutating func field(_ key: JSONKey, hex value: ArraySlice<UInt8>)
+    mutating func field(_ key: JSONKey, address: BluetoothAddress)
+    mutating func field(_ key: JSONKey, microseconds delta: Int64)
+    mutating func field(_ key: JSONKey, secondsFromMicroseconds micros: Int64)
+    mutating func field(_ key: JSONKey, encoded value: [UInt8])
+    mutating func element(_ value: Int)
+}
+
+extension JSONWriter: JSONFieldWriting {}
+
 /// A JSON document written through a pointer into room reserved by
-/// ``JSONWriter/withCursor(reserving:_:)``: the same text as ``JSONWriter``'s fields with
-/// literal keys (commas, escapes, number formats), each field checked against the room once.
-struct JSONCursor {
+/// ``JSONWriter/withCursor(reserving:_:)``: the same text as ``JSONWriter``'s fields, each field
+/// checked against the room once. What does not fit, and what it leaves to the writer (a
+/// string that needs an escape, a key that is not a literal), marks it `overflowed`: nothing
+/// more is written and the caller writes the document with the writer instead.
+struct JSONCursor: JSONFieldWriting {
     private let base: UnsafeMutablePointer<UInt8>
     private let capacity: Int
     private(set) var count = 0
+    private(set) var overflowed = false
     /// Bit `depth − 1`: the container at that depth has an element (a comma before the next).
     private var needsComma: UInt64 = 0
     private var depth = 0
@@ -529,10 +560,13 @@ struct JSONCursor {
 
     var isComplete: Bool { depth == 0 }
 
-    /// `n` octets of room at the end: where the next field goes.
+    /// `n` octets of room at the end (where the next piece goes), or nil: then overflowed.
     @inline(__always)
-    private func room(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        precondition(count + n <= capacity, "JSONCursor: a document outgrew the room reserved for it")
+    private mutating func room(_ n: Int) -> UnsafeMutablePointer<UInt8>? {
+        guard !overflowed, count + n <= capacity else {
+            overflowed = true
+            return nil
+        }
         return base + count
     }
 
@@ -544,78 +578,115 @@ struct JSONCursor {
         return needsComma & bit != 0
     }
 
-    /// The key (with its comma) and then `valueRoom` octets at most of value written by `value`.
+    /// The key (with its comma) and then at most `valueRoom` octets of value written by `value`.
     @inline(__always)
-    private mutating func field(_ key: StaticString, valueRoom: Int, _ value: (UnsafeMutablePointer<UInt8>) -> Int) {
+    private mutating func field(_ key: JSONKey, valueRoom: Int, _ value: (UnsafeMutablePointer<UInt8>) -> Int) {
+        guard let literal = key.literal else {
+            overflowed = true
+            return
+        }
         let comma = takeComma()
-        let p = room(JSONWriter.keyRoom(key) + valueRoom)
-        let n = JSONWriter.putKey(key, comma: comma, at: p)
+        guard let p = room(JSONWriter.keyRoom(literal) + valueRoom) else { return }
+        let n = JSONWriter.putKey(literal, comma: comma, at: p)
         count += n + value(p + n)
     }
 
     @inline(__always)
-    private mutating func open(_ bracket: UInt8, key: StaticString?) {
-        let comma = takeComma()
-        var p = room((key.map(JSONWriter.keyRoom) ?? 1) + 1)
+    private mutating func open(_ bracket: UInt8, key: JSONKey?) {
         if let key {
-            let n = JSONWriter.putKey(key, comma: comma, at: p)
-            count += n
-            p += n
-        } else if comma {
-            p[0] = UInt8(ascii: ",")
-            count += 1
-            p += 1
+            field(key, valueRoom: 1) { p in
+                p[0] = bracket
+                return 1
+            }
+        } else {
+            let comma = takeComma()
+            guard let p = room(2) else { return }
+            if comma {
+                p[0] = UInt8(ascii: ",")
+                p[1] = bracket
+                count += 2
+            } else {
+                p[0] = bracket
+                count += 1
+            }
         }
-        p[0] = bracket
-        count += 1
-        precondition(depth < 64, "JSONCursor: nested deeper than 64")
+        guard depth < 64 else {
+            overflowed = true
+            return
+        }
         depth += 1
         needsComma &= ~(1 << UInt64(depth - 1))
     }
 
     @inline(__always)
     private mutating func close(_ bracket: UInt8) {
-        room(1)[0] = bracket
+        guard let p = room(1) else { return }
+        p[0] = bracket
         count += 1
         depth -= 1
     }
 
     mutating func beginObject() { open(UInt8(ascii: "{"), key: nil) }
-    mutating func beginObject(_ key: StaticString) { open(UInt8(ascii: "{"), key: key) }
+    mutating func beginObject(_ key: JSONKey) { open(UInt8(ascii: "{"), key: key) }
     mutating func endObject() { close(UInt8(ascii: "}")) }
-    mutating func beginArray(_ key: StaticString) { open(UInt8(ascii: "["), key: key) }
+    mutating func beginArray(_ key: JSONKey) { open(UInt8(ascii: "["), key: key) }
     mutating func endArray() { close(UInt8(ascii: "]")) }
 
-    mutating func field(_ key: StaticString, _ value: Int) {
+    mutating func field(_ key: JSONKey, _ value: Int) {
         field(key, valueRoom: 20) { p in JSONWriter.putInt(value, at: p) }
     }
 
-    mutating func field(_ key: StaticString, literal value: StaticString) {
+    mutating func field(_ key: JSONKey, _ value: Bool) {
+        field(key, literal: value ? "true" : "false", quoted: false)
+    }
+
+    /// A string needing no escape, in quotes; one that needs an escape is left to the writer.
+    mutating func field(_ key: JSONKey, _ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                overflowed = true
+                return
+            }
+            field(key, valueRoom: utf8.count + 2) { p in
+                p[0] = UInt8(ascii: "\"")
+                if let source = utf8.baseAddress { (p + 1).update(from: source, count: utf8.count) }
+                p[utf8.count + 1] = UInt8(ascii: "\"")
+                return utf8.count + 2
+            }
+        }
+    }
+
+    mutating func field(_ key: JSONKey, literal value: StaticString) {
+        field(key, literal: value, quoted: true)
+    }
+
+    mutating func fieldNull(_ key: JSONKey) { field(key, literal: "null", quoted: false) }
+
+    private mutating func field(_ key: JSONKey, literal value: StaticString, quoted: Bool) {
         let length = value.utf8CodeUnitCount
-        field(key, valueRoom: length + 2) { p in
-            p[0] = UInt8(ascii: "\"")
-            (p + 1).update(from: value.utf8Start, count: length)
-            p[length + 1] = UInt8(ascii: "\"")
-            return length + 2
+        let quote = quoted ? 1 : 0
+        field(key, valueRoom: length + 2 * quote) { p in
+            if quoted { p[0] = UInt8(ascii: "\"") }
+            (p + quote).update(from: value.utf8Start, count: length)
+            if quoted { p[length + 1] = UInt8(ascii: "\"") }
+            return length + 2 * quote
         }
     }
 
-    mutating func fieldNull(_ key: StaticString) {
-        field(key, valueRoom: 4) { p in
-            (p).update(from: StaticString("null").utf8Start, count: 4)
-            return 4
-        }
-    }
-
-    mutating func field(_ key: StaticString, hex value: UnsafeBufferPointer<UInt8>) {
+    mutating func field(_ key: JSONKey, hex value: UnsafeBufferPointer<UInt8>) {
         field(key, valueRoom: 2 * value.count + 2) { p in JSONWriter.putHex(value, at: p) }
     }
 
-    mutating func field(_ key: StaticString, hex value: ArraySlice<UInt8>) {
+    mutating func field(_ key: JSONKey, hex value: ArraySlice<UInt8>) {
         value.withUnsafeBufferPointer { field(key, hex: $0) }
     }
 
-    mutating func field(_ key: StaticString, address: BluetoothAddress) {
+    mutating func field(_ key: JSONKey, hex value: [UInt8]) {
+        value.withUnsafeBufferPointer { field(key, hex: $0) }
+    }
+
+    mutating func field(_ key: JSONKey, address: BluetoothAddress) {
         field(key, valueRoom: 19) { p in
             p[0] = UInt8(ascii: "\"")
             address.writeText(at: p + 1, uppercase: false)
@@ -624,29 +695,38 @@ struct JSONCursor {
         }
     }
 
-    mutating func field(_ key: StaticString, microseconds delta: Int64) {
+    mutating func field(_ key: JSONKey, microseconds delta: Int64) {
         field(key, valueRoom: 33) { p in JSONWriter.putSeconds(delta, at: p) }
     }
 
-    /// As ``JSONWriter/field(_:secondsFromMicroseconds:)`` (a Double's text outside its exact range).
-    mutating func field(_ key: StaticString, secondsFromMicroseconds micros: Int64) {
+    /// As ``JSONWriter/field(_:secondsFromMicroseconds:)``; a Double's text (outside the exact
+    /// range) is left to the writer.
+    mutating func field(_ key: JSONKey, secondsFromMicroseconds micros: Int64) {
         let magnitude = micros.magnitude
         guard magnitude >= 100, magnitude < 1_000_000_000_000_000, micros % 1_000_000 != 0 else {
-            // The writer at its top level writes `"key":value` with no comma: the cursor's first.
-            var writer = JSONWriter(capacity: 32)
-            writer.field(JSONKey(stringLiteral: key), Double(micros) / 1_000_000)
-            let text = writer.bytes
-            let comma = takeComma()
-            let p = room(text.count + 1)
-            var n = 0
-            if comma {
-                p[0] = UInt8(ascii: ",")
-                n = 1
-            }
-            text.withUnsafeBufferPointer { (p + n).update(from: $0.baseAddress!, count: text.count) }
-            count += n + text.count
+            overflowed = true
             return
         }
         field(key, valueRoom: 32) { p in JSONWriter.putExactSeconds(micros, at: p) }
+    }
+
+    mutating func field(_ key: JSONKey, encoded value: [UInt8]) {
+        value.withUnsafeBufferPointer { octets in
+            field(key, valueRoom: octets.count) { p in
+                if let source = octets.baseAddress { p.update(from: source, count: octets.count) }
+                return octets.count
+            }
+        }
+    }
+
+    mutating func element(_ value: Int) {
+        let comma = takeComma()
+        guard let p = room(21) else { return }
+        var n = 0
+        if comma {
+            p[0] = UInt8(ascii: ",")
+            n = 1
+        }
+        count += n + JSONWriter.putInt(value, at: p + n)
     }
 }
