@@ -93,8 +93,8 @@ final class TerminalBuffer: @unchecked Sendable {
         let result = await runInProcess(["--json", "--timeout", "1", "--transport", "sim", "services", "C0:00:00:00:00:09/random"])
         #expect(result.code == 1)
         // Bounded, not timed: a 1 s timeout must not become a hang (the bound scales with the run:
-        // a sanitized run is slower).
-        #expect(ContinuousClock.now - started < .seconds(20 * testTimeoutScale))
+        // a sanitized run is slower; the loaded full suite once took 22 s to schedule this one).
+        #expect(ContinuousClock.now - started < .seconds(60 * testTimeoutScale))
         #expect(result.stdout.contains(#""kind":"connect""#), "\(result.stdout)")
     }
 
