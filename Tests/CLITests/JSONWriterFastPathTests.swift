@@ -124,51 +124,41 @@ struct JSONWriterRegionTests {
 /// what it cannot write within the room reserved for it.
 @Suite("JSONWriter: the cursor over reserved room")
 struct JSONCursorTests {
+    /// One document, through either.
+    static func document<W: JSONFieldWriting>(micros: Int64, into json: inout W) {
+        json.beginObject()
+        json.field("kind", literal: "adv_report")
+        json.field("n", -42)
+        json.field("t", secondsFromMicroseconds: micros)
+        json.field("time", microseconds: micros)
+        json.fieldNull("none")
+        json.field("flag", true)
+        json.field("name", "plain ünïcödé")
+        json.field("address", address: BluetoothAddress(rawValue: 0x0A0B_0C0D_0E0F)!)
+        json.field("data", hex: [0x02, 0x01, 0x06][...])
+        json.field("encoded", encoded: JSONWriter.encodedString("a \"quoted\" name"))
+        json.beginArray("ad")
+        for type in 0..<3 {
+            json.beginObject()
+            json.field("type", type)
+            json.field("data", hex: [UInt8](repeating: UInt8(type), count: type))
+            json.endObject()
+        }
+        json.endArray()
+        json.beginArray("handles")
+        for handle in [1, 0x0025, 0xFFFF] { json.element(handle) }
+        json.endArray()
+        json.beginObject("empty")
+        json.endObject()
+        json.endObject()
+    }
+
     @Test func theCursorWritesWhatTheWriterWrites() {
         for micros: Int64 in [0, 1, 150, 1_000_000, -2_500_000, 123_456_789, -1_000_150, 1_000_000_000_000_000_000] {
             var writer = JSONWriter()
-            writer.beginObject()
-            writer.field("kind", literal: "adv_report")
-            writer.field("n", -42)
-            writer.field("t", secondsFromMicroseconds: micros)
-            writer.field("time", microseconds: micros)
-            writer.fieldNull("none")
-            writer.field("address", address: BluetoothAddress(rawValue: 0x0A0B_0C0D_0E0F)!)
-            writer.field("data", hex: [0x02, 0x01, 0x06][...])
-            writer.beginArray("ad")
-            for type in 0..<3 {
-                writer.beginObject()
-                writer.field("type", type)
-                writer.field("data", hex: [UInt8](repeating: UInt8(type), count: type)[...])
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.beginObject("empty")
-            writer.endObject()
-            writer.endObject()
-
+            Self.document(micros: micros, into: &writer)
             var viaCursor = JSONWriter()
-            let written = viaCursor.withCursor(reserving: 1_024) { json in
-                json.beginObject()
-                json.field("kind", literal: "adv_report")
-                json.field("n", -42)
-                json.field("t", secondsFromMicroseconds: micros)
-                json.field("time", microseconds: micros)
-                json.fieldNull("none")
-                json.field("address", address: BluetoothAddress(rawValue: 0x0A0B_0C0D_0E0F)!)
-                json.field("data", hex: [0x02, 0x01, 0x06][...])
-                json.beginArray("ad")
-                for type in 0..<3 {
-                    json.beginObject()
-                    json.field("type", type)
-                    json.field("data", hex: [UInt8](repeating: UInt8(type), count: type)[...])
-                    json.endObject()
-                }
-                json.endArray()
-                json.beginObject("empty")
-                json.endObject()
-                json.endObject()
-            }
+            let written = viaCursor.withCursor(reserving: 1_024) { Self.document(micros: micros, into: &$0) }
             if !written {
                 // A Double's text is the writer's: the caller writes the document with it.
                 #expect(micros % 1_000_000 == 0 || micros.magnitude < 100 || micros.magnitude >= 1_000_000_000_000_000)

@@ -62,13 +62,44 @@ public struct JSONWriter: Sendable {
     /// per piece — the formatting of `dump --json` is made of these.
     @inline(__always)
     private mutating func region(_ maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
-        bytes.append(addingCapacity: maximum) { span in
-            span.withUnsafeMutableBufferPointer { buffer, initialized in
-                let written = body(buffer.baseAddress!)
-                precondition(written <= buffer.count, "JSONWriter: a field outgrew its reserved room")
-                initialized = written
-            }
+        bytes.appendRegion(maximum, body)
+    }
+
+    /// A keyed value: the key (with its comma) and at most `valueRoom` octets written by
+    /// `value`, in one region for a literal key; a runtime key is escaped first.
+    @inline(__always)
+    private mutating func keyed(_ key: JSONKey, valueRoom: Int, _ value: (UnsafeMutablePointer<UInt8>) -> Int) {
+        let comma = takeComma()
+        guard let literal = key.literal else {
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            writeString(key.text ?? "")
+            bytes.append(UInt8(ascii: ":"))
+            region(valueRoom, value)
+            return
         }
+        region(Self.keyRoom(literal) + valueRoom) { p in
+            let n = Self.putKey(literal, comma: comma, at: p)
+            return n + value(p + n)
+        }
+    }
+
+    /// `"` + a literal + `"` at `p`; the length.
+    @inline(__always)
+    static func putQuoted(_ value: StaticString, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        let length = value.utf8CodeUnitCount
+        p[0] = UInt8(ascii: "\"")
+        (p + 1).update(from: value.utf8Start, count: length)
+        p[length + 1] = UInt8(ascii: "\"")
+        return length + 2
+    }
+
+    /// An address as `"aa:bb:cc:dd:ee:ff"` at `p`; the length (19).
+    @inline(__always)
+    static func putAddress(_ address: BluetoothAddress, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = UInt8(ascii: "\"")
+        address.writeText(at: p + 1, uppercase: false)
+        p[18] = UInt8(ascii: "\"")
+        return 19
     }
 
     /// A literal key with its comma (when due), quotes and colon: `,"key":`, at `p`; the length.
@@ -188,39 +219,14 @@ public struct JSONWriter: Sendable {
     // MARK: keyed values
 
     public mutating func field(_ key: JSONKey, _ value: Int) {
-        guard let literal = key.literal else {
-            writeKey(key)
-            writeInt(value)
-            return
-        }
-        let comma = takeComma()
-        region(Self.keyRoom(literal) + 20) { p in
-            let n = Self.putKey(literal, comma: comma, at: p)
-            return n + Self.putInt(value, at: p + n)
-        }
+        keyed(key, valueRoom: 20) { p in Self.putInt(value, at: p) }
     }
     public mutating func field(_ key: JSONKey, _ value: Double) { writeKey(key); writeDouble(value) }
     public mutating func field(_ key: JSONKey, _ value: Bool) { writeKey(key); writeBool(value) }
     public mutating func field(_ key: JSONKey, _ value: String) { writeKey(key); writeString(value) }
     /// A string value that is a literal of this program's (no escape to check).
     public mutating func field(_ key: JSONKey, literal value: StaticString) {
-        guard let literal = key.literal else {
-            writeKey(key)
-            bytes.append(UInt8(ascii: "\""))
-            value.withUTF8Buffer { bytes.append(contentsOf: $0) }
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        let comma = takeComma()
-        let length = value.utf8CodeUnitCount
-        region(Self.keyRoom(literal) + length + 2) { p in
-            var n = Self.putKey(literal, comma: comma, at: p)
-            p[n] = UInt8(ascii: "\"")
-            (p + n + 1).update(from: value.utf8Start, count: length)
-            n += length + 1
-            p[n] = UInt8(ascii: "\"")
-            return n + 1
-        }
+        keyed(key, valueRoom: value.utf8CodeUnitCount + 2) { p in Self.putQuoted(value, at: p) }
     }
 
     /// Starts a document at the end of `bytes` as they are (after `reset()` or a swap).
@@ -233,69 +239,24 @@ public struct JSONWriter: Sendable {
     public mutating func fieldNull(_ key: JSONKey) { writeKey(key); bytes.append(contentsOf: "null".utf8) }
     /// Bytes as a lower-case hex string.
     public mutating func field<C: Collection>(_ key: JSONKey, hex value: C) where C.Element == UInt8 {
-        if let literal = key.literal {
-            let comma = takeComma()
-            let done: Void? = value.withContiguousStorageIfAvailable { octets in
-                region(Self.keyRoom(literal) + 2 * octets.count + 2) { p in
-                    let n = Self.putKey(literal, comma: comma, at: p)
-                    return n + Self.putHex(octets, at: p + n)
-                }
-            }
-            if done != nil { return }
-            // Not contiguous: the key now, the value by the general path.
-            region(Self.keyRoom(literal)) { p in Self.putKey(literal, comma: comma, at: p) }
-            writeHex(value)
-            return
+        let done: Void? = value.withContiguousStorageIfAvailable { octets in
+            keyed(key, valueRoom: 2 * octets.count + 2) { p in Self.putHex(octets, at: p) }
         }
-        writeKey(key); writeHex(value)
+        if done == nil {
+            // Not contiguous: the octets one by one.
+            writeKey(key)
+            writeHex(value)
+        }
     }
     /// A Bluetooth address as Wireshark prints it: `aa:bb:cc:dd:ee:ff` (most significant first).
     public mutating func field(_ key: JSONKey, address: BluetoothAddress) {
-        guard let literal = key.literal else {
-            writeKey(key)
-            bytes.append(UInt8(ascii: "\""))
-            address.writeText(to: &bytes, uppercase: false)
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        let comma = takeComma()
-        region(Self.keyRoom(literal) + 19) { p in
-            var n = Self.putKey(literal, comma: comma, at: p)
-            p[n] = UInt8(ascii: "\"")
-            n += 1
-            do {
-                let table = Self.hexDigits.utf8Start
-                for index in stride(from: 5, through: 0, by: -1) {
-                    let octet = UInt8(truncatingIfNeeded: address.rawValue >> (index * 8))
-                    p[n] = table[Int(octet >> 4)]
-                    p[n + 1] = table[Int(octet & 0x0F)]
-                    n += 2
-                    if index > 0 {
-                        p[n] = UInt8(ascii: ":")
-                        n += 1
-                    }
-                }
-            }
-            p[n] = UInt8(ascii: "\"")
-            return n + 1
-        }
+        keyed(key, valueRoom: 19) { p in Self.putAddress(address, at: p) }
     }
 
     /// A time in microseconds as a string of seconds with nine fraction digits, the last three
     /// zero (`"12.345678000"`, `"-0.000001000"`): Wireshark's relative times.
     public mutating func field(_ key: JSONKey, microseconds delta: Int64) {
-        let comma = takeComma()
-        guard let literal = key.literal else {
-            if comma { bytes.append(UInt8(ascii: ",")) }
-            writeString(key.text ?? "")
-            bytes.append(UInt8(ascii: ":"))
-            region(33) { p in Self.putSeconds(delta, at: p) }
-            return
-        }
-        region(Self.keyRoom(literal) + 33) { p in
-            let n = Self.putKey(literal, comma: comma, at: p)
-            return n + Self.putSeconds(delta, at: p + n)
-        }
+        keyed(key, valueRoom: 33) { p in Self.putSeconds(delta, at: p) }
     }
 
     /// `"12.345678000"` (at most 32 octets) at `p`; the length.
@@ -331,18 +292,7 @@ public struct JSONWriter: Sendable {
             field(key, Double(micros) / 1_000_000)
             return
         }
-        let comma = takeComma()
-        guard let literal = key.literal else {
-            if comma { bytes.append(UInt8(ascii: ",")) }
-            writeString(key.text ?? "")
-            bytes.append(UInt8(ascii: ":"))
-            region(32) { p in Self.putExactSeconds(micros, at: p) }
-            return
-        }
-        region(Self.keyRoom(literal) + 32) { p in
-            let n = Self.putKey(literal, comma: comma, at: p)
-            return n + Self.putExactSeconds(micros, at: p + n)
-        }
+        keyed(key, valueRoom: 32) { p in Self.putExactSeconds(micros, at: p) }
     }
 
     /// `micros` as seconds, the fraction's trailing zeros dropped (at most 32 octets), at `p`;
@@ -376,19 +326,16 @@ public struct JSONWriter: Sendable {
     /// A value already in JSON (a string with its quotes and escapes, from
     /// ``encodedString(_:)``): the key and it in one region.
     public mutating func field(_ key: JSONKey, encoded value: [UInt8]) {
-        guard let literal = key.literal else {
-            writeKey(key)
-            bytes.append(contentsOf: value)
-            return
-        }
-        let comma = takeComma()
         value.withUnsafeBufferPointer { octets in
-            region(Self.keyRoom(literal) + octets.count) { p in
-                let n = Self.putKey(literal, comma: comma, at: p)
-                (p + n).update(from: octets.baseAddress!, count: octets.count)
-                return n + octets.count
-            }
+            keyed(key, valueRoom: octets.count) { p in Self.putCopy(octets, at: p) }
         }
+    }
+
+    /// `octets` as they are at `p`; the length.
+    @inline(__always)
+    static func putCopy(_ octets: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        if let source = octets.baseAddress { p.update(from: source, count: octets.count) }
+        return octets.count
     }
 
     /// `value` as a JSON string (quotes and escapes), for ``field(_:encoded:)``.
@@ -636,9 +583,7 @@ struct JSONCursor: JSONFieldWriting {
         field(key, valueRoom: 20) { p in JSONWriter.putInt(value, at: p) }
     }
 
-    mutating func field(_ key: JSONKey, _ value: Bool) {
-        field(key, literal: value ? "true" : "false", quoted: false)
-    }
+    mutating func field(_ key: JSONKey, _ value: Bool) { bare(key, value ? "true" : "false") }
 
     /// A string needing no escape, in quotes; one that needs an escape is left to the writer.
     mutating func field(_ key: JSONKey, _ value: String) {
@@ -650,27 +595,24 @@ struct JSONCursor: JSONFieldWriting {
             }
             field(key, valueRoom: utf8.count + 2) { p in
                 p[0] = UInt8(ascii: "\"")
-                if let source = utf8.baseAddress { (p + 1).update(from: source, count: utf8.count) }
                 p[utf8.count + 1] = UInt8(ascii: "\"")
-                return utf8.count + 2
+                return JSONWriter.putCopy(utf8, at: p + 1) + 2
             }
         }
     }
 
     mutating func field(_ key: JSONKey, literal value: StaticString) {
-        field(key, literal: value, quoted: true)
+        field(key, valueRoom: value.utf8CodeUnitCount + 2) { p in JSONWriter.putQuoted(value, at: p) }
     }
 
-    mutating func fieldNull(_ key: JSONKey) { field(key, literal: "null", quoted: false) }
+    mutating func fieldNull(_ key: JSONKey) { bare(key, "null") }
 
-    private mutating func field(_ key: JSONKey, literal value: StaticString, quoted: Bool) {
+    /// A literal value without quotes (`null`, `true`, `false`).
+    private mutating func bare(_ key: JSONKey, _ value: StaticString) {
         let length = value.utf8CodeUnitCount
-        let quote = quoted ? 1 : 0
-        field(key, valueRoom: length + 2 * quote) { p in
-            if quoted { p[0] = UInt8(ascii: "\"") }
-            (p + quote).update(from: value.utf8Start, count: length)
-            if quoted { p[length + 1] = UInt8(ascii: "\"") }
-            return length + 2 * quote
+        field(key, valueRoom: length) { p in
+            p.update(from: value.utf8Start, count: length)
+            return length
         }
     }
 
@@ -687,12 +629,7 @@ struct JSONCursor: JSONFieldWriting {
     }
 
     mutating func field(_ key: JSONKey, address: BluetoothAddress) {
-        field(key, valueRoom: 19) { p in
-            p[0] = UInt8(ascii: "\"")
-            address.writeText(at: p + 1, uppercase: false)
-            p[18] = UInt8(ascii: "\"")
-            return 19
-        }
+        field(key, valueRoom: 19) { p in JSONWriter.putAddress(address, at: p) }
     }
 
     mutating func field(_ key: JSONKey, microseconds delta: Int64) {
@@ -712,10 +649,7 @@ struct JSONCursor: JSONFieldWriting {
 
     mutating func field(_ key: JSONKey, encoded value: [UInt8]) {
         value.withUnsafeBufferPointer { octets in
-            field(key, valueRoom: octets.count) { p in
-                if let source = octets.baseAddress { p.update(from: source, count: octets.count) }
-                return octets.count
-            }
+            field(key, valueRoom: octets.count) { p in JSONWriter.putCopy(octets, at: p) }
         }
     }
 
