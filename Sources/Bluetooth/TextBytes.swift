@@ -59,25 +59,9 @@ extension Array where Element == UInt8 {
     /// Appends `value` in decimal, left-padded with zeros to `width` digits (at most 32).
     @inlinable
     public mutating func appendDecimal(_ value: UInt64, width: Int = 1) {
-        var digits = 1
-        var probe = value / 10
-        while probe > 0 {
-            digits += 1
-            probe /= 10
-        }
-        let count = Swift.max(digits, Swift.min(width, 32))
+        let count = Swift.max(TextDigits.decimalCount(value), Swift.min(width, 32))
         appendRegion(count) { p in
-            var rest = value
-            var index = count - 1
-            repeat {
-                p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-                index -= 1
-            } while index >= count - digits
-            while index >= 0 {
-                p[index] = UInt8(ascii: "0")
-                index -= 1
-            }
+            TextDigits.putDecimal(value, digits: count, at: p)
             return count
         }
     }
@@ -132,4 +116,29 @@ public enum TextDigits {
     /// The same digits as literals (read through a pointer, no array to retain).
     public static let lowerText: StaticString = "0123456789abcdef"
     public static let upperText: StaticString = "0123456789ABCDEF"
+
+    /// How many decimal digits `value` has (1 for 0).
+    @inlinable
+    public static func decimalCount(_ value: UInt64) -> Int {
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        return digits
+    }
+
+    /// `value` in exactly `digits` decimal digits at `p` (zeros before it; its lowest digits
+    /// when it has more).
+    @inlinable
+    public static func putDecimal(_ value: UInt64, digits: Int, at p: UnsafeMutablePointer<UInt8>) {
+        var rest = value
+        var index = digits - 1
+        while index >= 0 {
+            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+            index -= 1
+        }
+    }
 }

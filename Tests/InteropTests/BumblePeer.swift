@@ -63,7 +63,7 @@ final class BumblePeer: @unchecked Sendable {
     /// `niceness`: run the peer at a lower scheduling priority (`nice -n`).
     init(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
-        readyTimeout: Double = 20, arguments extra: [String] = [], niceness: Int = 0
+        readyTimeout: Double = 20 * testTimeoutScale, arguments extra: [String] = [], niceness: Int = 0
     ) throws {
         // The peer exits when its stdin closes. `nice` execs python3: the same process.
         process = try ChildProcess(
@@ -179,7 +179,7 @@ final class BumblePeer: @unchecked Sendable {
     /// concurrency thread (on Linux the pool is small and shared with Dispatch).
     static func start(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
-        arguments: [String] = [], niceness: Int = 0
+        arguments: [String] = [], niceness: Int = 0, readyTimeout: Double = 20 * testTimeoutScale
     ) async throws -> BumblePeer {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
@@ -187,7 +187,7 @@ final class BumblePeer: @unchecked Sendable {
                     continuation.resume(
                         returning: try BumblePeer(
                             devices: kinds, mtu: mtu, extendedCommands: extendedCommands, lifetime: lifetime,
-                            arguments: arguments, niceness: niceness))
+                            readyTimeout: readyTimeout, arguments: arguments, niceness: niceness))
                 } catch {
                     continuation.resume(throwing: error)
                 }

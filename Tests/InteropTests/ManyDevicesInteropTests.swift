@@ -42,8 +42,11 @@ struct ManyDevicesInteropTests {
     func thirtyTwoCountersLoseNothing() async throws {
         let count = 32
         let seconds = Self.seconds
-        // At a lower priority: 32 Python peripherals must not starve the tests that run beside this one.
-        let peer = try await BumblePeer.start(lifetime: Int(seconds) + 240, arguments: ["--counters", "\(count)"], niceness: 10)
+        // At a lower priority: 32 Python peripherals must not starve the tests that run beside this
+        // one — and, niced, they start slowly while those tests load the machine (20 s was too
+        // short once in CI).
+        let peer = try await BumblePeer.start(
+            lifetime: Int(seconds) + 240, arguments: ["--counters", "\(count)"], niceness: 10, readyTimeout: 90 * testTimeoutScale)
         defer { peer.stop() }
         let adapter = try await Adapter.open("\(peer.uri)")
         let first = BluetoothAddress("C1:00:00:00:00:01")!

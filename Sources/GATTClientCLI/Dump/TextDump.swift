@@ -54,14 +54,14 @@ struct TextDumpVisitor: CaptureVisitor {
         let delta = record.timestamp - start
         let seconds = delta / 1_000_000
         let micros = UInt64((delta % 1_000_000).magnitude)
-        let frameDigits = Self.decimalDigits(UInt64(record.number))
-        let secondsDigits = Self.decimalDigits(seconds.magnitude) + (seconds < 0 ? 1 : 0)
+        let frameDigits = TextDigits.decimalCount(UInt64(record.number))
+        let secondsDigits = TextDigits.decimalCount(seconds.magnitude) + (seconds < 0 ? 1 : 0)
         let timeWidth = secondsDigits + 7
         let frameWidth = max(8, frameDigits + 1)
         let width = frameWidth + max(12, timeWidth)
         output.buffer.appendRegion(width) { p in
             p[0] = UInt8(ascii: "#")
-            Self.putDecimal(UInt64(record.number), digits: frameDigits, at: p + 1)
+            TextDigits.putDecimal(UInt64(record.number), digits: frameDigits, at: p + 1)
             var n = frameDigits + 1
             while n < frameWidth {
                 p[n] = UInt8(ascii: " ")
@@ -75,35 +75,13 @@ struct TextDumpVisitor: CaptureVisitor {
                 p[n] = UInt8(ascii: "-")
                 n += 1
             }
-            Self.putDecimal(seconds.magnitude, digits: secondsDigits - (seconds < 0 ? 1 : 0), at: p + n)
+            TextDigits.putDecimal(seconds.magnitude, digits: secondsDigits - (seconds < 0 ? 1 : 0), at: p + n)
             n += secondsDigits - (seconds < 0 ? 1 : 0)
             p[n] = UInt8(ascii: ".")
-            Self.putDecimal(micros, digits: 6, at: p + n + 1)
+            TextDigits.putDecimal(micros, digits: 6, at: p + n + 1)
             return n + 7
         }
         writeDirection(record)
-    }
-
-    /// How many decimal digits `value` has (1 for 0).
-    @inline(__always)
-    static func decimalDigits(_ value: UInt64) -> Int {
-        var digits = 1
-        var rest = value / 10
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        return digits
-    }
-
-    /// `value` in exactly `digits` decimal digits (zeros before it) at `p`.
-    @inline(__always)
-    static func putDecimal(_ value: UInt64, digits: Int, at p: UnsafeMutablePointer<UInt8>) {
-        var rest = value
-        for index in stride(from: digits - 1, through: 0, by: -1) {
-            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
     }
 
     private mutating func writeDirection(_ record: CaptureRecord) {

@@ -143,19 +143,8 @@ public struct JSONWriter: Sendable {
     /// `value` in decimal at `p` (at most 20 octets); the length.
     @inline(__always)
     static func putUnsigned(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
-        var digits = 1
-        var probe = value / 10
-        while probe > 0 {
-            digits += 1
-            probe /= 10
-        }
-        var v = value
-        var index = digits - 1
-        repeat {
-            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
-            v /= 10
-            index -= 1
-        } while index >= 0
+        let digits = TextDigits.decimalCount(value)
+        TextDigits.putDecimal(value, digits: digits, at: p)
         return digits
     }
 
