@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI"]),
-        .testTarget(name: "ATTTests", dependencies: ["Bluetooth", "SystemSupport", "ATT"]),
+        .testTarget(name: "ATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),
         .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "GATT", "Capture"]),
         .testTarget(name: "SecurityTests", dependencies: ["TestSupport", "Bluetooth", "L2CAP", "Security"]),

@@ -2,6 +2,7 @@ import SystemSupport
 import Bluetooth
 import Testing
 @testable import ATT
+import TestSupport
 
 /// The shared GATT client vectors (BlueZ unit/test-gatt.c restated as PDU bytes): every PDU of
 /// every case decodes at the ATT_MTU in force and re-encodes byte for byte.
@@ -17,7 +18,7 @@ enum GATTClientVectors {
     }
 }
 
-@Suite("ATT vectors: shared GATT client cases",
+@Suite("ATT vectors: shared GATT client cases", .cpuBound,
        .enabled(if: GATTClientVectors.isPresent,
                 "skipped: /work/shared (../shared from the package root) is absent, no gatt-client-vectors.json"))
 struct ATTVectorsGATTClientTests {

@@ -2,6 +2,7 @@ import SystemSupport
 import Bluetooth
 import Testing
 @testable import ATT
+import TestSupport
 
 /// Wireshark's view of real captures (`captures/oracle/*.jsonl.gz`, made by tshark_att.py):
 /// every ATT record's PDU decodes, re-encodes byte for byte, and the fields we decode agree
@@ -27,7 +28,7 @@ enum OracleRecords {
     }
 }
 
-@Suite("ATT vectors: Wireshark oracle records",
+@Suite("ATT vectors: Wireshark oracle records", .cpuBound,
        .enabled(if: OracleRecords.isPresent,
                 "skipped: ../shared/captures/oracle (from the package root) or /usr/bin/gzip is absent"))
 struct ATTVectorsOracleTests {

@@ -54,7 +54,7 @@ struct PrivacyTests {
 
     /// The first advertisement from the private address, within a bounded scan.
     static func scanOnce(_ adapter: Adapter) async throws -> Advertisement? {
-        for try await advertisement in await adapter.scan(ScanOptions(duration: .seconds(5)))
+        for try await advertisement in await adapter.scan(ScanOptions(duration: .seconds(5 * testTimeoutScale)))
         where advertisement.peer.address == privateAddress {
             return advertisement
         }

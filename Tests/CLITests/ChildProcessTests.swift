@@ -23,7 +23,7 @@ import TestSupport
                 for round in 0..<12 {
                     do {
                         // A sibling that outlives the test unless killed, spawned between the others.
-                        if round % 3 == 0 { longLived.append(try ChildProcess(["sleep", "30"], standardOutput: .null)) }
+                        if round % 3 == 0 { longLived.append(try ChildProcess(["sleep", "600"], standardOutput: .null)) }
                         let started = ContinuousClock.now
                         let (code, output) = try ChildProcess.runBlocking(["echo", "round \(round)"], timeout: 10)
                         if code != 0 || output != Array("round \(round)\n".utf8) {

@@ -5,11 +5,12 @@ import HCI
 import L2CAP
 import Testing
 @testable import GATTClientCLI
+import TestSupport
 
 /// `ADWalk.isWellFormed` (the summary's non-allocating AD check) agrees with
 /// `AdvertisingData.isWellFormed` on every report of the shared captures, on the fixtures and on
 /// random data.
-@Suite struct DumpADWalkTests {
+@Suite(.cpuBound) struct DumpADWalkTests {
     /// Collects the AD payload of every advertising report.
     struct Collector: CaptureVisitor {
         var payloads: [[UInt8]] = []

@@ -2,12 +2,13 @@ import Foundation
 import Capture
 import Testing
 @testable import GATTClientCLI
+import TestSupport
 
 /// Issue 25: `dump`'s output is byte-identical to what it was before captures streamed — every
 /// variant on every fixture and shared capture (Fixtures/dump-identity.txt holds the old output's
 /// FNV-1a 64, length and exit code), read through the default window and through a window of 97
 /// octets (so every record boundary lands somewhere in a window's seam).
-@Suite("dump: output identical to before streaming")
+@Suite("dump: output identical to before streaming", .cpuBound)
 struct DumpIdentityTests {
     struct Case: CustomTestStringConvertible, Sendable {
         var hash: UInt64

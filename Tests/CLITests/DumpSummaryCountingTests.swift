@@ -6,12 +6,13 @@ import HCI
 import L2CAP
 import Testing
 @testable import GATTClientCLI
+import TestSupport
 
 /// `dump --summary` counts with `CaptureDecoder.countAll` (commands, ACL data, advertising
 /// report events and notifications checked in place in the file buffer): its summary must equal
 /// the one built record by record with `CaptureDecoder.count` and the one built from the full
 /// `CaptureDecoder.decode` path, on real captures and on corrupted copies of them.
-@Suite struct DumpSummaryCountingTests {
+@Suite(.cpuBound) struct DumpSummaryCountingTests {
     /// The summary of `bytes` (a capture file), counted (`lean`: by `countAll`, and checked
     /// equal to `count` record by record) or fully decoded, as text and JSON.
     static func summary(of bytes: [UInt8], lean: Bool) throws -> [String] {

@@ -128,7 +128,7 @@ func sameJSON(_ a: Any, _ b: Any) -> Bool {
     }
 }
 
-@Suite(.enabled(if: Paths.sharedPresent, "skipped: ../shared/captures (beside the package) or zcat is absent"))
+@Suite(.cpuBound, .enabled(if: Paths.sharedPresent, "skipped: ../shared/captures (beside the package) or zcat is absent"))
 struct DumpOracleSharedCaptureTests {
     @Test(arguments: ["horizon-treadmill-ftms.btsnoop", "revcar-acl-only.btsnoop", "smartpen-reads-extadv.btsnoop",
                       "android-pixel6-extadv-scan.btsnoop"])

@@ -133,7 +133,9 @@ struct GatewayMQTTTests {
         #expect(run.code == 0, "\(run.stderr)")
         #expect(run.stdout.isEmpty, "with --mqtt the messages go to the broker, not standard output")
 
-        // The status: online, then offline at the clean end (both retained).
+        // The status: online, then offline at the clean end (both retained). The gateway has
+        // published it before exiting; the broker passes it on to the collector in its own time.
+        _ = try await collector.first(30, "the gateway's offline status") { $0.topic == "test/gw/status" && $0.text == "offline" }
         #expect(collector.all("test/gw/status").map(\.text) == ["online", "offline"])
         // States, values with decoded fields, advertisements.
         let states = collector.all(tag + "/state").compactMap { message -> String? in message.json?["state"] as? String }

@@ -2,6 +2,7 @@ import Bluetooth
 import SystemSupport
 import Testing
 @testable import GATTClientCLI
+import TestSupport
 
 /// The in-place writers of `JSONWriter` (integers, hex, addresses, capture times, escape-free
 /// strings) against the plain `String` formatting they replace.
@@ -48,7 +49,7 @@ import Testing
 
 /// Issue 25: seconds written from microseconds without formatting a Double are what the
 /// Double's own text is, at every magnitude (the fast path and the fallback both).
-@Suite("JSONWriter: seconds from microseconds")
+@Suite("JSONWriter: seconds from microseconds", .cpuBound)
 struct JSONSecondsTests {
     static func both(_ micros: Int64) -> (String, String) {
         var fast = JSONWriter()

@@ -3,11 +3,12 @@ import Capture
 import Testing
 
 @testable import GATTClientCLI
+import TestSupport
 
 /// Issue 25: the text dump's line heads and control-character check, written through one
 /// reserved region and eight octets at a time, against the piece-by-piece formatting they
 /// replace.
-@Suite("Text dump: line heads and control characters")
+@Suite("Text dump: line heads and control characters", .cpuBound)
 struct TextDumpFastPathTests {
     /// What the line head was made of before: `#N` padded to 8, the signed seconds, `.`, six
     /// digits of the fraction's magnitude right-aligned in 12, the direction.

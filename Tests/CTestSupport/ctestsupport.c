@@ -1,5 +1,6 @@
 // GNU extensions Swift's Glibc module does not import: a close-on-exec pipe, the spawn file
-// action that closes every descriptor from `from` up in the child, a pseudo-terminal.
+// action that closes every descriptor from `from` up in the child, a pseudo-terminal, one
+// thread's own nice value.
 #define _GNU_SOURCE
 #include "ctestsupport.h"
 
@@ -8,6 +9,8 @@
 #include <malloc.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int ctest_pipe_cloexec(int fds[2]) {
@@ -54,4 +57,12 @@ int ctest_open_pty(int *slave) {
         return -error;
     }
     return master;
+}
+
+int ctest_nice_this_thread(int niceness) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness) == 0 ? 0 : -errno;
+}
+
+int ctest_this_thread_niceness(void) {
+    return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }

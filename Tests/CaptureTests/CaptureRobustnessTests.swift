@@ -3,6 +3,7 @@ import Testing
 
 @testable import HCI
 @testable import Capture
+import TestSupport
 
 /// Deterministic pseudo-random numbers (SplitMix64) so failures reproduce.
 struct CaptureTestRandom: RandomNumberGenerator {
@@ -18,7 +19,7 @@ struct CaptureTestRandom: RandomNumberGenerator {
 
 /// Files from the other suites, corrupted at random: decoding must end in records plus at most
 /// one damage report, never a trap, and every record's bytes must lie inside the file.
-@Suite struct CaptureRobustnessTests {
+@Suite(.cpuBound) struct CaptureRobustnessTests {
     static func seedFiles() throws -> [[UInt8]] {
         var files = [
             try captureWrite(capturePackets, datalink: .h4),

@@ -21,7 +21,7 @@ enum CaptureShared {
     static let skipMessage = "shared captures not found at <package root>/../shared/captures: skipped"
 }
 
-@Suite(.enabled(if: CaptureShared.isAvailable, "\(CaptureShared.skipMessage)"))
+@Suite(.cpuBound, .enabled(if: CaptureShared.isAvailable, "\(CaptureShared.skipMessage)"))
 struct CaptureSharedTests {
     /// File, packets (tshark and `btmon -a`), ACL packets (`btmon -a`), per MANIFEST.md.
     @Test(arguments: [

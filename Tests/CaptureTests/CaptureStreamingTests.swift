@@ -6,11 +6,12 @@ import Testing
 
 @testable import HCI
 @testable import Capture
+import TestSupport
 
 /// Issue 25: the streaming reader (a bounded window over a file, a pipe, a followed file) gives
 /// exactly the records, record numbers, timestamps, damage and counts of the whole-file reader,
 /// whatever the window size, and waits — without reading past — where a stream has nothing yet.
-@Suite("Capture: streaming through a bounded window")
+@Suite("Capture: streaming through a bounded window", .cpuBound)
 struct CaptureStreamingTests {
     /// What a reader yields, to compare two readers.
     struct Outcome: Equatable {

@@ -80,7 +80,7 @@ struct LECaptureATT: Hashable, CustomStringConvertible {
 /// connection handle goes through its own `LEL2CAPConnection`, and the ATT PDUs that come out
 /// must be Wireshark's, in order; our answers to the peer's signaling requests must be what the
 /// recorded host sent.
-@Suite(.enabled(if: LESharedCaptures.available, "the shared captures (../shared/captures) are not present"))
+@Suite(.cpuBound, .enabled(if: LESharedCaptures.available, "the shared captures (../shared/captures) are not present"))
 struct LECaptureReplayTests {
     struct Replay {
         var att: [LECaptureATT] = []

@@ -3,11 +3,12 @@ import Bluetooth
 import Testing
 
 @testable import GATT
+import TestSupport
 
 /// The procedures against the cases of /work/shared/vectors/gatt-client-vectors.json that
 /// exercise them (BlueZ unit/test-gatt.c, restated): each procedure must send the case's
 /// client PDUs byte for byte and end as the case expects.
-@Suite("GATT client procedures vs. shared BlueZ vectors")
+@Suite("GATT client procedures vs. shared BlueZ vectors", .cpuBound)
 struct GATTClientVectorTests {
     static func loadCases(_ procedures: Set<String>) throws -> [SharedVectors.Case]? {
         guard let cases = try SharedVectors.clientCases() else {

@@ -4,9 +4,10 @@ import Bluetooth
 import Testing
 
 @testable import GATT
+import TestSupport
 
 /// The JSON database loader (the `databases` layout of the shared vectors) and its JSON reader.
-@Suite("GATT server: JSON database loader")
+@Suite("GATT server: JSON database loader", .cpuBound)
 struct ServerLoaderTests {
     @Test("every database of the shared vectors loads and matches its flattened attributes")
     func sharedDatabases() throws {

@@ -3,10 +3,11 @@ import Bluetooth
 import Testing
 
 @testable import GATT
+import TestSupport
 
 /// Untrusted input never traps: random requests get a matching response or an Error
 /// Response that fits ATT_MTU; every prefix of a description fails cleanly.
-@Suite("GATT server: robustness")
+@Suite("GATT server: robustness", .cpuBound)
 struct ServerRobustnessTests {
     /// xorshift64*: deterministic, seeded per run.
     struct Random {

@@ -1,9 +1,10 @@
 import Bluetooth
 import Testing
 @testable import HCI
+import TestSupport
 
 /// Issue 25: the advertising texts written as bytes are the descriptions, whatever the data.
-@Suite("Advertising text written in place")
+@Suite("Advertising text written in place", .cpuBound)
 struct AdvertisingTextTests {
     /// For every AD type the walk knows and others, random data of every length up to 40:
     /// `ADStructure.writeText(type:data:to:)` writes what the parsed value's description is,

@@ -2,6 +2,7 @@ import Bluetooth
 import Testing
 
 @testable import HCI
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -56,7 +57,7 @@ private func commandCapturePackets(_ bytes: [UInt8]) throws -> [(type: UInt8, bo
 }
 
 @Suite(
-    "HCI commands in recorded captures",
+    "HCI commands in recorded captures", .cpuBound,
     .enabled(if: commandCapturesPresent, "skipped: /work/shared/captures (../shared from the package) is absent"))
 struct CommandCaptureTests {
     /// Every command a real host sent decodes (typed or raw) and re-encodes byte for byte.

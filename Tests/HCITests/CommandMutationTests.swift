@@ -2,8 +2,9 @@ import Bluetooth
 import Testing
 
 @testable import HCI
+import TestSupport
 
-@Suite("HCI command mutated input")
+@Suite("HCI command mutated input", .cpuBound)
 struct CommandMutationTests {
     /// Each parameter octet of each vector replaced by edge values: decoding either succeeds or
     /// throws `.malformed`, and whatever decodes re-encodes to something that decodes the same.

@@ -79,7 +79,7 @@ private func view(eventType: Int, addressType: LEAddressType, address: Bluetooth
         malformed: overrun)
 }
 
-@Suite("HCI events: shared captures")
+@Suite("HCI events: shared captures", .cpuBound)
 struct EventCaptureTests {
     @Test(
         .enabled(if: EventsSharedCaptures.available, "skipped: /work/shared/captures (package root/../shared) is absent"),

@@ -59,12 +59,21 @@ final class BumblePeer: @unchecked Sendable {
         var description: String
     }
 
-    /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line.
-    /// `niceness`: run the peer at a lower scheduling priority (`nice -n`).
+    /// At most two peers start at once. A start is about a second of Python's CPU (importing
+    /// Bumble); the suite's dozens of peers starting together held both cores for the first six
+    /// seconds of the sanitized run, with the test process's own timed waits starved beside them.
+    /// The ready timeout counts from the moment a peer's start has its turn.
+    private static let startGate = DispatchSemaphore(value: 2)
+
+    /// Starts the peer with `devices` (e.g. ["sensortag"]) and waits (bounded) for its READY line,
+    /// holding the calling thread (``start(devices:mtu:extendedCommands:lifetime:arguments:niceness:readyTimeout:)``
+    /// gives it one of its own). `niceness`: run the peer at a lower scheduling priority (`nice -n`).
     init(
         devices kinds: [String] = [], mtu: Int = 517, extendedCommands: Bool = false, lifetime: Int = 60,
         readyTimeout: Double = 20 * testTimeoutScale, arguments extra: [String] = [], niceness: Int = 0
     ) throws {
+        Self.startGate.wait()
+        defer { Self.startGate.signal() }
         // The peer exits when its stdin closes. `nice` execs python3: the same process.
         process = try ChildProcess(
             (niceness > 0 ? ["nice", "-n", String(niceness)] : []) + ["python3", Self.script, "--lifetime", String(lifetime), "--mtu", String(mtu)]

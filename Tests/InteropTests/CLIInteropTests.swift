@@ -113,7 +113,9 @@ struct CLIInteropTests {
         defer { peer.stop() }
         let address = try #require(peer.devices["bluefruit"])
         let text = "F then L then R then S, a line longer than one ATT_MTU"
-        let result = await Self.gattclient(["--transport", "\(peer.uri)", "uart", "\(address)/random", "--send", text, "--duration", "1.5"])
+        // The echo must come back within --duration: longer where the run is slower (the sanitizer).
+        let result = await Self.gattclient(
+            ["--transport", "\(peer.uri)", "uart", "\(address)/random", "--send", text, "--duration", "\(1.5 * testTimeoutScale)"])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(result.stdout == text + "\n", "text ends with a newline")
         let button = await Self.gattclient(["--json", "--transport", "\(peer.uri)", "uart", "\(address)/random", "--controller", "button:1"])

@@ -13,9 +13,9 @@ import Testing
 @testable import Kernel
 import TestSupport
 
-/// Receives one datagram on the test's end, waiting at most 5 s for it.
+/// Receives one datagram on the test's end, waiting at most 5 s (times TEST_TIMEOUT_SCALE) for it.
 func kernelPeerReceive(_ peer: SocketDescriptor) throws -> [UInt8]? {
-    guard try peer.wait(for: .readable, timeout: .seconds(5)) else { return nil }
+    guard try peer.wait(for: .readable, timeout: .seconds(5 * testTimeoutScale)) else { return nil }
     return try peer.receive(maximumLength: 70_000)
 }
 

@@ -20,4 +20,10 @@ int ctest_address_sanitizer_heap(void);
 /// terminal the program under test uses; -errno on failure.
 int ctest_open_pty(int *slave);
 
+/// setpriority for the calling thread alone (Linux: a thread's nice value is its own): 0, or -errno.
+int ctest_nice_this_thread(int niceness);
+
+/// The calling thread's nice value.
+int ctest_this_thread_niceness(void);
+
 #endif
