@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bluetooth", "CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT"]),
-        .testTarget(name: "SystemSupportTests", dependencies: ["Bluetooth", "SystemSupport"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport"]),
         .testTarget(name: "HCITests", dependencies: ["TestSupport", "Bluetooth", "HCI"]),
         .testTarget(name: "ATTTests", dependencies: ["TestSupport", "Bluetooth", "SystemSupport", "ATT"]),
         .testTarget(name: "L2CAPTests", dependencies: ["TestSupport", "Bluetooth", "HCI", "ATT", "L2CAP", "Security"]),

@@ -95,21 +95,16 @@ extension Array where Element == UInt8 {
     /// Appends octets as lower-case hex, two digits each (as `Hex.encode`).
     @inlinable
     public mutating func appendHexBytes<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        let table = TextDigits.lowerText.utf8Start
         let count = bytes.count
         appendRegion(2 * count) { p in
-            var index = 0
-            for byte in bytes {
-                p[index] = table[Int(byte >> 4)]
-                p[index + 1] = table[Int(byte & 0x0F)]
-                index += 2
-            }
-            return index
+            // A collection without contiguous storage (rare here) is copied first.
+            bytes.withContiguousStorageIfAvailable { TextDigits.putHex($0, at: p) }
+                ?? Array(bytes).withUnsafeBufferPointer { TextDigits.putHex($0, at: p) }
         }
     }
 }
 
-/// Hex digit tables for `appendHex`.
+/// Digit tables and the digit writers the text and JSON writers share.
 public enum TextDigits {
     public static let lower: [UInt8] = Array("0123456789abcdef".utf8)
     public static let upper: [UInt8] = Array("0123456789ABCDEF".utf8)
@@ -117,11 +112,23 @@ public enum TextDigits {
     public static let lowerText: StaticString = "0123456789abcdef"
     public static let upperText: StaticString = "0123456789ABCDEF"
 
+    /// "00" to "99", two octets each: two digits a step.
+    public static let decimalPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+    /// "00" to "ff", two octets each: an octet's hex in one load.
+    public static let lowerHexPairs: StaticString = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+
     /// How many decimal digits `value` has (1 for 0).
     @inlinable
     public static func decimalCount(_ value: UInt64) -> Int {
-        var digits = 1
-        var rest = value / 10
+        // Comparisons, not divisions: the dumps' numbers are mostly short.
+        if value < 10 { return 1 }
+        if value < 100 { return 2 }
+        if value < 1_000 { return 3 }
+        if value < 10_000 { return 4 }
+        if value < 100_000 { return 5 }
+        if value < 1_000_000 { return 6 }
+        var digits = 7
+        var rest = value / 10_000_000
         while rest > 0 {
             digits += 1
             rest /= 10
@@ -133,12 +140,28 @@ public enum TextDigits {
     /// when it has more).
     @inlinable
     public static func putDecimal(_ value: UInt64, digits: Int, at p: UnsafeMutablePointer<UInt8>) {
+        let pairs = UnsafeRawPointer(decimalPairs.utf8Start)
         var rest = value
-        var index = digits - 1
-        while index >= 0 {
-            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-            index -= 1
+        var index = digits
+        while index >= 2 {
+            let pair = pairs.loadUnaligned(fromByteOffset: 2 * Int(truncatingIfNeeded: rest % 100), as: UInt16.self)
+            UnsafeMutableRawPointer(p + index - 2).storeBytes(of: pair, as: UInt16.self)
+            rest /= 100
+            index -= 2
         }
+        if index == 1 { p[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10) }
+    }
+
+    /// `octets` as lower-case hex, two digits each, at `p`; the length (2 × count).
+    @inlinable
+    public static func putHex(_ octets: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        let pairs = UnsafeRawPointer(lowerHexPairs.utf8Start)
+        let out = UnsafeMutableRawPointer(p)
+        var index = 0
+        for byte in octets {
+            out.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * Int(byte), as: UInt16.self), toByteOffset: index, as: UInt16.self)
+            index += 2
+        }
+        return index
     }
 }

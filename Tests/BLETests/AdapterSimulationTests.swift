@@ -441,6 +441,7 @@ struct PairingOnSimTests {
         try await withTimeout(60, "pairing with the emulated SensorTag") {
             var options = AdapterOptions()
             options.bondsDirectory = "/tmp/bonds-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(options.bondsDirectory!) }
             let adapter = try await Adapter.open("sim:sensortag", options: options)
             let tag = try await adapter.connect(to: PeerAddress("54:6C:0E:9A:3B:01")!)
             do throws(BLEError) {

@@ -4,6 +4,7 @@ import Security
 import SystemSupport
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import BLE
 
@@ -26,7 +27,9 @@ struct BondStoreTests {
     }
 
     @Test func savedOnePerPeerMode0600AndReadBack() throws {
-        let store = BondStore(directory: Self.directory())
+        let directory = Self.directory()
+        defer { removeTree(directory) }
+        let store = BondStore(directory: directory)
         let bond = Self.bond(secureConnections: false)
         try store.save(bond)
         let path = store.directory + "/00:1B:DC:E0:6B:01/00:11:22:33:44:55.json"
@@ -56,7 +59,9 @@ struct BondStoreTests {
 
     @Test func aDamagedFileIsReportedOnceAndIgnored() throws {
         let warnings = WarningLog()
-        let store = BondStore(directory: Self.directory(), warning: { warnings.append($0) })
+        let directory = Self.directory()
+        defer { removeTree(directory) }
+        let store = BondStore(directory: directory, warning: { warnings.append($0) })
         let good = Self.bond()
         try store.save(good)
         let folder = store.directory + "/" + good.local.description

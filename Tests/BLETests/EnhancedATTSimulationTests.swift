@@ -20,9 +20,11 @@ struct EnhancedATTSimulationTests {
             let simulation = try await Simulation.start(devices: [])
             var serverOptions = AdapterOptions()
             serverOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-sim-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            defer { removeTree(serverOptions.bondsDirectory!) }
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             var clientOptions = AdapterOptions()
             clientOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-sim-client-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            defer { removeTree(clientOptions.bondsDirectory!) }
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             try client.setLinkPreferences(LinkPreferences(enhancedBearers: 3))
             let local = try await server.advertise(
@@ -85,10 +87,12 @@ struct EnhancedATTSimulationTests {
             let simulation = try await Simulation.start(devices: [])
             var serverOptions = AdapterOptions()
             serverOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-rec-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            defer { removeTree(serverOptions.bondsDirectory!) }
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             serverAddress = server.address
             var clientOptions = AdapterOptions()
             clientOptions.bondsDirectory = NSTemporaryDirectory() + "eatt-rec-client-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            defer { removeTree(clientOptions.bondsDirectory!) }
             clientOptions.record = capture
             clientOptions.enhancedBearers = 2
             let client = try await Adapter.simulated(simulation, options: clientOptions)

@@ -67,7 +67,9 @@ struct PrivacyTests {
             let simulation = try await Simulation.start(devices: [])
             simulation.link.add(PrivateAdvertiser())
             var options = AdapterOptions()
-            options.bondsDirectory = NSTemporaryDirectory() + "privacy-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            let bonds = NSTemporaryDirectory() + "privacy-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(bonds) }
+            options.bondsDirectory = bonds
             let adapter = try await Adapter.simulated(simulation, options: options)
             let unknown = try #require(try await Self.scanOnce(adapter))
             #expect(unknown.identity == nil)

@@ -51,9 +51,10 @@ struct SimulatedPairingTests {
     func pairOnDemandBondAndReencrypt() async throws {
         try await withTimeout(60, "pairing on sim") {
             let simulation = try await Simulation.start(devices: [])
-            let serverOptions = Self.options()
+            let serverOptions = Self.options(), clientOptions = Self.options()
+            defer { removeTree(serverOptions.bondsDirectory!); removeTree(clientOptions.bondsDirectory!) }
             let server = try await Adapter.simulated(simulation, options: serverOptions)
-            let client = try await Adapter.simulated(simulation, options: Self.options())
+            let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
             let device = try await client.connect(to: server.address)
             #expect(try await device.read(Self.secret) == Array("72 bpm".utf8), "paired on Insufficient Encryption")
@@ -82,8 +83,9 @@ struct SimulatedPairingTests {
     func lostBondOnOneSide() async throws {
         try await withTimeout(60, "a lost bond on sim") {
             let simulation = try await Simulation.start(devices: [])
-            let server = try await Adapter.simulated(simulation, options: Self.options())
-            let clientOptions = Self.options()
+            let serverOptions = Self.options(), clientOptions = Self.options()
+            defer { removeTree(serverOptions.bondsDirectory!); removeTree(clientOptions.bondsDirectory!) }
+            let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
             let device = try await client.connect(to: server.address)
@@ -113,8 +115,9 @@ struct SimulatedPairingTests {
         try await withTimeout(60, "MIC failure on sim") {
             let simulation = try await Simulation.start(devices: [])
             let serverOptions = Self.options()
-            let server = try await Adapter.simulated(simulation, options: serverOptions)
             let clientOptions = Self.options()
+            defer { removeTree(serverOptions.bondsDirectory!); removeTree(clientOptions.bondsDirectory!) }
+            let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
             let device = try await client.connect(to: server.address)
@@ -162,8 +165,10 @@ struct SimulatedPairingTests {
     func securityRequestOnAProtectedWriteCommand() async throws {
         try await withTimeout(60, "a Security Request on sim") {
             let simulation = try await Simulation.start(devices: [])
-            let server = try await Adapter.simulated(simulation, options: Self.options())
-            let client = try await Adapter.simulated(simulation, options: Self.options())
+            let serverOptions = Self.options(), clientOptions = Self.options()
+            defer { removeTree(serverOptions.bondsDirectory!); removeTree(clientOptions.bondsDirectory!) }
+            let server = try await Adapter.simulated(simulation, options: serverOptions)
+            let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "commands", services: Self.commandServices)
             await local.setSecurityRequests(true)
             let writes = local.writes()
@@ -185,8 +190,10 @@ struct SimulatedPairingTests {
     func noSecurityRequestByDefault() async throws {
         try await withTimeout(60, "no Security Request on sim") {
             let simulation = try await Simulation.start(devices: [])
-            let server = try await Adapter.simulated(simulation, options: Self.options())
-            let client = try await Adapter.simulated(simulation, options: Self.options())
+            let serverOptions = Self.options(), clientOptions = Self.options()
+            defer { removeTree(serverOptions.bondsDirectory!); removeTree(clientOptions.bondsDirectory!) }
+            let server = try await Adapter.simulated(simulation, options: serverOptions)
+            let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "commands", services: Self.commandServices)
             let device = try await client.connect(to: server.address)
             try await device.write([0x01], to: Self.command, withResponse: false)

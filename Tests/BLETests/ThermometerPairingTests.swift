@@ -46,6 +46,7 @@ struct ThermometerPairingTests {
             let thermometer = try #require(simulation.thermometer)
             var options = AdapterOptions()
             options.bondsDirectory = NSTemporaryDirectory() + "thermometer-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(options.bondsDirectory!) }
             let adapter = try await Adapter.simulated(simulation, options: options)
             let user = Reader(thermometer: thermometer)
             await adapter.setPairingDelegate(user)
@@ -77,6 +78,7 @@ struct ThermometerPairingTests {
             let simulation = try await Simulation.start(devices: [.thermometer])
             var options = AdapterOptions()
             options.bondsDirectory = NSTemporaryDirectory() + "thermometer-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(options.bondsDirectory!) }
             let adapter = try await Adapter.simulated(simulation, options: options)
             let device = try await adapter.connect(to: Self.address)
             await #expect(throws: BLEError.self) { _ = try await device.read(EmulatedThermometer.temperatureType) }
@@ -101,6 +103,7 @@ struct ThermometerPairingTests {
             let thermometer = try #require(simulation.thermometer)
             var options = AdapterOptions()
             options.bondsDirectory = NSTemporaryDirectory() + "thermometer-bonds-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(options.bondsDirectory!) }
             let adapter = try await Adapter.simulated(simulation, options: options)
             await adapter.setPairingDelegate(Reader(thermometer: thermometer))
             let device = try await adapter.connect(to: Self.address, as: SecureThermometer.self)

@@ -99,6 +99,13 @@ struct CodecWiresharkTests {
     static func record() async throws -> [String] {
         let stem = NSTemporaryDirectory() + "codec-crosscheck-\(UInt64.random(in: 0...UInt64.max))"
         let paths = ["station", "monitor", "thermometer", "sensortag"].map { "\(stem)-\($0).btsnoop" }
+        let bonds = paths.indices.map { "\(stem)-bonds-\($0)" }
+        // The bonds are of no use after the recording; the captures are the caller's once returned.
+        var returned = false
+        defer {
+            bonds.forEach(removeTree)
+            if !returned { paths.forEach(removeTree) }
+        }
         try await withTimeout(90, "recording the models' sessions") {
             let (shown, display) = AsyncStream.makeStream(of: UInt32.self)
             let simulation = try await Simulation.start(devices: [.heartrate, .thermometer, .sensortag]) { line in
@@ -112,7 +119,7 @@ struct CodecWiresharkTests {
             func client(_ index: Int) async throws -> Adapter {
                 var options = AdapterOptions()
                 options.record = paths[index]
-                options.bondsDirectory = "\(stem)-bonds-\(index)"
+                options.bondsDirectory = bonds[index]
                 return try await Adapter.simulated(simulation, options: options)
             }
 
@@ -148,6 +155,7 @@ struct CodecWiresharkTests {
             await server.close()
             await simulation.stop()
         }
+        returned = true
         return paths
     }
 

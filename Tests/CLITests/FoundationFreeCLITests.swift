@@ -5,6 +5,7 @@ import Bluetooth
 import Emulator
 import GATT
 import Testing
+import TestSupport
 
 @testable import GATTClientCLI
 
@@ -37,7 +38,9 @@ import Testing
         let lines = try await run {
             try await ServicesCommand(peer: peer, central: central).run(options: options, replayMatchAny: false, output: &$0)
         }
-        let path = try Self.temporaryDirectory() + "/services.json"
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let path = directory + "/services.json"
         try FileSystem.writeFileAtomically(Array(lines.joined(separator: "\n").utf8), toPath: path)
         let database = try ServicesJSON.load(path: path)
 
@@ -82,7 +85,9 @@ import Testing
     }
 
     @Test func servicesJSONMissingFile() throws {
-        let path = try Self.temporaryDirectory() + "/none.json"
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let path = directory + "/none.json"
         #expect(throws: (any Error).self) { try ServicesJSON.load(path: path) }
         do {
             _ = try ServicesJSON.load(path: path)
@@ -93,7 +98,9 @@ import Testing
 
     /// `--csv`: a header, then one row per field of each reading.
     @Test func sensortagCSV() async throws {
-        let path = try Self.temporaryDirectory() + "/readings.csv"
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let path = directory + "/readings.csv"
         var command = SensorTagCommand(peer: PeerAddress(address: EmulatedSensorTag.defaultAddress, type: .public))
         command.sensors = [.humidity]
         command.periodMilliseconds = 100

@@ -41,6 +41,7 @@ struct PeripheralPairingCommandTests {
         let lines: AsyncStream<String>.Continuation
         let command: Task<[String], any Error>
         let peripheralBonds: String
+        let databasePath: String
 
         /// The peripheral's bonds, once its side of the pairing stored one (bounded wait).
         func peripheralBond() async -> Bond? {
@@ -59,6 +60,13 @@ struct PeripheralPairingCommandTests {
             await simulation.stop()
             return output
         }
+
+        /// Removes what the rig made under /tmp: the database file and both sides' bonds.
+        func removeFiles() {
+            removeTree(databasePath)
+            removeTree(peripheralBonds)
+            removeTree(central.options.bondsDirectory!)
+        }
     }
 
     static func temporary(_ name: String) -> String {
@@ -67,6 +75,10 @@ struct PeripheralPairingCommandTests {
 
     static func start(_ flags: [String], user: User = User(passkey: 0)) async throws -> Rig {
         let path = temporary("protected-db") + ".json"
+        let bonds = temporary("peripheral-bonds"), centralBonds = temporary("central-bonds")
+        // Without a Rig returned (a throw), the caller cannot remove them: removed here.
+        var started = false
+        defer { if !started { [path, bonds, centralBonds].forEach(removeTree) } }
         try databaseJSON.write(toFile: path, atomically: true, encoding: .utf8)
         guard case .peripheral(var options) = try parse(["peripheral", "--database", path] + flags).command else {
             throw UsageError("not a peripheral command")
@@ -83,7 +95,6 @@ struct PeripheralPairingCommandTests {
         command.input = input
         var global = GlobalOptions()
         global.json = true
-        let bonds = temporary("peripheral-bonds")
         global.bonds = bonds
         let ready = AsyncStream.makeStream(of: Void.self)
         command.onReady = { _, _ in ready.continuation.yield() }
@@ -96,15 +107,18 @@ struct PeripheralPairingCommandTests {
         var readiness = ready.stream.makeAsyncIterator()
         _ = await readiness.next()
         var centralOptions = AdapterOptions()
-        centralOptions.bondsDirectory = temporary("central-bonds")
+        centralOptions.bondsDirectory = centralBonds
         let central = try await Adapter.simulated(simulation, options: centralOptions)
         await central.setPairingDelegate(user)
-        return Rig(simulation: simulation, central: central, lines: lines, command: task, peripheralBonds: bonds)
+        started = true
+        return Rig(
+            simulation: simulation, central: central, lines: lines, command: task, peripheralBonds: bonds, databasePath: path)
     }
 
     @Test("by default Just Works: Insufficient Encryption, pairing, the read; authenticated stays refused")
     func justWorksByDefault() async throws {
         let rig = try await Self.start([])
+        defer { rig.removeFiles() }
         try await withTimeout(60, "Just Works with gattclient peripheral") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
             #expect(try await device.read(Self.secret) == Array("72 bpm".utf8))
@@ -121,6 +135,7 @@ struct PeripheralPairingCommandTests {
     @Test("--io-capability keyboard-only --passkey: both sides type it; the authenticated value is served")
     func passkeyEnteredOnBothSides() async throws {
         let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "024680"], user: User(passkey: 24680))
+        defer { rig.removeFiles() }
         try await withTimeout(60, "Passkey Entry with gattclient peripheral") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
             let bond = try await device.pair(PairingOptions(ioCapability: .keyboardOnly))
@@ -136,6 +151,7 @@ struct PeripheralPairingCommandTests {
     @Test("a wrong passkey fails the pairing (Confirm Value Failed) and leaves no bond")
     func wrongPasskeyFails() async throws {
         let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "111111"], user: User(passkey: 222222))
+        defer { rig.removeFiles() }
         try await withTimeout(60, "a wrong passkey") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
             await #expect(throws: BLEError.self) { _ = try await device.pair(PairingOptions(ioCapability: .keyboardOnly)) }
@@ -149,6 +165,7 @@ struct PeripheralPairingCommandTests {
     @Test("--confirm accepts a numeric comparison unseen: the peripheral keeps the bond unauthenticated")
     func confirmUnseenIsNotAuthenticated() async throws {
         let rig = try await Self.start(["--io-capability", "display-yesno", "--confirm"])
+        defer { rig.removeFiles() }
         try await withTimeout(60, "Numeric Comparison with gattclient peripheral") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
             let bond = try await device.pair(PairingOptions(ioCapability: .displayYesNo))
@@ -166,6 +183,7 @@ struct PeripheralPairingCommandTests {
     @Test("--security-request: a Write Command dropped for encryption makes the central pair")
     func securityRequestOnADroppedCommand() async throws {
         let rig = try await Self.start(["--security-request"])
+        defer { rig.removeFiles() }
         try await withTimeout(60, "a Security Request from gattclient peripheral") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
             try await device.write([0x01], to: BluetoothUUID("0000FEE3-0000-1000-8000-00805F9B34FB")!, withResponse: false)
@@ -184,6 +202,7 @@ struct PeripheralPairingCommandTests {
     @Test("gattclient read and write: a refusal for the link's security pairs (or encrypts with the bond) and the request goes again")
     func commandsRaiseSecurityOnDemand() async throws {
         let rig = try await Self.start([])
+        defer { rig.removeFiles() }
         try await withTimeout(60, "automatic security in gattclient's commands") {
             // Each command closes its transport: one central each, at one address (the bonds' key).
             func central() async throws -> UserSpaceCentral {
@@ -193,7 +212,9 @@ struct PeripheralPairingCommandTests {
                 return try await UserSpaceCentral.start(transport, name: "virtual central", commandTimeout: .seconds(30 * testTimeoutScale))
             }
             var global = GlobalOptions()
-            global.bonds = Self.temporary("cli-central-bonds")
+            let centralBonds = Self.temporary("cli-central-bonds")
+            defer { removeTree(centralBonds) }
+            global.bonds = centralBonds
             let peer = PeerAddress(address: Self.peripheralAddress, type: .public)
             let read = ReadCommand(peer: peer, central: try await central(), target: .uuid(Self.secret))
             var output = BufferedOutput.capturing()

@@ -31,6 +31,7 @@ struct ScanPrivacyTests {
 
     @Test func jsonAndTextNameTheIdentity() async throws {
         let bonds = NSTemporaryDirectory() + "scan-privacy-\(UInt64.random(in: 0...UInt64.max))"
+        defer { removeTree(bonds) }
         var bond = Bond(
             result: PairingResult(method: .justWorks, secureConnections: true, authenticated: false, keySize: 16, bonded: true),
             local: PeerAddress(address: Self.centralAddress, type: .public),

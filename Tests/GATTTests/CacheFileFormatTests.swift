@@ -2,6 +2,7 @@ import SystemSupport
 import Bluetooth
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import GATT
 
@@ -61,6 +62,7 @@ struct GATTCacheFileFormatTests {
     @Test(arguments: [nil, Array(0..<16)] as [[UInt8]?])
     func roundTrip(hash: [UInt8]?) throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let cache = GATTDatabaseCache(directory: directory + "/a/b")  // created on store
         let entry = GATTCacheEntry(database: Self.database, databaseHash: hash)
         try cache.store(entry, for: Self.peer)
@@ -191,6 +193,7 @@ struct GATTCacheFileFormatTests {
             }
             """#
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let messages = Messages()
         let cache = GATTDatabaseCache(directory: directory, logger: messages.logger)
         try FileSystem.writeFileAtomically(Array(old.utf8), toPath: cache.path(for: Self.peer))
@@ -230,6 +233,7 @@ struct GATTCacheFileFormatTests {
     ])
     func damagedFile(content: String, reason: String) throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let messages = Messages()
         let cache = GATTDatabaseCache(directory: directory, logger: messages.logger)
         let path = cache.path(for: Self.peer)
@@ -243,6 +247,7 @@ struct GATTCacheFileFormatTests {
 
     @Test func invalidUTF8IsRefused() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let messages = Messages()
         let cache = GATTDatabaseCache(directory: directory, logger: messages.logger)
         let bytes = Array("{\(Self.header),\"services\":[],\"x\":\"".utf8) + [0xC0, 0xAF] + Array("\"}".utf8)
@@ -254,6 +259,7 @@ struct GATTCacheFileFormatTests {
     /// No file: a quiet miss. A directory in its place: a miss with a warning.
     @Test func missingAndUnreadable() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let messages = Messages()
         let cache = GATTDatabaseCache(directory: directory, logger: messages.logger)
         #expect(cache.load(Self.peer) == nil)
@@ -269,6 +275,7 @@ struct GATTCacheFileFormatTests {
     /// nothing else behind; a store that cannot write leaves no temporary file either.
     @Test func atomicStoreLeavesNoTemporaryFile() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let cache = GATTDatabaseCache(directory: directory)
         let first = GATTCacheEntry(database: Self.database, databaseHash: Array(0..<16))
         try cache.store(first, for: Self.peer)
@@ -297,6 +304,7 @@ struct GATTCacheFileFormatTests {
 
     @Test func invalidateRemovesTheFile() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let cache = GATTDatabaseCache(directory: directory)
         try cache.store(GATTCacheEntry(database: Self.database, databaseHash: nil), for: Self.peer)
         try cache.invalidate(Self.peer)

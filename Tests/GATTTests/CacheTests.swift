@@ -2,6 +2,7 @@ import ATT
 import Bluetooth
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import GATT
 
@@ -16,7 +17,7 @@ struct CacheTests {
     static let hashA: [UInt8] = Array(0..<16)
     static let hashB: [UInt8] = Array(16..<32)
 
-    /// A fresh directory under /tmp.
+    /// A fresh directory under /tmp; the caller removes it (`removeTree`).
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/gattclient-cache-test-XXXXXX".utf8CString)
         guard let result = mkdtemp(&template) else { throw GATTError.cache(reason: "mkdtemp failed") }
@@ -65,7 +66,9 @@ struct CacheTests {
     }
 
     @Test func missThenHit() async throws {
-        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let cache = GATTDatabaseCache(directory: directory)
         let first = Self.connect(hash: Self.hashA, cache: cache)
         let discovered = try await first.client.loadDatabase()
         #expect(await first.clientConnection.requestsSent > 2)
@@ -83,7 +86,9 @@ struct CacheTests {
     }
 
     @Test func hashMismatchRediscovers() async throws {
-        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let cache = GATTDatabaseCache(directory: directory)
         let first = Self.connect(hash: Self.hashA, cache: cache)
         _ = try await first.client.loadDatabase()
         await first.client.close()
@@ -97,7 +102,9 @@ struct CacheTests {
     /// Without a Database Hash nothing is reused unless the caller trusts the cache.
     @Test(arguments: [GATTCachePolicy.requireHash, .trust])
     func withoutHash(policy: GATTCachePolicy) async throws {
-        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let cache = GATTDatabaseCache(directory: directory)
         let first = Self.connect(hash: nil, cache: cache, policy: policy)
         let discovered = try await first.client.loadDatabase()
         await first.client.close()
@@ -114,7 +121,9 @@ struct CacheTests {
     }
 
     @Test func invalidation() async throws {
-        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let cache = GATTDatabaseCache(directory: directory)
         let pair = Self.connect(hash: Self.hashA, cache: cache)
         _ = try await pair.client.loadDatabase()
         #expect(cache.load(Self.peer) != nil)
@@ -156,6 +165,7 @@ struct CacheTests {
     ])
     func corruptFile(content: String, reason: String) async throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let messages = Messages()
         let cache = GATTDatabaseCache(directory: directory, logger: messages.logger)
         Self.writeFile(cache.path(for: Self.peer), content)
@@ -185,7 +195,9 @@ struct CacheTests {
     /// Service Changed drops the cached file and stores the rediscovered database with the
     /// new hash.
     @Test func serviceChangedUpdatesTheCache() async throws {
-        let cache = GATTDatabaseCache(directory: try Self.temporaryDirectory())
+        let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
+        let cache = GATTDatabaseCache(directory: directory)
         let pair = ClientServerPair(
             attributes: Self.table(hash: Self.hashA),
             configuration: GATTClient.Configuration(cache: cache, peer: Self.peer))

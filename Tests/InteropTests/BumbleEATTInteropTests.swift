@@ -21,6 +21,8 @@ struct BumbleEATTInteropTests {
         await captureRun { out, err in runGATTClient(arguments, standardOutput: out, standardError: err) }
     }
 
+    /// An adapter on `peer` with bonds in a fresh directory; the caller removes it
+    /// (`options.bondsDirectory`).
     static func adapter(_ peer: BumblePeer, bearers: Int?) async throws -> Adapter {
         var options = AdapterOptions()
         options.timeout = .seconds(20)
@@ -45,6 +47,7 @@ struct BumbleEATTInteropTests {
         defer { peer.stop() }
         try await withTimeout(90, "discovery over 1 and 5 bearers") {
             let one = try await Self.adapter(peer, bearers: nil)
+            defer { removeTree(one.options.bondsDirectory!) }
             let single = try await one.connect(to: Self.sensorTag)
             let tree = try await single.client.discoverDatabase()
             let oneBearer = try #require(await single.client.lastDiscovery)
@@ -52,6 +55,7 @@ struct BumbleEATTInteropTests {
             await one.close()
 
             let five = try await Self.adapter(peer, bearers: 5)
+            defer { removeTree(five.options.bondsDirectory!) }
             let enhanced = try await five.connect(to: Self.sensorTag)
             #expect(await enhanced.enhancedBearerCount == 5)
             #expect(await enhanced.securityLevel >= .encrypted, "EATT after encryption")
@@ -71,6 +75,7 @@ struct BumbleEATTInteropTests {
         defer { peer.stop() }
         try await withTimeout(90, "1000 operations over 5 bearers") {
             let adapter = try await Self.adapter(peer, bearers: 5)
+            defer { removeTree(adapter.options.bondsDirectory!) }
             let device = try await adapter.connect(to: Self.sensorTag)
             let database = try await device.client.discoverDatabase()
             let name = try #require(database.characteristics(uuid: .bit16(0x2A00)).first?.valueHandle)
@@ -117,6 +122,7 @@ struct BumbleEATTInteropTests {
         let peer = try await BumblePeer.start(devices: ["sensortag"], lifetime: 120, arguments: ["--eatt"])
         defer { peer.stop() }
         let directory = NSTemporaryDirectory() + "eatt-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { removeTree(directory) }
         let capture = directory + ".btsnoop"
         defer { unlink(capture) }
         let live = await Self.run([

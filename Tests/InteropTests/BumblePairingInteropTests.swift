@@ -34,6 +34,7 @@ struct BumblePairingInteropTests {
 
     static func randOctets(_ rand: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) } }
 
+    /// A fresh bonds directory; the caller removes it (`removeTree`).
     static func bondsDirectory() -> String {
         let path = NSTemporaryDirectory() + "bonds-\(UInt64.random(in: 0...UInt64.max))"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -59,6 +60,7 @@ struct BumblePairingInteropTests {
         let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none"])
         defer { peer.stop() }
         let bonds = Self.bondsDirectory()
+        defer { removeTree(bonds) }
         try await withTimeout(60, "pairing on demand") {
             let adapter = try await Self.adapter(peer, bonds: bonds)
             let device = try await adapter.connect(to: address)
@@ -102,6 +104,7 @@ struct BumblePairingInteropTests {
             defer { peer.stop() }
             try await withTimeout(60, "passkey entry") {
                 let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                defer { removeTree(adapter.options.bondsDirectory!) }
                 let delegate = Delegate()
                 await adapter.setPairingDelegate(delegate)
                 let device = try await adapter.connect(to: address)
@@ -119,6 +122,7 @@ struct BumblePairingInteropTests {
             defer { peer.stop() }
             try await withTimeout(60, "numeric comparison") {
                 let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                defer { removeTree(adapter.options.bondsDirectory!) }
                 let delegate = Delegate()
                 await adapter.setPairingDelegate(delegate)
                 let device = try await adapter.connect(to: address)
@@ -139,6 +143,7 @@ struct BumblePairingInteropTests {
             defer { peer.stop() }
             try await withTimeout(60, "we display") {
                 let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+                defer { removeTree(adapter.options.bondsDirectory!) }
                 let delegate = Delegate()
                 await adapter.setPairingDelegate(delegate)
                 let device = try await adapter.connect(to: address)
@@ -163,6 +168,7 @@ struct BumblePairingInteropTests {
         defer { peer.stop() }
         try await withTimeout(60, "legacy pairing") {
             let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+            defer { removeTree(adapter.options.bondsDirectory!) }
             await adapter.setPairingDelegate(Delegate())
             let device = try await adapter.connect(to: address)
             let bond = try await device.pair(PairingOptions(ioCapability: .keyboardDisplay))
@@ -191,6 +197,7 @@ struct BumblePairingInteropTests {
         defer { justWorksPeer.stop() }
         try await withTimeout(60, "legacy Just Works") {
             let adapter = try await Self.adapter(justWorksPeer, bonds: Self.bondsDirectory())
+            defer { removeTree(adapter.options.bondsDirectory!) }
             let device = try await adapter.connect(to: justWorksAddress)
             let bond = try await device.pair(PairingOptions(ioCapability: .noInputNoOutput))
             #expect(!bond.secureConnections && !bond.authenticated)
@@ -203,6 +210,7 @@ struct BumblePairingInteropTests {
         let (peer, address) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none"])
         defer { peer.stop() }
         let bonds = Self.bondsDirectory()
+        defer { removeTree(bonds) }
         try await withTimeout(90, "the lost bond") {
             let adapter = try await Self.adapter(peer, bonds: bonds)
             let device = try await adapter.connect(to: address)
@@ -236,6 +244,7 @@ struct BumblePairingInteropTests {
         defer { peer.stop() }
         try await withTimeout(60, "the Security Request") {
             let adapter = try await Self.adapter(peer, bonds: Self.bondsDirectory())
+            defer { removeTree(adapter.options.bondsDirectory!) }
             let device = try await adapter.connect(to: address)
             let requested = try await peer.command("request-security secure")
             #expect(requested.hasPrefix("ok"), "\(requested)")
@@ -264,6 +273,7 @@ extension BumblePairingInteropTests {
         let (peer, identity) = try await Self.securePeer(["--pairing", "sc", "--pairing-io", "none", "--privacy"])
         defer { peer.stop() }
         let bonds = Self.bondsDirectory()
+        defer { removeTree(bonds) }
         try await withTimeout(90, "privacy after bonding") {
             let rpa = PeerAddress(address: try Self.lastAddress(try await peer.event(startingWith: "PRIVATE secure")), type: .random)
             #expect(rpa.address.randomAddressKind == .resolvablePrivate && rpa.address != identity.address)
@@ -315,6 +325,7 @@ struct BumblePairingCLITests {
         defer { peer.stop() }
         let address = try #require(peer.devices["secure"]).description + "/random"
         let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
         let base = ["--transport", peer.uri.description, "--bonds", bonds]
 
         let paired = await Self.run(base + ["--json", "pair", address, "--io-capability", "keyboard-only", "--passkey", "123456"])
@@ -358,8 +369,10 @@ struct BumblePairingCLITests {
         let address = try #require(peer.devices["secure"]).description + "/random"
         let record = NSTemporaryDirectory() + "pairing-\(UInt64.random(in: 0...UInt64.max)).btsnoop"
         defer { try? FileManager.default.removeItem(atPath: record) }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
         let paired = await Self.run([
-            "--transport", peer.uri.description, "--bonds", BumblePairingInteropTests.bondsDirectory(), "--record", record,
+            "--transport", peer.uri.description, "--bonds", bonds, "--record", record,
             "pair", address, "--no-bond",
         ])
         #expect(paired.code == 0, "\(paired.stderr)")
@@ -412,6 +425,7 @@ struct BumbleCentralPairingTests {
         let centralPort = String(centralLine.split(separator: ":").last ?? "")
         var options = AdapterOptions()
         options.bondsDirectory = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(options.bondsDirectory!) }
         let adapter = try await Adapter.open(String(ready.dropFirst("READY ".count)), options: options)
         if let passkey { await adapter.setPairingDelegate(BumblePairingInteropTests.Delegate(passkey: passkey)) }
         let local = try await adapter.advertise(

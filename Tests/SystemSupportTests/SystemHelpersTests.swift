@@ -3,6 +3,7 @@ import Testing
 
 @testable import SystemSupport
 import Bluetooth
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -20,6 +21,7 @@ struct BluetoothSystemHelpersTests {
 
     @Test func readWriteRoundTrip() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let path = directory + "/file.bin"
         // Larger than one read chunk, every octet value.
         let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
@@ -40,6 +42,7 @@ struct BluetoothSystemHelpersTests {
 
     @Test func readErrorsNameTheOperation() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         #expect(throws: FileSystemError(operation: "open", path: directory + "/none", errno: Errno(rawValue: ENOENT))) {
             try FileSystem.readFile(atPath: directory + "/none")
         }
@@ -53,6 +56,7 @@ struct BluetoothSystemHelpersTests {
 
     @Test func atomicWriteFailuresLeaveNothing() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         // No such directory: mkstemp fails.
         #expect(throws: FileSystemError(operation: "mkstemp", path: directory + "/no/f", errno: Errno(rawValue: ENOENT))) {
             try FileSystem.writeFileAtomically([1], toPath: directory + "/no/f")
@@ -67,6 +71,7 @@ struct BluetoothSystemHelpersTests {
 
     @Test func createDirectoryMakesParents() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         try FileSystem.createDirectory(atPath: directory + "/a/b//c/")
         #expect(FileSystem.isDirectory(atPath: directory + "/a/b/c"))
         try FileSystem.createDirectory(atPath: directory + "/a/b/c")  // exists: fine
@@ -86,6 +91,7 @@ struct BluetoothSystemHelpersTests {
 
     @Test func removeFile() throws {
         let directory = try Self.temporaryDirectory()
+        defer { removeTree(directory) }
         let path = directory + "/f"
         try FileSystem.writeFileAtomically([0], toPath: path)
         try FileSystem.removeFile(atPath: path)

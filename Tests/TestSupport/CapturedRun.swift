@@ -55,9 +55,12 @@ private func readAll(_ file: (descriptor: Int32, path: String)) -> String {
 }
 
 /// The tests' own gattclient cache (`GATTCLIENT_CACHE`: the address-type cache), one per test
-/// process, set before the first in-process run so no test reads or writes the user's.
+/// process, set before the first in-process run so no test reads or writes the user's. The
+/// process's tests share it, so it is removed when the process exits.
 public let testCacheDirectory: String = {
     let path = "/tmp/gattclient-test-cache-\(getpid())"
     setenv("GATTCLIENT_CACHE", path, 1)
+    // A C function cannot capture: the handler computes the same path again.
+    atexit { removeTree("/tmp/gattclient-test-cache-\(getpid())") }
     return path
 }()

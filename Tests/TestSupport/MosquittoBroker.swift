@@ -57,8 +57,8 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     deinit {
         process?.kill()
-        for name in ["mosquitto.conf", "broker.db", "broker.db.new"] { unlink(directory + "/" + name) }
-        rmdir(directory)
+        // Whatever the broker wrote there too.
+        removeTree(directory)
     }
 
     /// Starts it (again); returns once it accepts connections.

@@ -119,8 +119,6 @@ public struct JSONWriter: Sendable {
         return n + 2
     }
 
-    static let hexDigits: StaticString = "0123456789abcdef"
-
     /// The room a literal key takes at most (comma, quotes, colon).
     @inline(__always)
     static func keyRoom(_ literal: StaticString) -> Int { literal.utf8CodeUnitCount + 4 }
@@ -152,15 +150,7 @@ public struct JSONWriter: Sendable {
     @inline(__always)
     static func putHex(_ value: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = UInt8(ascii: "\"")
-        var index = 1
-        do {
-                let table = Self.hexDigits.utf8Start
-            for byte in value {
-                p[index] = table[Int(byte >> 4)]
-                p[index + 1] = table[Int(byte & 0x0F)]
-                index += 2
-            }
-        }
+        let index = 1 + TextDigits.putHex(value, at: p + 1)
         p[index] = UInt8(ascii: "\"")
         return index + 1
     }
