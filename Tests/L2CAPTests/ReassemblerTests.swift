@@ -48,6 +48,35 @@ import Bluetooth
         #expect(Array(try #require(b.frame).payload) == [0x12, 0x01, 0x02, 0x03])
     }
 
+    /// Eight handles with frames in flight at once, fed in turn and completed in an order that
+    /// takes partial frames out from the front, the middle and the end of what is held; each
+    /// frame comes back whole and only on its own handle.
+    @Test func manyHandlesCompleteInAnyOrder() throws {
+        var reassembler = L2CAPReassembler()
+        let handles: [UInt16] = [0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47]
+        func frame(_ handle: UInt16) -> [UInt8] {
+            L2CAPBasicFrame(channelID: 4, payload: ArraySlice((0..<40).map { UInt8(truncatingIfNeeded: Int(handle) &* 7 &+ $0) })).encode()
+        }
+        for handle in handles {
+            let output = reassembler.receive(handle: handle, packetBoundary: 0b10, data: frame(handle)[..<6])
+            #expect(output.frame == nil && output.drop == nil)
+        }
+        #expect(reassembler.partialFrameCount == 8)
+        // A middle piece for every handle, then the ends in a scrambled order.
+        for handle in handles.reversed() {
+            let output = reassembler.receive(handle: handle, packetBoundary: 0b01, data: frame(handle)[6..<20])
+            #expect(output.frame == nil && output.drop == nil)
+        }
+        for (done, handle) in [0x43, 0x40, 0x47, 0x45, 0x41, 0x46, 0x42, 0x44].map(UInt16.init).enumerated() {
+            let output = reassembler.receive(handle: handle, packetBoundary: 0b01, data: frame(handle)[20...])
+            #expect(output.drop == nil)
+            #expect(Array(try #require(output.frame).payload) == Array(frame(handle)[4...]))
+            #expect(reassembler.partialFrameCount == 7 - done)
+            // The handle is free again: a continuation on it now has no start.
+            #expect(reassembler.receive(handle: handle, packetBoundary: 0b01, data: [0]).drop?.reason == .continuationWithoutStart)
+        }
+    }
+
     @Test func brokenSequencesAreDroppedAndReported() {
         var reassembler = L2CAPReassembler()
         let orphan = reassembler.receive(handle: 7, packetBoundary: 0b01, data: [1, 2])

@@ -49,6 +49,7 @@ extension CaptureDecoder {
     /// checked in place are read from the reader's buffer by their header alone: no
     /// `CaptureRecord` (and no reference to the buffer) is made for them. A stream that has
     /// nothing to read for now (a pipe) is waited for.
+    @inlinable
     public mutating func countAll<V: CaptureCountingVisitor>(_ reader: inout CaptureReader, visitor: inout V) {
         while true {
             let file = reader.bytes
@@ -56,7 +57,15 @@ extension CaptureDecoder {
             // The first record of a new window (a stream's), counted against that window.
             var moved: CaptureRecord.Header?
             file.withUnsafeBufferPointer { buffer in
-                while let header = reader.nextHeader() {
+                let window = UnsafeRawBufferPointer(buffer)
+                while true {
+                    // Most records: whole in the window, read in place; the rest through the
+                    // reader's general path (refills, damage, other formats).
+                    if let header = reader.nextWholeH4Record(in: window) {
+                        count(header, in: file, buffer: buffer, visitor: &visitor)
+                        continue
+                    }
+                    guard let header = reader.nextHeader() else { return }
                     if reader.windowGeneration != generation {
                         moved = header
                         return
@@ -75,8 +84,8 @@ extension CaptureDecoder {
     }
 
     /// Counts the record `header` of `file` (whose storage is `buffer`).
-    @inline(__always)
-    private mutating func count<V: CaptureCountingVisitor>(
+    @inlinable
+    mutating func count<V: CaptureCountingVisitor>(
         _ header: CaptureRecord.Header, in file: [UInt8], buffer: UnsafeBufferPointer<UInt8>, visitor: inout V
     ) {
         let outcome = countInPlace(UnsafeBufferPointer(rebasing: buffer[header.range]), record: header, visitor: &visitor)
@@ -85,7 +94,8 @@ extension CaptureDecoder {
     }
 
     /// What `countInPlace` left to do.
-    private enum InPlaceOutcome {
+    @usableFromInline
+    enum InPlaceOutcome {
         /// Counted: nothing left.
         case counted
         /// To be decoded in full.
@@ -95,7 +105,8 @@ extension CaptureDecoder {
     }
 
     /// Does what `countInPlace` left for `record`.
-    private mutating func finish<V: CaptureCountingVisitor>(_ outcome: InPlaceOutcome, record: CaptureRecord, visitor: inout V) {
+    @usableFromInline
+    mutating func finish<V: CaptureCountingVisitor>(_ outcome: InPlaceOutcome, record: CaptureRecord, visitor: inout V) {
         switch outcome {
         case .counted:
             break
@@ -113,7 +124,8 @@ extension CaptureDecoder {
 
     /// Counts the record `record` (whose packet is `bytes`) as far as its checks can be made in
     /// place; says what is left.
-    private mutating func countInPlace<V: CaptureCountingVisitor>(
+    @inlinable
+    mutating func countInPlace<V: CaptureCountingVisitor>(
         _ bytes: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header, visitor: inout V
     ) -> InPlaceOutcome {
         switch record.kind {
@@ -182,7 +194,8 @@ extension CaptureDecoder {
 
     /// Counts an LE Meta event whose parameters (subevent code first) are `p` when it is a
     /// well-formed advertising report event; says what is left.
-    private func countLEMeta<V: CaptureCountingVisitor>(
+    @inlinable
+    func countLEMeta<V: CaptureCountingVisitor>(
         _ p: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header, visitor: inout V
     ) -> InPlaceOutcome {
         guard p.count >= 2 else { return .decode }
@@ -220,6 +233,7 @@ extension CaptureDecoder {
     /// Whether `ATTPDU(decoding:)` (no MTU) accepts `pdu`, for the opcodes whose parsers are a
     /// fixed length, a fixed head and any value, or a list of same-size entries (the Error Code
     /// too, for an Error Response); nil for the others, which must be decoded.
+    @inlinable
     public static func inPlaceATTCheck(_ pdu: UnsafeBufferPointer<UInt8>) -> (wellFormed: Bool, errorCode: ATTErrorCode?)? {
         guard let opcode = pdu.first else { return nil }
         let count = pdu.count
@@ -272,6 +286,7 @@ extension CaptureDecoder {
     /// Whether `pdu` from `head` on is what the ATT list responses' parsers accept: at least one
     /// entry of `entry` octets (≥ 2, or ≥ 4 when `ranged`), no partial entry, each entry starting
     /// with a non-zero handle and, when `ranged`, a second handle not below it.
+    @inlinable
     static func isWellFormedList(_ pdu: UnsafeBufferPointer<UInt8>, head: Int, entry: Int, ranged: Bool) -> Bool {
         let remaining = pdu.count - head
         guard remaining > 0, remaining % entry == 0 else { return false }
@@ -287,6 +302,7 @@ extension CaptureDecoder {
 
     /// LE Advertising Report parameters as `LEAdvertisingReportEvent` accepts them: Num_Reports
     /// 1–25, each report 9 octets, Data_Length ≤ 31, data, RSSI; nothing after the last.
+    @inlinable
     static func isWellFormedLegacyReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = p.first else { return false }
         let count = Int(first)
@@ -303,6 +319,7 @@ extension CaptureDecoder {
 
     /// LE Extended Advertising Report parameters as `LEExtendedAdvertisingReportEvent` accepts
     /// them: Num_Reports 1–10, each report 23 octets, Data_Length, data; nothing after the last.
+    @inlinable
     static func isWellFormedExtendedReports(_ p: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = p.first else { return false }
         let count = Int(first)

@@ -58,8 +58,8 @@ public protocol CaptureVisitor {
 /// reassembly per connection and direction, ATT on the fixed channel 0x0004.
 public struct CaptureDecoder: Sendable {
     /// Separate reassembly per direction: the two sides' fragments interleave on one handle.
-    var sentReassembler = L2CAPReassembler()
-    var receivedReassembler = L2CAPReassembler()
+    @usableFromInline var sentReassembler = L2CAPReassembler()
+    @usableFromInline var receivedReassembler = L2CAPReassembler()
     /// Last Read By Type Request type per (connection, direction it travelled).
     private var readByTypeRequests: [UInt32: BluetoothUUID] = [:]
     /// Enhanced ATT channels opened on LE signaling, and their K-frame reassembly.

@@ -9,7 +9,7 @@ import ATT
 /// the data starts with the H4 indicator. Datalink 2001: flags are (index << 16) | opcode.
 /// - SeeAlso: BlueZ doc/btsnoop.rst; RFC 1761 §3 (record format)
 extension CaptureReader {
-    static let btsnoopRecordHeaderLength = 24
+    @usableFromInline static let btsnoopRecordHeaderLength = 24
 
     @usableFromInline
     mutating func nextBTSnoop(monitor: Bool) -> CaptureRecord.Header? {
@@ -47,7 +47,7 @@ extension CaptureReader {
         let dataStart = start + headerLength
         let dataEnd = dataStart + included
         position = dataEnd
-        recordCount += 1
+        recordsRead += 1
         let timestamp = CaptureTime.unixMicroseconds(btsnoop: rawTimestamp)
         if monitor {
             return monitorRecord(
@@ -59,6 +59,36 @@ extension CaptureReader {
         return h4Record(
             number: recordCount, timestamp: timestamp, direction: flags & 1 == 0 ? .sent : .received,
             start: dataStart, end: dataEnd, original: original)
+    }
+
+    /// The next record of an H4 btsnoop when all of it is in `window` (this reader's `bytes`)
+    /// and it is not empty: the header `nextBTSnoop(monitor: false)` returns for it, read with
+    /// no refill and no damage path. nil when that is not so (at the end of the window, at a
+    /// length `nextBTSnoop` refuses, on other formats): `nextHeader()` then reads on as usual.
+    /// For the counting loop, which calls it per record.
+    @inlinable
+    mutating func nextWholeH4Record(in window: UnsafeRawBufferPointer) -> CaptureRecord.Header? {
+        let headerLength = Self.btsnoopRecordHeaderLength
+        let start = position
+        guard mode == .btsnoopH4, !isFinished, window.count - start >= headerLength else { return nil }
+        let original = Int(UInt32(bigEndian: window.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+        let included = Int(UInt32(bigEndian: window.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self)))
+        let dataStart = start + headerLength
+        guard included > 0, included <= original, included <= Self.btsnoopMaximumIncludedLength,
+              included <= window.count - dataStart
+        else { return nil }
+        let flags = window.load(fromByteOffset: start + 11, as: UInt8.self)
+        let raw = UInt64(bigEndian: window.loadUnaligned(fromByteOffset: start + 16, as: UInt64.self))
+        let indicator = window.load(fromByteOffset: dataStart, as: UInt8.self)
+        let dataEnd = dataStart + included
+        position = dataEnd
+        recordsRead += 1
+        let kind: CaptureRecord.Kind
+        if let type = HCIPacketType(rawValue: indicator) { kind = .packet(type) } else { kind = .unknown(indicator: indicator) }
+        return CaptureRecord.Header(
+            number: recordCount, timestamp: CaptureTime.unixMicroseconds(btsnoop: raw),
+            direction: flags & 1 == 0 ? .sent : .received, kind: kind,
+            range: (dataStart + 1)..<dataEnd, originalLength: original - 1)
     }
 }
 
@@ -93,7 +123,7 @@ extension CaptureReader {
             return stop(atIndex: start, .includedExceedsOriginal(included: captured, original: original))
         }
         position = start + 16 + captured
-        recordCount += 1
+        recordsRead += 1
         let micro = pcapNanosecond ? Int64(fraction / 1000) : Int64(fraction)
         let timestamp = Int64(seconds) * 1_000_000 &+ micro
         return linkLayerRecord(

@@ -265,13 +265,13 @@ extension CaptureReader {
             return stop(atIndex: blockStart, .includedExceedsOriginal(included: captured, original: original))
         }
         position = blockEnd
-        recordCount += 1
+        recordsRead += 1
         guard interface.linkType.isSupported else {
             skippedCount += 1
             return nil
         }
         guard captured <= Self.pcapMaximumCapturedLength else {
-            recordCount -= 1
+            recordsRead -= 1
             return stop(
                 atIndex: blockStart,
                 .lengthTooLarge(field: "captured length", value: captured, maximum: Self.pcapMaximumCapturedLength))

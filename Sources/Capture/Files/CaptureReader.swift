@@ -33,7 +33,9 @@ public struct CaptureReader: Sequence, IteratorProtocol, Sendable {
     public var offset: Int { windowOffset + position }
     /// Packet records consumed so far, including ones skipped for their link type: the number
     /// of the last record returned.
-    public internal(set) var recordCount = 0
+    public var recordCount: Int { recordsRead }
+    /// `recordCount`'s storage (set by the record parsers, some inlined into callers).
+    @usableFromInline var recordsRead = 0
     /// pcapng packets skipped because their interface's link type is not HCI.
     public internal(set) var skippedCount = 0
     /// Set when decoding stopped before the end of the file.

@@ -7,17 +7,16 @@ import L2CAP
 
 /// `dump --summary`: every record decoded at every layer, only counts printed.
 ///
-/// Counting is by raw codes in flat tables (a name is built once per distinct code, at its
-/// first occurrence, and the tables are turned into name → count dictionaries only when
-/// printing), so a record costs no string building or hashing.
+/// Counting is by raw codes in flat tables (`SummaryTables`; a name is built once per distinct
+/// code when the summary is taken, and the tables are turned into name → count dictionaries
+/// only when printing), so a record costs no string building or hashing.
 struct CaptureSummary {
     var records = 0
     /// Per H4 packet type (raw value).
     var packetTypeCounts = [Int](repeating: 0, count: 256)
     /// Records that are not HCI packets (unknown indicator, empty), by description.
     var otherRecordKinds: [String: Int] = [:]
-    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen (set when its
-    /// count leaves 0, so the hot path reads no string).
+    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen.
     var eventCounts = [Int](repeating: 0, count: HCIEvent.summaryKeyCount)
     var eventNames = [String?](repeating: nil, count: HCIEvent.summaryKeyCount)
     /// Per command opcode (indexed by its 16 bits: no hashing per record); `commandNames` holds
@@ -164,7 +163,7 @@ struct FilteredSummaryVisitor: CaptureVisitor {
         if options.advOnly { words.append("--adv-only") }
         if let from = options.from { words.append("--from \(from)") }
         if let to = options.to { words.append("--to \(to)") }
-        counter.summary.filter = words.joined(separator: " ")
+        counter.filter = words.joined(separator: " ")
     }
 
     /// Whether a filter is set (else the fast count serves).
@@ -214,104 +213,164 @@ struct FilteredSummaryVisitor: CaptureVisitor {
 }
 
 struct SummaryVisitor: CaptureCountingVisitor {
-    var summary = CaptureSummary()
+    /// The counts other than the per-code tables (those are in `tables` until `summary`).
+    private var totals = CaptureSummary()
+    /// The per-code tables, counted in place.
+    private let tables = SummaryTables()
 
-    mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
-        summary.records += 1
-        switch record.kind {
-        case .packet(let type):
-            summary.packetTypeCounts[Int(type.rawValue)] += 1
-        case .note:
-            summary.notes += 1
-        case .unknown, .empty:
-            summary.otherRecordKinds["\(record.kind)", default: 0] += 1
-        }
-        if error != nil { summary.malformedPackets += 1 }
-        switch packet {
-        case .command(let opcode, _)?:
-            countCommand(opcode)
-        case .event(let event)?:
-            let key = event.summaryKey
-            if summary.eventCounts[key] == 0 { summary.eventNames[key] = event.summaryName }
-            summary.eventCounts[key] += 1
-        default: break
-        }
+    /// The dump filters the counts follow, for the summary's heading.
+    var filter: String? {
+        get { totals.filter }
+        set { totals.filter = newValue }
     }
 
-    private mutating func countCommand(_ opcode: HCIOpcode) {
-        let index = Int(opcode.rawValue)
-        if summary.commandCounts[index] == 0 { summary.commandNames[opcode.rawValue] = opcode.description }
-        summary.commandCounts[index] += 1
+    /// What has been counted, as a value (names looked up for each code seen).
+    var summary: CaptureSummary {
+        var summary = totals
+        tables.fill(&summary)
+        return summary
+    }
+
+    mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
+        totals.records += 1
+        switch record.kind {
+        case .packet(let type):
+            tables.add(SummaryTables.packetTypes, type.rawValue)
+        case .note:
+            totals.notes += 1
+        case .unknown, .empty:
+            totals.otherRecordKinds["\(record.kind)", default: 0] += 1
+        }
+        if error != nil { totals.malformedPackets += 1 }
+        switch packet {
+        case .command(let opcode, _)?:
+            tables.add(SummaryTables.commands, Int(opcode.rawValue))
+        case .event(let event)?:
+            tables.add(SummaryTables.events, event.summaryKey)
+        default: break
+        }
     }
 
     // The records `CaptureDecoder.count` checks in place: the same counts as above.
 
     mutating func count(command opcode: HCIOpcode, record: CaptureRecord.Header) {
-        summary.records += 1
-        summary.packetTypeCounts[Int(HCIPacketType.command.rawValue)] += 1
-        countCommand(opcode)
+        totals.records += 1
+        tables.add(SummaryTables.packetTypes, HCIPacketType.command.rawValue)
+        tables.add(SummaryTables.commands, Int(opcode.rawValue))
     }
 
     mutating func count(aclPacket record: CaptureRecord.Header) {
-        summary.records += 1
-        summary.packetTypeCounts[Int(HCIPacketType.acl.rawValue)] += 1
+        totals.records += 1
+        tables.add(SummaryTables.packetTypes, HCIPacketType.acl.rawValue)
     }
 
     mutating func count(event code: HCIEventCode, record: CaptureRecord.Header) {
-        summary.records += 1
-        summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
-        let key = HCIEvent.summaryKey(code: code)
-        if summary.eventCounts[key] == 0 { summary.eventNames[key] = HCIEvent.summaryName(key: key) }
-        summary.eventCounts[key] += 1
+        totals.records += 1
+        tables.add(SummaryTables.packetTypes, HCIPacketType.event.rawValue)
+        tables.add(SummaryTables.events, HCIEvent.summaryKey(code: code))
     }
 
     mutating func count(advertisingReportEvent subevent: LESubeventCode, record: CaptureRecord.Header) {
-        summary.records += 1
-        summary.packetTypeCounts[Int(HCIPacketType.event.rawValue)] += 1
-        // HCIEvent.summaryKey and summaryName of an LE Meta event.
-        let key = 0x100 | Int(subevent.rawValue)
-        if summary.eventCounts[key] == 0 { summary.eventNames[key] = "LE Meta: \(subevent)" }
-        summary.eventCounts[key] += 1
+        totals.records += 1
+        tables.add(SummaryTables.packetTypes, HCIPacketType.event.rawValue)
+        // HCIEvent.summaryKey of an LE Meta event.
+        tables.add(SummaryTables.events, 0x100 | Int(subevent.rawValue))
     }
 
     mutating func count(advertisingReport subevent: LESubeventCode, data: UnsafeBufferPointer<UInt8>, record: CaptureRecord.Header) {
-        summary.advertisingReportCounts[Int(subevent.rawValue)] += 1
-        if !ADWalk.isWellFormed(data) { summary.malformedAdvertisingData += 1 }
+        tables.add(SummaryTables.advertisingReports, subevent.rawValue)
+        if !ADWalk.isWellFormed(data) { totals.malformedAdvertisingData += 1 }
     }
 
     mutating func count(att opcode: ATTOpcode, wellFormed: Bool, errorCode: ATTErrorCode?, record: CaptureRecord.Header) {
-        summary.attOpcodeCounts[Int(opcode.rawValue)] += 1
-        if !wellFormed { summary.attMalformed += 1 }
-        if let errorCode { summary.attErrorCounts[Int(errorCode.rawValue)] += 1 }
+        tables.add(SummaryTables.attOpcodes, opcode.rawValue)
+        if !wellFormed { totals.attMalformed += 1 }
+        if let errorCode { tables.add(SummaryTables.attErrors, errorCode.rawValue) }
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
-        summary.advertisingReportCounts[Int(advertisingReport.subevent.rawValue)] += 1
+        tables.add(SummaryTables.advertisingReports, advertisingReport.subevent.rawValue)
         let wellFormed: Bool
         switch advertisingReport.report {
         case .legacy(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
         case .extended(let report): wellFormed = ADWalk.isWellFormed(report.data[...])
         case .directed: wellFormed = true
         }
-        if !wellFormed { summary.malformedAdvertisingData += 1 }
+        if !wellFormed { totals.malformedAdvertisingData += 1 }
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
-        summary.attOpcodeCounts[Int(att.opcode.rawValue)] += 1
-        if att.pdu == nil { summary.attMalformed += 1 }
-        if case .errorResponse(let response)? = att.pdu { summary.attErrorCounts[Int(response.errorCode.rawValue)] += 1 }
+        tables.add(SummaryTables.attOpcodes, att.opcode.rawValue)
+        if att.pdu == nil { totals.attMalformed += 1 }
+        if case .errorResponse(let response)? = att.pdu { tables.add(SummaryTables.attErrors, response.errorCode.rawValue) }
     }
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {
-        summary.otherL2CAP[l2capFrame.channelID, default: 0] += 1
+        totals.otherL2CAP[l2capFrame.channelID, default: 0] += 1
     }
 
     mutating func visit(l2capDrop: L2CAPReassembler.Drop, record: CaptureRecord) {
-        summary.l2capDrops += 1
+        totals.l2capDrops += 1
     }
 
     mutating func visit(sduDrop reason: String, connectionHandle: UInt16, channelID: UInt16, record: CaptureRecord) {
-        summary.l2capDrops += 1
+        totals.l2capDrops += 1
+    }
+}
+
+/// `SummaryVisitor`'s per-code counters: one block of memory counted in place, with no
+/// copy-on-write or bounds check per count (a few a record on the counting path). Every index
+/// is a code of fixed width within its table's size: an H4 packet type, an event's
+/// `summaryKey`, a 16-bit opcode, an 8-bit subevent, ATT opcode or Error Code. A reference:
+/// copies of one visitor count into the same tables (`SummaryVisitor.summary` is the value).
+final class SummaryTables {
+    // Where each table starts, and the size of the whole.
+    static let packetTypes = 0
+    static let events = 0x100
+    static let commands = 0x100 + 0x300
+    static let advertisingReports = 0x100 + 0x300 + 0x1_0000
+    static let attOpcodes = 0x100 + 0x300 + 0x1_0000 + 0x100
+    static let attErrors = 0x100 + 0x300 + 0x1_0000 + 0x200
+    static let size = 0x100 + 0x300 + 0x1_0000 + 0x300
+
+    private let counts: UnsafeMutablePointer<Int>
+
+    init() {
+        assert(Self.commands - Self.events == HCIEvent.summaryKeyCount)
+        counts = .allocate(capacity: Self.size)
+        counts.initialize(repeating: 0, count: Self.size)
+    }
+
+    deinit { counts.deallocate() }
+
+    /// Counts code `code` of the table at `table`.
+    @inline(__always)
+    func add(_ table: Int, _ code: Int) {
+        counts[table + code] &+= 1
+    }
+
+    @inline(__always)
+    func add(_ table: Int, _ code: UInt8) { add(table, Int(code)) }
+
+    /// The table at `table`, `size` counts long, as an array.
+    private func table(_ table: Int, size: Int) -> [Int] {
+        Array(UnsafeBufferPointer(start: counts + table, count: size))
+    }
+
+    /// Puts the tables into `summary`, with the name of each event and command seen.
+    func fill(_ summary: inout CaptureSummary) {
+        summary.packetTypeCounts = table(Self.packetTypes, size: 0x100)
+        summary.eventCounts = table(Self.events, size: HCIEvent.summaryKeyCount)
+        summary.commandCounts = table(Self.commands, size: 0x1_0000)
+        summary.advertisingReportCounts = table(Self.advertisingReports, size: 0x100)
+        summary.attOpcodeCounts = table(Self.attOpcodes, size: 0x100)
+        summary.attErrorCounts = table(Self.attErrors, size: 0x100)
+        for (key, count) in summary.eventCounts.enumerated() where count > 0 {
+            summary.eventNames[key] = HCIEvent.summaryName(key: key)
+        }
+        for (opcode, count) in summary.commandCounts.enumerated() where count > 0 {
+            summary.commandNames[UInt16(opcode)] = HCIOpcode(rawValue: UInt16(opcode)).description
+        }
     }
 }
 
@@ -319,7 +378,7 @@ extension HCIEvent {
     /// Size of the `summaryKey` space.
     static let summaryKeyCount = 0x300
 
-    /// A small integer naming the event's `summaryName` (the same key always has the same
+    /// A small integer naming the event's `summaryName(key:)` (the same key always has the same
     /// name): 0–6 for the decoded events, 0x100 + subevent code for LE Meta, 0x200 + event code
     /// for the others.
     var summaryKey: Int {
@@ -333,14 +392,6 @@ extension HCIEvent {
         case .dataBufferOverflow: return 6
         case .leMeta(let meta): return 0x100 | Int(meta.subeventCode.rawValue)
         case .unknown(let code, _): return 0x200 | Int(code.rawValue)
-        }
-    }
-
-    /// The event's name for counting (LE Meta events by subevent).
-    var summaryName: String {
-        switch self {
-        case .leMeta(let meta): return "LE Meta: \(meta.subeventCode)"
-        default: return Self.summaryName(key: summaryKey)
         }
     }
 
@@ -359,8 +410,9 @@ extension HCIEvent {
         }
     }
 
-    /// The `summaryName` of a key other than LE Meta's.
+    /// The `summaryName` of a key.
     static func summaryName(key: Int) -> String {
+        if key & 0x300 == 0x100 { return "LE Meta: \(LESubeventCode(rawValue: UInt8(key & 0xFF)))" }
         switch key {
         case 0: return "Command Complete"
         case 1: return "Command Status"

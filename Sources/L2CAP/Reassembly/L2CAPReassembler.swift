@@ -47,6 +47,7 @@ public struct L2CAPReassembler: Sendable {
     }
 
     private struct Partial: Sendable {
+        var handle: UInt16
         var bytes: [UInt8]
         /// Header + payload length once the 4-octet header has arrived.
         var expected: Int?
@@ -56,7 +57,10 @@ public struct L2CAPReassembler: Sendable {
     public let maximumLength: Int
     /// Largest number of connection handles with an incomplete frame at once.
     public let maximumPartialFrames: Int
-    private var partials: [UInt16: Partial] = [:]
+    /// The incomplete frames, at most one per handle, in no order. A handful at once (one per
+    /// connection with a frame in flight, at most `maximumPartialFrames`): a linear search
+    /// costs less than hashing the handle, and a fragment is appended in place.
+    private var partials: [Partial] = []
 
     public init(maximumLength: Int = 65_535, maximumPartialFrames: Int = 64) {
         self.maximumLength = maximumLength
@@ -72,50 +76,56 @@ public struct L2CAPReassembler: Sendable {
         switch packetBoundary & 0b11 {
         case 0b00, 0b10:
             var drop: Drop?
-            if let previous = partials.removeValue(forKey: handle) {
+            if let index = index(of: handle) {
+                let previous = remove(at: index)
                 drop = Drop(handle: handle, reason: .interruptedByNewStart(
                     received: previous.bytes.count, expected: previous.expected ?? 4))
             }
-            // Fast path: the whole frame in one fragment, returned without copying.
+            var expected: Int?
             if data.count >= 4 {
                 let length = Int(data[data.startIndex]) | Int(data[data.startIndex + 1]) << 8
                 let channel = UInt16(data[data.startIndex + 2]) | UInt16(data[data.startIndex + 3]) << 8
                 if length > maximumLength {
                     return Output(frame: nil, drop: drop ?? Drop(handle: handle, reason: .tooLong(length: length, limit: maximumLength)))
                 }
+                // Fast path: the whole frame in one fragment, returned without copying.
                 if data.count == 4 + length {
                     return Output(frame: L2CAPBasicFrame(channelID: channel, payload: data.dropFirst(4)), drop: drop)
                 }
                 if data.count > 4 + length {
                     return Output(frame: nil, drop: drop ?? Drop(handle: handle, reason: .overrun(received: data.count - 4, expected: length)))
                 }
+                expected = 4 + length
             }
             guard partials.count < maximumPartialFrames else {
                 return Output(frame: nil, drop: drop ?? Drop(handle: handle, reason: .tooManyPartialFrames(limit: maximumPartialFrames)))
             }
-            var partial = Partial(bytes: Array(data), expected: nil)
-            partial.expected = Self.expectedLength(partial.bytes)
-            if let expected = partial.expected { partial.bytes.reserveCapacity(expected) }
-            partials[handle] = partial
+            // The whole frame's room at once when its length is known (one allocation).
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(expected ?? data.count)
+            bytes.append(contentsOf: data)
+            partials.append(Partial(handle: handle, bytes: bytes, expected: expected))
             return Output(frame: nil, drop: drop)
         case 0b01:
-            guard var partial = partials.removeValue(forKey: handle) else {
+            guard let index = index(of: handle) else {
                 return Output(frame: nil, drop: Drop(handle: handle, reason: .continuationWithoutStart))
             }
-            partial.bytes.append(contentsOf: data)
-            if partial.expected == nil {
-                partial.expected = Self.expectedLength(partial.bytes)
-                if let expected = partial.expected {
+            partials[index].bytes.append(contentsOf: data)
+            if partials[index].expected == nil {
+                partials[index].expected = Self.expectedLength(partials[index].bytes)
+                if let expected = partials[index].expected {
                     if expected - 4 > maximumLength {
+                        remove(at: index)
                         return Output(frame: nil, drop: Drop(handle: handle, reason: .tooLong(length: expected - 4, limit: maximumLength)))
                     }
-                    partial.bytes.reserveCapacity(expected)
+                    partials[index].bytes.reserveCapacity(expected)
                 }
             }
-            guard let expected = partial.expected, partial.bytes.count >= expected else {
-                partials[handle] = partial
+            // Incomplete: it stays where it is.
+            guard let expected = partials[index].expected, partials[index].bytes.count >= expected else {
                 return Output(frame: nil, drop: nil)
             }
+            let partial = remove(at: index)
             if partial.bytes.count > expected {
                 return Output(frame: nil, drop: Drop(handle: handle, reason: .overrun(received: partial.bytes.count - 4, expected: expected - 4)))
             }
@@ -126,10 +136,29 @@ public struct L2CAPReassembler: Sendable {
         }
     }
 
+    /// Where `handle`'s partial frame is held, if it has one.
+    private func index(of handle: UInt16) -> Int? {
+        var index = 0
+        while index < partials.count {
+            if partials[index].handle == handle { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Takes the partial frame at `index` out (the last one moves into its place).
+    @discardableResult
+    private mutating func remove(at index: Int) -> Partial {
+        partials.swapAt(index, partials.count - 1)
+        return partials.removeLast()
+    }
+
     /// Forgets a connection's partial frame (on disconnection). Returns whether one was pending.
     @discardableResult
     public mutating func reset(handle: UInt16) -> Bool {
-        partials.removeValue(forKey: handle) != nil
+        guard let index = index(of: handle) else { return false }
+        remove(at: index)
+        return true
     }
 
     private static func expectedLength(_ bytes: [UInt8]) -> Int? {
