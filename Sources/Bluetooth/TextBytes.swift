@@ -117,8 +117,47 @@ public enum TextDigits {
     /// "00" to "ff", two octets each: an octet's hex in one load.
     public static let lowerHexPairs: StaticString = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
 
+    /// Copies `count` octets from `source` to `p` (not overlapping): up to 32 octets with word
+    /// moves from both ends that overlap in the middle (no call, nothing read outside the
+    /// source), more through `update`. For keys, names and other short literals.
+    @inlinable @inline(__always)
+    public static func putCopy(_ source: UnsafePointer<UInt8>, count: Int, at p: UnsafeMutablePointer<UInt8>) {
+        let from = UnsafeRawPointer(source)
+        let to = UnsafeMutableRawPointer(p)
+        if count > 16 {
+            guard count <= 32 else {
+                p.update(from: source, count: count)
+                return
+            }
+            let a = from.loadUnaligned(as: UInt64.self)
+            let b = from.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            let c = from.loadUnaligned(fromByteOffset: count - 16, as: UInt64.self)
+            let d = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            to.storeBytes(of: a, as: UInt64.self)
+            to.storeBytes(of: b, toByteOffset: 8, as: UInt64.self)
+            to.storeBytes(of: c, toByteOffset: count - 16, as: UInt64.self)
+            to.storeBytes(of: d, toByteOffset: count - 8, as: UInt64.self)
+        } else if count >= 8 {
+            let head = from.loadUnaligned(as: UInt64.self)
+            let tail = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            to.storeBytes(of: head, as: UInt64.self)
+            to.storeBytes(of: tail, toByteOffset: count - 8, as: UInt64.self)
+        } else if count >= 4 {
+            let head = from.loadUnaligned(as: UInt32.self)
+            let tail = from.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            to.storeBytes(of: head, as: UInt32.self)
+            to.storeBytes(of: tail, toByteOffset: count - 4, as: UInt32.self)
+        } else {
+            var index = 0
+            while index < count {
+                p[index] = source[index]
+                index += 1
+            }
+        }
+    }
+
     /// How many decimal digits `value` has (1 for 0).
-    @inlinable
+    @inlinable @inline(__always)
     public static func decimalCount(_ value: UInt64) -> Int {
         // Comparisons, not divisions: the dumps' numbers are mostly short.
         if value < 10 { return 1 }
@@ -138,7 +177,7 @@ public enum TextDigits {
 
     /// `value` in exactly `digits` decimal digits at `p` (zeros before it; its lowest digits
     /// when it has more).
-    @inlinable
+    @inlinable @inline(__always)
     public static func putDecimal(_ value: UInt64, digits: Int, at p: UnsafeMutablePointer<UInt8>) {
         let pairs = UnsafeRawPointer(decimalPairs.utf8Start)
         var rest = value

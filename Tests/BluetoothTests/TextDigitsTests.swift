@@ -65,4 +65,20 @@ import Bluetooth
             #expect(String(decoding: lazy, as: UTF8.self) == plain(octets))
         }
     }
+
+    /// Every length up to and past the word-move range: the octets arrive, nothing around them
+    /// changes. The source is allocated at exactly its length, so a read past its end is an
+    /// AddressSanitizer error in the sanitized run.
+    @Test func shortCopiesMoveExactlyTheirOctets() {
+        for count in 0...40 {
+            let source = UnsafeMutablePointer<UInt8>.allocate(capacity: Swift.max(count, 1))
+            defer { source.deallocate() }
+            for index in 0..<count { source[index] = UInt8(truncatingIfNeeded: 0x41 + index) }
+            var target = [UInt8](repeating: 0xEE, count: count + 16)
+            target.withUnsafeMutableBufferPointer { TextDigits.putCopy(source, count: count, at: $0.baseAddress! + 8) }
+            #expect(target[..<8].allSatisfy { $0 == 0xEE }, "\(count): nothing before")
+            #expect(Array(target[8..<(8 + count)]) == (0..<count).map { UInt8(truncatingIfNeeded: 0x41 + $0) }, "\(count)")
+            #expect(target[(8 + count)...].allSatisfy { $0 == 0xEE }, "\(count): nothing after")
+        }
+    }
 }

@@ -88,7 +88,7 @@ public struct JSONWriter: Sendable {
     static func putQuoted(_ value: StaticString, at p: UnsafeMutablePointer<UInt8>) -> Int {
         let length = value.utf8CodeUnitCount
         p[0] = UInt8(ascii: "\"")
-        (p + 1).update(from: value.utf8Start, count: length)
+        TextDigits.putCopy(value.utf8Start, count: length, at: p + 1)
         p[length + 1] = UInt8(ascii: "\"")
         return length + 2
     }
@@ -112,7 +112,7 @@ public struct JSONWriter: Sendable {
         }
         p[n] = UInt8(ascii: "\"")
         let length = literal.utf8CodeUnitCount
-        (p + n + 1).update(from: literal.utf8Start, count: length)
+        TextDigits.putCopy(literal.utf8Start, count: length, at: p + n + 1)
         n += length + 1
         p[n] = UInt8(ascii: "\"")
         p[n + 1] = UInt8(ascii: ":")
@@ -244,7 +244,7 @@ public struct JSONWriter: Sendable {
         p[0] = UInt8(ascii: "\"")
         var n = 1
         let seconds = delta / 1_000_000
-        var micros = (delta % 1_000_000).magnitude
+        let micros = (delta % 1_000_000).magnitude
         if delta < 0 && seconds == 0 {
             p[n] = UInt8(ascii: "-")
             n += 1
@@ -252,11 +252,11 @@ public struct JSONWriter: Sendable {
         n += putInt(Int(seconds), at: p + n)
         p[n] = UInt8(ascii: ".")
         n += 1
-        for index in stride(from: n + 5, through: n, by: -1) {
-            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: micros % 10)
-            micros /= 10
-        }
-        for index in (n + 6)..<(n + 9) { p[index] = UInt8(ascii: "0") }
+        // Six digits of microseconds (leading zeros kept), then three of nanoseconds.
+        TextDigits.putDecimal(micros, digits: 6, at: p + n)
+        p[n + 6] = UInt8(ascii: "0")
+        p[n + 7] = UInt8(ascii: "0")
+        p[n + 8] = UInt8(ascii: "0")
         p[n + 9] = UInt8(ascii: "\"")
         return n + 10
     }
@@ -287,18 +287,10 @@ public struct JSONWriter: Sendable {
         n += putUnsigned(magnitude / 1_000_000, at: p + n)
         p[n] = UInt8(ascii: ".")
         n += 1
-        var fraction = magnitude % 1_000_000
+        // Six digits (the fraction is not zero), then its trailing zeros dropped.
+        TextDigits.putDecimal(magnitude % 1_000_000, digits: 6, at: p + n)
         var digits = 6
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        var index = n + digits - 1
-        while index >= n {
-            p[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: fraction % 10)
-            fraction /= 10
-            index -= 1
-        }
+        while p[n + digits - 1] == UInt8(ascii: "0") { digits -= 1 }
         return n + digits
     }
 
@@ -590,7 +582,7 @@ struct JSONCursor: JSONFieldWriting {
     private mutating func bare(_ key: JSONKey, _ value: StaticString) {
         let length = value.utf8CodeUnitCount
         field(key, valueRoom: length) { p in
-            p.update(from: value.utf8Start, count: length)
+            TextDigits.putCopy(value.utf8Start, count: length, at: p)
             return length
         }
     }
