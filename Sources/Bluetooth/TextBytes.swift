@@ -76,9 +76,24 @@ extension Array where Element == UInt8 {
         let count = Swift.max(significant, digits)
         let table = uppercase ? TextDigits.upperText.utf8Start : TextDigits.lowerText.utf8Start
         appendRegion(count) { p in
-            for index in 0..<count {
-                let shift = count - 1 - index
-                p[index] = shift >= 16 ? UInt8(ascii: "0") : table[Int(truncatingIfNeeded: magnitude >> (UInt64(shift) * 4) & 0xF)]
+            // From the last digit back: an octet's two lower-case digits a step from the pair
+            // table, then single digits (upper case, an odd count's first). Past the value's 16
+            // digits `rest` is 0: zeros.
+            var rest = magnitude
+            var index = count
+            if !uppercase {
+                let pairs = UnsafeRawPointer(TextDigits.lowerHexPairs.utf8Start)
+                while index >= 2 {
+                    index -= 2
+                    let pair = pairs.loadUnaligned(fromByteOffset: 2 * Int(truncatingIfNeeded: rest & 0xFF), as: UInt16.self)
+                    UnsafeMutableRawPointer(p + index).storeBytes(of: pair, as: UInt16.self)
+                    rest >>= 8
+                }
+            }
+            while index > 0 {
+                index -= 1
+                p[index] = table[Int(truncatingIfNeeded: rest & 0xF)]
+                rest >>= 4
             }
             return count
         }

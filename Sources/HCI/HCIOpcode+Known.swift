@@ -156,8 +156,15 @@ extension HCIOpcode {
         guard let name = HCIOpcode.names[rawValue] else {
             return (isVendorSpecific ? "Vendor command " : "Unknown command ") + hexCode
         }
-        var text = name.hasPrefix("HCI_") ? String(name.dropFirst(4)) : name
-        text = String(text.map { $0 == "_" ? " " : $0 })
-        return text
+        // Octet by octet into the new string (the names are ASCII): no Character walk.
+        let utf8 = name.utf8.dropFirst(name.hasPrefix("HCI_") ? 4 : 0)
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            var index = 0
+            for octet in utf8 {
+                buffer[index] = octet == UInt8(ascii: "_") ? UInt8(ascii: " ") : octet
+                index += 1
+            }
+            return index
+        }
     }
 }

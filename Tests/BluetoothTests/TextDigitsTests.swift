@@ -81,4 +81,27 @@ import Bluetooth
             #expect(target[(8 + count)...].allSatisfy { $0 == 0xEE }, "\(count): nothing after")
         }
     }
+
+    /// A number in hex at every width from 1 to 20 digits, both cases: the standard library's
+    /// digits, padded with zeros to the width.
+    @Test func hexNumbersPadToTheirWidth() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [UInt64] = [0, 1, 0xF, 0x10, 0xFF, 0x100, 0xABCD, UInt64.max]
+        for bits in 1...64 { values.append(UInt64.random(in: 0...UInt64.max, using: &generator) >> UInt64(64 - bits)) }
+        for value in values {
+            for digits in 1...20 {
+                for uppercase in [false, true] {
+                    var text: [UInt8] = [0x2A]
+                    text.appendHex(value, digits: digits, uppercase: uppercase)
+                    let plain = String(value, radix: 16, uppercase: uppercase)
+                    let expected = "*" + String(repeating: "0", count: Swift.max(0, digits - plain.count)) + plain
+                    #expect(String(decoding: text, as: UTF8.self) == expected, "\(value) \(digits) \(uppercase)")
+                }
+            }
+        }
+        var small: [UInt8] = []
+        small.appendHex(UInt8(0xA5), digits: 2)
+        small.appendHex(UInt16(0xFFFF), digits: 4, uppercase: true)
+        #expect(String(decoding: small, as: UTF8.self) == "a5FFFF")
+    }
 }

@@ -59,6 +59,12 @@ struct StatusCodeTests {
         #expect(HCIOpcode(rawValue: 0xFC01).displayName == "Vendor command 0xfc01")
         #expect(HCIOpcode(rawValue: 0x2004).description == "HCI command 0x2004")
         #expect(HCIOpcode(rawValue: 0x2004).displayName == "Unknown command 0x2004")
+        // Every named opcode: the name without `HCI_`, underscores as spaces (built octet by
+        // octet; the same text as a Character-wise replacement).
+        for (raw, name) in HCIOpcode.names {
+            let expected = String((name.hasPrefix("HCI_") ? String(name.dropFirst(4)) : name).map { $0 == "_" ? " " : $0 })
+            #expect(HCIOpcode(rawValue: raw).displayName == expected, "\(name)")
+        }
         #expect(HCIOpcode.leSetScanEnable == HCIOpcode(ogf: 0x08, ocf: 0x000C))
         #expect(HCIOpcode.disconnect == HCIOpcode(ogf: 0x01, ocf: 0x0006))
         #expect(HCIOpcode.readRSSI == HCIOpcode(ogf: 0x05, ocf: 0x0005))
