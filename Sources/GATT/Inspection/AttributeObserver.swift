@@ -85,7 +85,8 @@ public struct AttributeObserver: Sendable {
     /// What is known of `handle`.
     public func context(of handle: UInt16) -> Context {
         var context = Context(service: nil, characteristic: nil, descriptor: nil, isValue: false)
-        context.service = services.last { $0.start <= handle && handle <= $0.end }?.uuid
+        let service = services.last { $0.start <= handle && handle <= $0.end }
+        context.service = service?.uuid
         if let uuid = valueHandles[handle] {
             context.characteristic = uuid
             context.isValue = true
@@ -96,11 +97,14 @@ public struct AttributeObserver: Sendable {
             context.descriptor = .bit16(0x2803)
             return context
         }
-        // A descriptor belongs to the nearest characteristic declared before it (in its service).
-        let floor = services.last { $0.start <= handle && handle <= $0.end }?.start ?? 0
-        if let owner = declarations.filter({ $0.key < handle && $0.key >= floor }).max(by: { $0.key < $1.key }) {
-            context.characteristic = owner.value.uuid
+        // A descriptor belongs to the nearest characteristic declared before it (in its service):
+        // the highest declaration handle below it, found in one pass (no filtered copy).
+        let floor = service?.start ?? 0
+        var owner: (handle: UInt16, uuid: BluetoothUUID)?
+        for (declaration, entry) in declarations where declaration < handle && declaration >= floor {
+            if owner == nil || declaration > owner!.handle { owner = (declaration, entry.uuid) }
         }
+        if let owner { context.characteristic = owner.uuid }
         context.descriptor = types[handle]
         return context
     }

@@ -11,13 +11,14 @@ import L2CAP
 /// `services --json` file) and decodes values of characteristics it knows (battery level,
 /// SensorTag readings, Nordic UART text, strings, CCCD writes).
 struct GATTAnnotator {
-    /// A UUID's name (or its text when it has none) and its text, built once per UUID.
-    struct UUIDText {
-        var name: String
-        var uuid: String
+    /// A UUID's name (or its text when it has none) and its text, built once per UUID. A class:
+    /// an annotation holds up to three, and copying one is then one reference, not four.
+    final class UUIDText {
+        let name: String
+        let uuid: String
         /// `name` and `uuid` as JSON strings (the JSON dump writes them as they are).
-        var nameJSON: [UInt8]
-        var uuidJSON: [UInt8]
+        let nameJSON: [UInt8]
+        let uuidJSON: [UInt8]
 
         init(_ uuid: BluetoothUUID) {
             name = GATTClientCLI.name(uuid)
@@ -125,7 +126,14 @@ struct GATTAnnotator {
         // The connection's observer, changed in place (a copy out of the dictionary and back
         // would copy its tables at every response).
         let connection = item.connectionHandle
-        if observers[connection] == nil { observers[connection] = seed ?? AttributeObserver() }
+        // One lookup of the connection's observer; it is then reached by its index.
+        let observer: Dictionary<UInt16, AttributeObserver>.Index
+        if let index = observers.index(forKey: connection) {
+            observer = index
+        } else {
+            observers[connection] = seed ?? AttributeObserver()
+            observer = observers.index(forKey: connection)!
+        }
         let key = BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: item.direction)
         var request: ATTPDU?
         switch pdu.opcode.kind {
@@ -134,7 +142,7 @@ struct GATTAnnotator {
         case .response?:
             let other: CaptureDirection = item.direction == .sent ? .received : .sent
             request = requests.removeValue(forKey: BearerKey(connection: item.connectionHandle, channel: item.channelID, direction: other))
-            observers[connection]!.learn(request: request, response: pdu)
+            observers.values[observer].learn(request: request, response: pdu)
         default:
             break
         }
@@ -145,13 +153,13 @@ struct GATTAnnotator {
             let declarations = response.entries.map { entry in
                 "0x\(hex(entry.handle, 4)) " + ((try? CharacteristicDeclarationValue(decoding: entry.value))?.description ?? "malformed \(Hex.encode(entry.value))")
             }
-            var annotation = Annotation(handle: first.handle, service: observers[connection]!.context(of: first.handle).service)
+            var annotation = Annotation(handle: first.handle, service: observers.values[observer].context(of: first.handle).service)
             annotation.decoded = "declarations " + declarations.joined(separator: "; ")
             annotation.serviceText = annotation.service.map { text(of: $0) }
             return annotation
         }
         guard let (handle, value) = Self.subject(pdu, request: request) else { return nil }
-        let context = observers[connection]!.context(of: handle)
+        let context = observers.values[observer].context(of: handle)
         guard context.service != nil || context.characteristic != nil || context.descriptor != nil else { return nil }
         var annotation = Annotation(
             handle: handle, service: context.service, characteristic: context.characteristic,
