@@ -45,6 +45,10 @@ public actor LEHost {
         public var cancelTimeout: Duration = .seconds(2)
         /// Bound on the wait for Disconnection Complete.
         public var disconnectTimeout: Duration = .seconds(5)
+        /// Bound on the wait, before HCI_Disconnect, for the controller to complete the link's
+        /// ACL data (what was sent last — an SMP key distribution, a Write Command — reaches
+        /// the peer rather than being dropped with the link's queue).
+        public var disconnectFlushTimeout: Duration = .seconds(1)
         /// How long LE Enable Encryption may wait for Encryption Change (or Key Refresh).
         public var encryptionTimeout: Duration = .seconds(10)
         /// Bound on the wait for LE Connection Update Complete.
@@ -508,6 +512,7 @@ public actor LEHost {
         _ connection: LEConnection, reason: HCIStatus = .remoteUserTerminatedConnection
     ) async throws(LEHostError) -> HCIStatus {
         if let reason = connection.disconnectionReason { return reason }
+        await flush(connection)
         switch await submit(.disconnect(handle: connection.handle, reason: reason)) {
         case .disconnected(let reason): return reason
         case .failed(let error):
@@ -515,6 +520,17 @@ public actor LEHost {
             if let reason = connection.disconnectionReason { return reason }
             throw error
         default: throw .closed("unexpected result")
+        }
+    }
+
+    /// Waits, bounded by `configuration.disconnectFlushTimeout`, until the controller has
+    /// completed every ACL packet of `connection`, queued or held (Number Of Completed Packets):
+    /// the link's queue is dropped at Disconnection Complete, and a controller may drop what it
+    /// holds. Looked at every 5 ms, and only while something is pending.
+    private func flush(_ connection: LEConnection) async {
+        let deadline = ContinuousClock.now + configuration.disconnectFlushTimeout
+        while connection.isConnected, l2cap.unsentData(handle: connection.handle) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -134,6 +134,46 @@ struct HostLinkControlTests {
         await host2.close()
     }
 
+    // MARK: - Disconnecting
+
+    /// What we sent last reaches the peer: HCI_Disconnect waits until the controller has
+    /// completed the link's ACL data (Number Of Completed Packets), bounded by
+    /// `disconnectFlushTimeout` when the completion never comes.
+    @Test func disconnectWaitsForTheLinksDataToBeCompleted() async throws {
+        let controller = HostScriptedController(withholdingCompletions: true)
+        let host = try await HostLEHostTests.start(controller) { $0.disconnectFlushTimeout = .seconds(30 * testTimeoutScale) }
+        let connection = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        let written = Task { try await controller.nextACL(cid: 4) }
+        try await connection.channel.send([0x52, 0x03, 0x00, 0x01])  // Write Command
+        #expect(try await written.value == [0x52, 0x03, 0x00, 0x01])
+        #expect(host.l2cap.unsentData(handle: 0x0040) == 1)
+        let disconnected = Task { try await host.disconnect(connection) }
+        // Held while the controller holds the packet.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(controller.count(.disconnect) == 0)
+        try await controller.event([0x13, 5, 0x01] + HostScriptedController.le16(0x0040) + [0x01, 0x00])
+        _ = try await controller.next(.disconnect)
+        try await controller.event(HostScriptedController.disconnectionComplete(handle: 0x0040, reason: 0x16))
+        #expect(try await disconnected.value == .connectionTerminatedByLocalHost)
+        await host.close()
+    }
+
+    @Test func disconnectGoesAfterItsBoundWhenNothingIsCompleted() async throws {
+        let controller = HostScriptedController(withholdingCompletions: true)
+        let host = try await HostLEHostTests.start(controller) { $0.disconnectFlushTimeout = .milliseconds(300) }
+        let connection = try await HostLEHostTests.connect(host, controller, handle: 0x0040)
+        let written = Task { try await controller.nextACL(cid: 4) }
+        try await connection.channel.send([0x52, 0x03, 0x00, 0x01])
+        _ = try await written.value
+        let started = ContinuousClock.now
+        let disconnected = Task { try await host.disconnect(connection) }
+        _ = try await controller.next(.disconnect)
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        try await controller.event(HostScriptedController.disconnectionComplete(handle: 0x0040, reason: 0x16))
+        _ = try await disconnected.value
+        await host.close()
+    }
+
     // MARK: - Peer parameter requests
 
     @Test func aRefusingPolicyRejectsL2CAPAndLinkLayerRequests() async throws {

@@ -30,8 +30,11 @@ final class HostScriptedController: Sendable {
     ///   scanning/initiating commands, so `LEHost` uses them.
     /// `refusingCreateConnectionWhileScanning`: LE Create Connection is answered Command
     /// Disallowed while scanning is enabled (a controller that cannot scan and initiate at once).
+    /// `withholdingCompletions`: no Number Of Completed Packets for the host's ACL data (the
+    /// test sends them with `event`).
     init(
-        extended: Bool = false, refusingCreateConnectionWhileScanning: Bool = false, answering: [HCIOpcode: Answer] = [:]
+        extended: Bool = false, refusingCreateConnectionWhileScanning: Bool = false, answering: [HCIOpcode: Answer] = [:],
+        withholdingCompletions: Bool = false
     ) {
         let (host, controller) = InMemoryTransport.makePair()
         hostTransport = host
@@ -52,7 +55,9 @@ final class HostScriptedController: Sendable {
                         let handle = UInt16(bytes[0]) | UInt16(bytes[1] & 0x0F) << 8
                         aclSink.yield((UInt16(bytes[6]) | UInt16(bytes[7]) << 8, Array(bytes[8...])))
                         // Number of Completed Packets: the buffer is free again.
-                        try await controller.send(.event, [0x13, 5, 0x01] + Self.le16(handle) + [0x01, 0x00])
+                        if !withholdingCompletions {
+                            try await controller.send(.event, [0x13, 5, 0x01] + Self.le16(handle) + [0x01, 0x00])
+                        }
                         continue
                     }
                     guard packet.type == .command, packet.bytes.count >= 3 else { continue }

@@ -248,7 +248,7 @@ struct BumblePairingInteropTests {
             let device = try await adapter.connect(to: address)
             let requested = try await peer.command("request-security secure")
             #expect(requested.hasPrefix("ok"), "\(requested)")
-            _ = try await peer.event(startingWith: "PAIRING done", timeout: 20)
+            _ = try await peer.event(startingWith: "PAIRING done", timeout: 30 * testTimeoutScale)
             var waited = 0
             while await device.securityLevel == .none, waited < 50 {
                 try await Task.sleep(for: .milliseconds(100))
@@ -286,7 +286,7 @@ extension BumblePairingInteropTests {
             #expect(bond.identity == identity.address && bond.identityType == .random)
             #expect(bond.peer == rpa.address)
             #expect(bond.peerIRK == Array(UInt8(0x10)..<0x20), "the IRK Bumble distributed")
-            _ = try await peer.event(startingWith: "PAIRING done", timeout: 10)
+            _ = try await peer.event(startingWith: "PAIRING done", timeout: 30 * testTimeoutScale)
             await device.disconnect()
 
             // The peer advertises from a fresh RPA; a scan shows the identity behind it.
@@ -334,7 +334,7 @@ struct BumblePairingCLITests {
         #expect(!paired.stdout.contains("ltk"), "no key material in pair's output")
         // We distribute our keys last and end there; Bumble stores the bond when it has them,
         // a moment later (under the full suite's load, after our next connection otherwise).
-        _ = try await peer.event(startingWith: "PAIRING done", timeout: 10)
+        _ = try await peer.event(startingWith: "PAIRING done", timeout: 30 * testTimeoutScale)
 
         let listed = await Self.run(base + ["bonds"])
         #expect(listed.code == 0, "\(listed.stderr)")

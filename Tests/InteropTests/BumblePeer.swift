@@ -116,7 +116,7 @@ final class BumblePeer: @unchecked Sendable {
 
     /// Sends one command line to the peer (see scripts/bumble_peer.py `run_command`) and returns
     /// its RESULT line, waiting at most `timeout` seconds, from a thread of its own.
-    func command(_ line: String, timeout: Double = 10) async throws -> String {
+    func command(_ line: String, timeout: Double = 20 * testTimeoutScale) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {
@@ -141,7 +141,7 @@ final class BumblePeer: @unchecked Sendable {
 
     /// The first line (other than RESULT) starting with `prefix` not taken before, waiting at
     /// most `timeout` seconds; it and the lines before it are taken.
-    func event(startingWith prefix: String, timeout: Double = 10) async throws -> String {
+    func event(startingWith prefix: String, timeout: Double = 20 * testTimeoutScale) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 do {

@@ -179,6 +179,14 @@ public final class UserSpaceL2CAP: Sendable {
         state.withLock { $0.multiplexer.flowControl.packetsInFlight(handle: handle) }
     }
 
+    /// A connection's ACL data not yet completed by the controller: PDUs queued in the host
+    /// and packets the controller holds (0 for an unknown handle).
+    public func unsentData(handle: UInt16) -> Int {
+        state.withLock {
+            $0.multiplexer.flowControl.queuedFrames(handle: handle) + $0.multiplexer.flowControl.packetsInFlight(handle: handle)
+        }
+    }
+
     /// Credits the host holds.
     public var availableCredits: Int {
         state.withLock { $0.multiplexer.flowControl.availableCredits }
