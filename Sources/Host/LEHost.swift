@@ -526,12 +526,10 @@ public actor LEHost {
     /// Waits, bounded by `configuration.disconnectFlushTimeout`, until the controller has
     /// completed every ACL packet of `connection`, queued or held (Number Of Completed Packets):
     /// the link's queue is dropped at Disconnection Complete, and a controller may drop what it
-    /// holds. Looked at every 5 ms, and only while something is pending.
+    /// holds.
     private func flush(_ connection: LEConnection) async {
-        let deadline = ContinuousClock.now + configuration.disconnectFlushTimeout
-        while connection.isConnected, l2cap.unsentData(handle: connection.handle) > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        guard connection.isConnected else { return }
+        await l2cap.waitUntilSent(handle: connection.handle, timeout: configuration.disconnectFlushTimeout, clock: clock)
     }
 
     /// Asks for new connection parameters (HCI_LE_Connection_Update) and waits, bounded, for

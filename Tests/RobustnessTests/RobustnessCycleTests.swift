@@ -12,17 +12,10 @@ func openDescriptorCount() -> Int {
 
 /// The fewest descriptors open over a bounded wait (up to 30 s × TEST_TIMEOUT_SCALE) until the
 /// count is at most `limit`: the suites running beside a test open and close descriptors of
-/// their own (a CI run saw 90 → 93 at the moment of counting), while a leak of the test's would
+/// their own (a full run of the suite saw 90 → 93 at the moment of counting), while a leak of the test's would
 /// keep the count above its limit for good.
 func settledDescriptorCount(atMost limit: Int) async -> Int {
-    var fewest = openDescriptorCount()
-    var attempt = 1
-    while fewest > limit && attempt < Int(300 * testTimeoutScale) {
-        try? await Task.sleep(for: .milliseconds(100))
-        fewest = min(fewest, openDescriptorCount())
-        attempt += 1
-    }
-    return fewest
+    await settledMinimum(attempts: Int(300 * testTimeoutScale), until: { $0 <= limit }) { openDescriptorCount() }
 }
 
 @Suite("Robustness: connect/disconnect cycles")

@@ -102,7 +102,7 @@ public struct AttributeObserver: Sendable {
         let floor = service?.start ?? 0
         var owner: (handle: UInt16, uuid: BluetoothUUID)?
         for (declaration, entry) in declarations where declaration < handle && declaration >= floor {
-            if owner == nil || declaration > owner!.handle { owner = (declaration, entry.uuid) }
+            if owner.map({ declaration > $0.handle }) ?? true { owner = (declaration, entry.uuid) }
         }
         if let owner { context.characteristic = owner.uuid }
         context.descriptor = types[handle]

@@ -7,27 +7,25 @@ import L2CAP
 
 /// `dump --summary`: every record decoded at every layer, only counts printed.
 ///
-/// Counting is by raw codes in flat tables (`SummaryTables`; a name is built once per distinct
-/// code when the summary is taken, and the tables are turned into name → count dictionaries
-/// only when printing), so a record costs no string building or hashing.
+/// Counting is by raw codes in flat tables (`SummaryTables`; they are turned into name → count
+/// dictionaries, a name per code seen, only when printing), so a record costs no string
+/// building or hashing.
 struct CaptureSummary {
     var records = 0
+    // The per-code tables, indexed by the code (empty until `SummaryTables.fill` sets them).
     /// Per H4 packet type (raw value).
-    var packetTypeCounts = [Int](repeating: 0, count: 256)
+    var packetTypeCounts: [Int] = []
     /// Records that are not HCI packets (unknown indicator, empty), by description.
     var otherRecordKinds: [String: Int] = [:]
-    /// Per `HCIEvent.summaryKey`; `eventNames` holds the name of each key seen.
-    var eventCounts = [Int](repeating: 0, count: HCIEvent.summaryKeyCount)
-    var eventNames = [String?](repeating: nil, count: HCIEvent.summaryKeyCount)
-    /// Per command opcode (indexed by its 16 bits: no hashing per record); `commandNames` holds
-    /// the name of each opcode seen.
-    var commandCounts = [Int](repeating: 0, count: 0x1_0000)
-    var commandNames: [UInt16: String] = [:]
+    /// Per `HCIEvent.summaryKey` (named by `HCIEvent.summaryName(key:)`).
+    var eventCounts: [Int] = []
+    /// Per command opcode (its 16 bits: no hashing per record).
+    var commandCounts: [Int] = []
     /// Advertising reports per LE Meta subevent code.
-    var advertisingReportCounts = [Int](repeating: 0, count: 256)
+    var advertisingReportCounts: [Int] = []
     var malformedAdvertisingData = 0
-    var attOpcodeCounts = [Int](repeating: 0, count: 256)
-    var attErrorCounts = [Int](repeating: 0, count: 256)
+    var attOpcodeCounts: [Int] = []
+    var attErrorCounts: [Int] = []
     var attMalformed = 0
     var otherL2CAP: [UInt16: Int] = [:]
     var l2capDrops = 0
@@ -48,14 +46,16 @@ struct CaptureSummary {
     var eventsByName: [String: Int] {
         var table: [String: Int] = [:]
         for (key, count) in eventCounts.enumerated() where count > 0 {
-            table[eventNames[key] ?? "?", default: 0] += count
+            table[HCIEvent.summaryName(key: key), default: 0] += count
         }
         return table
     }
 
     var commandsByName: [String: Int] {
         var table: [String: Int] = [:]
-        for (opcode, name) in commandNames { table[name, default: 0] += commandCounts[Int(opcode)] }
+        for (opcode, count) in commandCounts.enumerated() where count > 0 {
+            table[HCIOpcode(rawValue: UInt16(opcode)).description, default: 0] += count
+        }
         return table
     }
 
@@ -224,7 +224,7 @@ struct SummaryVisitor: CaptureCountingVisitor {
         set { totals.filter = newValue }
     }
 
-    /// What has been counted, as a value (names looked up for each code seen).
+    /// What has been counted, as a value.
     var summary: CaptureSummary {
         var summary = totals
         tables.fill(&summary)
@@ -357,7 +357,7 @@ final class SummaryTables {
         Array(UnsafeBufferPointer(start: counts + table, count: size))
     }
 
-    /// Puts the tables into `summary`, with the name of each event and command seen.
+    /// Puts the tables into `summary`.
     func fill(_ summary: inout CaptureSummary) {
         summary.packetTypeCounts = table(Self.packetTypes, size: 0x100)
         summary.eventCounts = table(Self.events, size: HCIEvent.summaryKeyCount)
@@ -365,12 +365,6 @@ final class SummaryTables {
         summary.advertisingReportCounts = table(Self.advertisingReports, size: 0x100)
         summary.attOpcodeCounts = table(Self.attOpcodes, size: 0x100)
         summary.attErrorCounts = table(Self.attErrors, size: 0x100)
-        for (key, count) in summary.eventCounts.enumerated() where count > 0 {
-            summary.eventNames[key] = HCIEvent.summaryName(key: key)
-        }
-        for (opcode, count) in summary.commandCounts.enumerated() where count > 0 {
-            summary.commandNames[UInt16(opcode)] = HCIOpcode(rawValue: UInt16(opcode)).description
-        }
     }
 }
 

@@ -68,6 +68,16 @@ public final class UserSpaceL2CAP: Sendable {
         var nextChannelID: UInt64 = 1
         var shutDownReason: String?
         var scratch: [LEL2CAPMultiplexer.Action] = []
+        /// Who waits in `waitUntilSent` (by connection; each waiter by its number, for its
+        /// timeout), resumed when the connection's data is completed, it ends, or the
+        /// transport does.
+        var sentWaiters: [UInt16: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)]] = [:]
+        var nextWaiterID: UInt64 = 1
+
+        /// A connection's ACL data not yet completed by the controller.
+        func unsentData(handle: UInt16) -> Int {
+            multiplexer.flowControl.queuedFrames(handle: handle) + multiplexer.flowControl.packetsInFlight(handle: handle)
+        }
     }
 
     /// What the driver performs, in order. Finishes on `shutDown(_:)`.
@@ -143,6 +153,12 @@ public final class UserSpaceL2CAP: Sendable {
             var actions = takeScratch(&state)
             state.multiplexer.receive(event, into: &actions)
             perform(&actions, state: &state)
+            // Completions: whoever waits for a connection's data to be sent may go on.
+            if !state.sentWaiters.isEmpty {
+                for handle in state.sentWaiters.keys where state.unsentData(handle: handle) == 0 {
+                    resumeSentWaiters(handle: handle, state: &state)
+                }
+            }
         }
     }
 
@@ -160,6 +176,7 @@ public final class UserSpaceL2CAP: Sendable {
                 state.multiplexer.disconnected(handle: handle, reason: Self.closeReason, into: &state.scratch)
             }
             state.scratch.removeAll()
+            for handle in state.sentWaiters.keys { resumeSentWaiters(handle: handle, state: &state) }
             for channel in state.channels.values {
                 for waiter in channel.openWaiters.values { waiter.resume(throwing: L2CAPError.transportClosed(reason)) }
                 for dynamic in channel.creditBased.values {
@@ -182,9 +199,47 @@ public final class UserSpaceL2CAP: Sendable {
     /// A connection's ACL data not yet completed by the controller: PDUs queued in the host
     /// and packets the controller holds (0 for an unknown handle).
     public func unsentData(handle: UInt16) -> Int {
-        state.withLock {
-            $0.multiplexer.flowControl.queuedFrames(handle: handle) + $0.multiplexer.flowControl.packetsInFlight(handle: handle)
+        state.withLock { $0.unsentData(handle: handle) }
+    }
+
+    /// Returns once the controller has completed all of the connection's ACL data (Number Of
+    /// Completed Packets for what it holds, nothing left queued here), the connection or the
+    /// transport has ended, or `timeout` (on `clock`) has passed — at once when nothing is
+    /// pending. Event-driven: the completions that free the data resume it.
+    public func waitUntilSent(handle: UInt16, timeout: Duration, clock: any BluetoothClock) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let id = state.withLock { state -> UInt64? in
+                guard state.shutDownReason == nil, state.channels[handle] != nil, state.unsentData(handle: handle) > 0 else {
+                    return nil
+                }
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.sentWaiters[handle, default: []].append((id, continuation))
+                return id
+            }
+            guard let id else {
+                continuation.resume()
+                return
+            }
+            // Not cancelled when the data goes first: it then finds no waiter of its number.
+            _ = clock.schedule(after: timeout) { [weak self] in self?.stopWaitingUntilSent(handle: handle, id: id) }
         }
+    }
+
+    /// `waitUntilSent`'s timeout: the waiter `id`, if it still waits, goes on.
+    private func stopWaitingUntilSent(handle: UInt16, id: UInt64) {
+        state.withLock { state in
+            guard let index = state.sentWaiters[handle]?.firstIndex(where: { $0.id == id }) else { return }
+            let waiter = state.sentWaiters[handle]!.remove(at: index)
+            if state.sentWaiters[handle]!.isEmpty { state.sentWaiters[handle] = nil }
+            waiter.continuation.resume()
+        }
+    }
+
+    /// Resumes everyone waiting for `handle`'s data (under the lock).
+    private func resumeSentWaiters(handle: UInt16, state: inout State) {
+        guard let waiters = state.sentWaiters.removeValue(forKey: handle) else { return }
+        for waiter in waiters { waiter.continuation.resume() }
     }
 
     /// Credits the host holds.
@@ -540,6 +595,7 @@ public final class UserSpaceL2CAP: Sendable {
                         "connection \(l2capHex(handle, 4)) closed: dropped \(removal.droppedFrames) queued PDU(s), "
                             + "\(removal.droppedOctets) octets")
                 }
+                resumeSentWaiters(handle: handle, state: &state)
                 if let channel = state.channels.removeValue(forKey: handle) {
                     channel.parameterWaiter?.resume(throwing: L2CAPError.disconnected(handle: handle, reason: reason))
                     for waiter in channel.openWaiters.values {
