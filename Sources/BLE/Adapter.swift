@@ -59,7 +59,8 @@ public actor Adapter {
         self.hooks = hooks
         address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
         securityContext = SecurityContext(
-            store: BondStore(directory: options.bondsDirectory, warning: options.warning),
+            store: BondStore(
+                directory: options.bondsDirectory, peripheralLimit: options.maximumPeripheralBonds, warning: options.warning),
             allowRepair: options.allowRepair, kernel: (central as? KernelCentral).map { KernelSecurity(index: $0.index) },
             warning: options.warning)
     }
@@ -431,10 +432,11 @@ public actor Adapter {
         AddressResolver(bonds: securityContext.store.bonds(local: address.address))
     }
 
-    /// Stores `bond` (replacing the one with its identity): the CLI's own corrections.
-    package func saveBond(_ bond: Bond) throws(BLEError) {
+    /// Stores `bond`, replacing the bond with its identity only when `replacing` names it (and
+    /// never with a weaker one): ``BondStore/save(_:replacing:)``.
+    package func saveBond(_ bond: Bond, replacing: PeerAddress? = nil) throws(BLEError) {
         do {
-            try securityContext.store.save(bond)
+            try securityContext.store.save(bond, replacing: replacing)
         } catch {
             throw BLEError("storing the bond with \(bond.identity): \(error)", kind: "bonds")
         }

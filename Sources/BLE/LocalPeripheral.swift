@@ -102,6 +102,7 @@ public actor LocalPeripheral {
         }
         if let pairing {
             await server.setSecurityRefusalHandler { client, code in await pairing.refused(code, client: client) }
+            await server.setSecuritySettling { client in await pairing.waitForPairing(of: client) }
         }
         // Enhanced ATT bearers of connected centrals, served as more bearers of their client.
         if let bearers = host.enhancedBearers {

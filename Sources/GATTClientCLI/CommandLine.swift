@@ -349,7 +349,10 @@ let commandOptionNames: [String: [String]] = [
     "read": ["--random", "--long", "--no-long", "--multiple"],
     "write": ["--random", "--text", "--no-response", "--long", "--reliable"],
     "subscribe": ["--random", "--indicate", "--count", "--duration", "--write"],
-    "peripheral": ["--database", "--mtu", "--duration", "--io-capability", "--passkey", "--confirm", "--security-request"],
+    "peripheral": [
+        "--database", "--mtu", "--duration", "--io-capability", "--passkey", "--confirm", "--security-request", "--bondable",
+        "--max-bonds", "--static-passkey-insecure", "--sc-only",
+    ],
     "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force"],
     "bonds": [],
     "unpair": ["--random"],
@@ -404,7 +407,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
         "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
-        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to",
+        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to", "--max-bonds",
     ]
 
     while index < arguments.count {

@@ -147,6 +147,14 @@ package enum FileSystem {
         return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
     }
 
+    /// What changes when a directory's entries change (a file renamed into it, removed): its
+    /// modification time to the nanosecond and its inode; nil when it cannot be read.
+    package static func modificationStamp(atPath path: String) -> [Int]? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec), Int(status.st_ino), Int(status.st_size)]
+    }
+
     /// Removes the file at `path`; `mustExist` false: a missing file is no error.
     package static func removeFile(atPath path: String, mustExist: Bool = true) throws(FileSystemError) {
         guard unlink(path) == 0 else {

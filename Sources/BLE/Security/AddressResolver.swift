@@ -13,7 +13,7 @@ package struct AddressResolver: Sendable {
     package init(bonds: [Bond]) {
         keys = bonds.compactMap { bond in
             // Bonds keep keys in SMP PDU octet order (least significant first).
-            guard let irk = bond.peerIRK, irk.count == 16 else { return nil }
+            guard let irk = bond.peerIRK, Bond.isValidIRK(irk) else { return nil }
             return (Array(irk.reversed()), bond.peerIdentity)
         }
     }

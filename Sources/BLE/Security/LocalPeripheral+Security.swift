@@ -40,10 +40,44 @@ package final class CentralSecurity: Sendable {
         if let level = level.withLock({ $0 }) { await apply(level) }
     }
 
-    /// The link is now at `newLevel` (encryption enabled with a known key, or pairing done).
+    /// The link is now at `newLevel` (encrypted with a bond's key, or a pairing completed).
     func enter(_ newLevel: SecurityLevel) async {
         level.withLock { $0 = newLevel }
         if let applier = apply.withLock({ $0 }) { await applier.apply(newLevel) }
+    }
+
+    /// Whether the central took the key of the pairing in progress (the link is encrypted with
+    /// it, or about to be): the level it gives is granted only when the pairing completes.
+    let pairingKeyTaken = Mutex<Bool>(false)
+    /// While the link is encrypted with a pairing's key and that pairing has not ended: requests
+    /// refused for security wait for its end (the central may read as soon as its own side of
+    /// key distribution ends, before ours does).
+    private let settling = Mutex<(active: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func beginSettling() { settling.withLock { $0.active = true } }
+
+    /// The pairing ended (or the link did): waiting requests go on.
+    func settle() {
+        let waiters = settling.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state = (false, []) }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits for the pairing the link is encrypted with to end; false at once when none runs.
+    /// Bounded: a pairing ends within the SMP timeout (30 s, §3.4), and at the link's end.
+    func waitUntilSettled() async -> Bool {
+        guard settling.withLock({ $0.active }) else { return false }
+        await withCheckedContinuation { continuation in
+            let waiting = settling.withLock { state -> Bool in
+                guard state.active else { return false }
+                state.waiters.append(continuation)
+                return true
+            }
+            if !waiting { continuation.resume() }
+        }
+        return true
     }
 }
 
@@ -66,6 +100,9 @@ package final class PeripheralPairing: Sendable {
     /// Applied to each new bond before it is used and stored (the CLI keeps a numeric
     /// comparison nobody looked at as unauthenticated).
     let adjustBond: @Sendable (Bond) -> Bond
+    /// Whether a pairing that both sides asked to bond is stored (`--bondable`; off by default:
+    /// any central could otherwise fill the bond store).
+    let bondable = Locked<Bool>(false)
 
     init(
         context: SecurityContext, localAddress: PeerAddress, options: PairingOptions?,
@@ -81,12 +118,19 @@ package final class PeripheralPairing: Sendable {
     /// directory), the user's part answered by `delegate`.
     package convenience init(
         bondsDirectory: String?, delegate: (any PairingDelegate)?, localAddress: PeerAddress, options: PairingOptions?,
-        warning: @escaping @Sendable (String) -> Void, adjustBond: @escaping @Sendable (Bond) -> Bond = { $0 }
+        maximumBonds: Int = BondStore.defaultPeripheralLimit, warning: @escaping @Sendable (String) -> Void,
+        adjustBond: @escaping @Sendable (Bond) -> Bond = { $0 }
     ) {
         let context = SecurityContext(
-            store: BondStore(directory: bondsDirectory, warning: warning), allowRepair: false, warning: warning)
+            store: BondStore(directory: bondsDirectory, peripheralLimit: maximumBonds, warning: warning), allowRepair: false,
+            warning: warning)
         context.delegate = delegate
         self.init(context: context, localAddress: localAddress, options: options, adjustBond: adjustBond)
+    }
+
+    /// Sets whether pairings that both sides asked to bond are stored.
+    package func setBondable(_ bondable: Bool) {
+        self.bondable.withLock { $0 = bondable }
     }
 
     /// Sets whether a request refused for the link's security makes us send a Security Request.
@@ -105,13 +149,17 @@ package final class PeripheralPairing: Sendable {
         }
         if providerNeeded {
             await host.setLongTermKeyProvider { [weak self] connection, rand, ediv in
-                await self?.longTermKey(handle: connection.handle, peer: connection.peerAddress, rand: rand, ediv: ediv)
+                await self?.longTermKey(
+                    handle: connection.handle,
+                    peer: PeerAddress(address: connection.peerAddress, type: connection.peerAddressType.addressType ?? .public),
+                    rand: rand, ediv: ediv)
             }
         }
         let (changes, changesContinuation) = AsyncStream.makeStream(of: (status: UInt8, enabled: Bool).self)
         let options = options
         let ours = host.info.address
         let box = Mutex<CentralSecurity?>(nil)
+        let context = context
         let manager = PeripheralSecurityManager(
             incoming: pdus, send: { pdu in try host.sendSecurityManagerPDU(pdu, on: connection) },
             encryptionChanges: changes,
@@ -119,10 +167,22 @@ package final class PeripheralPairing: Sendable {
                 initiator: connection.peerAddress, initiatorType: connection.peerAddressType.addressType ?? .public,
                 responder: ours, responderType: .public),
             identity: IdentityAddressInformation(addressType: .public, address: ours),
-            options: { options.withLock { $0 } }, agent: context.agent(for: peer),
+            options: { [bondable] in
+                // Not bondable: the Pairing Response says so, and the central keeps no keys either.
+                guard var given = options.withLock({ $0 }) else { return nil }
+                given.bonding = given.bonding && bondable.withLock { $0 }
+                return given
+            }, agent: context.agent(for: peer),
+            attempt: {
+                guard let wait = context.attemptPairing(from: peer) else { return nil }
+                context.warning(
+                    "warning: pairing request from \(peer) refused (Repeated Attempts): pairings failed recently, "
+                        + "the next may start in \(Self.seconds(wait)) s; \(context.refusedAttempts) refused so far")
+                return wait
+            },
             completed: { [weak self] result in
                 guard let security = box.withLock({ $0 }) else { return }
-                await self?.pairingEnded(result, security: security, peer: peer)
+                await self?.pairingEnded(result, security: security, peer: peer, central: central)
             })
         let security = CentralSecurity(manager: manager, handle: connection.handle)
         box.withLock { $0 = security }
@@ -132,14 +192,28 @@ package final class PeripheralPairing: Sendable {
         Task {
             for await outcome in connection.encryptionChanges {
                 changesContinuation.yield((outcome.status.rawValue, outcome.enabled))
-                guard outcome.status == .success, outcome.enabled, let level = security.pendingLevel.withLock({ $0 })
-                else { continue }
-                await security.enter(level)
+                guard outcome.status == .success, outcome.enabled else { continue }
+                if let level = security.pendingLevel.withLock({ $0 }) {
+                    // A bond's key: the level that bond proves.
+                    await security.enter(level)
+                } else if security.pairingKeyTaken.withLock({ $0 }) {
+                    // A pairing's key: nothing is granted until the pairing completes.
+                    security.beginSettling()
+                }
             }
             changesContinuation.finish()
+            security.settle()
             securities.withLock { _ = $0.removeValue(forKey: connection.handle) }
         }
         return security
+    }
+
+    /// Waits while the pairing that encrypted `client`'s link completes (its level is granted
+    /// then); false at once when none does. For ``GATTServerHost/setSecuritySettling(_:)``.
+    package func waitForPairing(of client: GATTServer.ClientID) async -> Bool {
+        guard let security = securities.withLock({ table in table.values.first { $0.client.withLock { $0 } == client } })
+        else { return false }
+        return await security.waitUntilSettled()
     }
 
     /// A request of `client` was refused for its link's security: when configured
@@ -172,22 +246,19 @@ package final class PeripheralPairing: Sendable {
 
     /// The key a central encrypts with: the pairing in progress (EDIV and Rand zero), else the
     /// bond (Secure Connections: its LTK; legacy: the LTK we distributed, by EDIV and Rand).
-    func longTermKey(handle: UInt16, peer address: BluetoothAddress, rand: UInt64, ediv: UInt16) async -> [UInt8]? {
+    ///
+    /// The bond is found by the central's address and type, else — a central that rotates its
+    /// resolvable private address — by the identity a bonded IRK resolves it to (Vol 6 Part B
+    /// §1.3.2.3). A pairing's key grants no level by itself: the completed pairing does.
+    func longTermKey(handle: UInt16, peer: PeerAddress, rand: UInt64, ediv: UInt16) async -> [UInt8]? {
         guard let security = securities.withLock({ $0[handle] }) else { return nil }
         if let key = await security.manager.pairingKey(rand: rand, ediv: ediv) {
-            if let protection = await security.manager.pairingKeyProtection(rand: rand, ediv: ediv) {
-                security.pendingLevel.withLock {
-                    $0 = SecurityLevel.of(
-                        authenticated: protection.authenticated, secureConnections: protection.secureConnections,
-                        keySize: protection.keySize)
-                }
-            }
+            security.pendingLevel.withLock { $0 = nil }
+            security.pairingKeyTaken.withLock { $0 = true }
             return key
         }
-        guard
-            let bond = context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .public))
-                ?? context.store.bond(local: localAddress.address, peer: PeerAddress(address: address, type: .random))
-        else { return nil }
+        security.pairingKeyTaken.withLock { $0 = false }
+        guard let bond = bond(of: peer) else { return nil }
         if rand == 0, ediv == 0, bond.secureConnections, let ltk = bond.peerLTK {
             security.pendingLevel.withLock { $0 = bond.securityLevel }
             return ltk.key
@@ -199,30 +270,75 @@ package final class PeripheralPairing: Sendable {
         return nil
     }
 
-    /// A pairing with a central ended: the bond stored, the server told the link's level.
-    func pairingEnded(_ result: Result<PairingResult, PairingFailure>, security: CentralSecurity, peer: PeerAddress) async {
+    /// The bond of the central at `peer`: by its address, else by the identity a bonded IRK
+    /// resolves its private address to.
+    func bond(of peer: PeerAddress) -> Bond? {
+        let local = localAddress.address
+        if let direct = context.store.bond(local: local, peer: peer) { return direct }
+        guard AddressResolver.isResolvable(peer),
+            let identity = AddressResolver(bonds: context.store.bonds(local: local)).identity(of: peer)
+        else { return nil }
+        return context.store.bond(local: local, peer: identity)
+    }
+
+    /// A pairing with a central ended: on success the bond checked (an identity that is
+    /// another device's ends the link), stored when bondable, and the server told the level
+    /// the pairing proves; on failure after encryption, the link ends.
+    func pairingEnded(
+        _ result: Result<PairingResult, PairingFailure>, security: CentralSecurity, peer: PeerAddress, central: AcceptedCentral
+    ) async {
+        defer { security.settle() }
         switch result {
         case .success(let pairing):
-            let bond = adjustBond(Bond(result: pairing, local: localAddress, peer: peer, pairedAs: "peripheral"))
-            security.pendingLevel.withLock { $0 = bond.securityLevel }
-            await security.enter(bond.securityLevel)
-            if pairing.bonded {
-                do {
-                    try context.store.save(bond)
-                } catch {
-                    context.warning("warning: paired with \(peer), but the bond could not be stored: \(error)")
+            let bond = adjustBond(context.bond(from: pairing, local: localAddress, peer: peer, pairedAs: "peripheral"))
+            let store = pairing.bonded && bondable.withLock { $0 }
+            do {
+                if store { try context.store.save(bond) } else { try context.store.admit(bond) }
+            } catch let refusal {
+                context.pairingEnded(with: peer, succeeded: false)
+                switch refusal {
+                case .full, .file:
+                    // The pairing itself is sound: the link keeps its level, unbonded.
+                    context.warning("warning: paired with \(peer), but the bond was not stored: \(refusal)")
+                default:
+                    context.warning("warning: pairing with \(peer) refused: \(refusal); the link ends")
+                    await end(central)
+                    return
                 }
             }
+            context.pairingEnded(with: peer, succeeded: true)
+            security.pendingLevel.withLock { $0 = bond.securityLevel }
+            await security.enter(bond.securityLevel)
         case .failure(let failure):
-            context.warning("warning: pairing with \(peer) failed: \(failure)")
+            context.pairingEnded(with: peer, succeeded: false)
+            let encrypted = security.pairingKeyTaken.withLock { $0 }
+            context.warning(
+                "warning: pairing with \(peer) failed: \(failure)" + (encrypted ? "; the link, encrypted with its key, ends" : ""))
+            if encrypted { await end(central) }
         }
+    }
+
+    /// Ends a central's link for its security (Authentication Failure).
+    private func end(_ central: AcceptedCentral) async {
+        guard let connection = central.connection, let host = central.host else {
+            await central.link.disconnect(reason: .authenticationFailure)
+            return
+        }
+        _ = try? await host.disconnect(connection, reason: .authenticationFailure)
+    }
+
+    static func seconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds) + (duration.components.attoseconds > 0 ? 1 : 0)
     }
 }
 
 extension LocalPeripheral {
     /// Pairs when a central asks, with `options` (nil: refuse with Pairing Not Supported); the
-    /// adapter's delegate answers the user's part and bonds go to its store (`pairedAs:
-    /// peripheral`). By default we pair as NoInputNoOutput (Just Works).
+    /// adapter's delegate answers the user's part and, once ``setBondable(_:)`` allows it, bonds
+    /// go to its store (`pairedAs: peripheral`). By default we pair as NoInputNoOutput (Just
+    /// Works). A pairing that fails after encrypting the link ends it; the level a pairing's key
+    /// gives is granted when the pairing completes; failures make the next attempts wait
+    /// (Pairing Failed, Repeated Attempts, §2.3.6).
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3
     public func setPairing(_ options: PairingOptions?) {
         pairing?.options.withLock { $0 = options }
@@ -235,5 +351,13 @@ extension LocalPeripheral {
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.4.6
     public func setSecurityRequests(_ enabled: Bool) {
         pairing?.setSecurityRequests(enabled)
+    }
+
+    /// Whether a pairing a central asks to bond leaves a bond (off by default: bonding as a
+    /// peripheral is opt-in, since any central in range may ask). When off, our Pairing Response
+    /// does not ask to bond and nothing is stored. The adapter's bond store keeps at most its
+    /// maximum of bonds made as peripheral; a new one beyond is refused and said.
+    public func setBondable(_ bondable: Bool) {
+        pairing?.setBondable(bondable)
     }
 }

@@ -1,3 +1,4 @@
+import Bluetooth
 import Security
 import Synchronization
 
@@ -10,6 +11,14 @@ public protocol PairingDelegate: Sendable {
     func enterPasskey(for peer: PeerAddress) async throws -> UInt32
     /// Numeric comparison: whether both devices show `number`.
     func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool
+    /// Whether the numeric comparisons this delegate accepted for `peer` were looked at by a
+    /// person. An automatic yes (`gattclient --confirm`, a test) protects against nobody: the
+    /// pairing's keys are then kept as unauthenticated, on both roles. Default: true.
+    func comparisonWasSeen(for peer: PeerAddress) -> Bool
+}
+
+extension PairingDelegate {
+    public func comparisonWasSeen(for peer: PeerAddress) -> Bool { true }
 }
 
 /// An adapter's pairing setup shared with its peripherals: the delegate, the bond store, whether
@@ -25,36 +34,44 @@ final class SecurityContext: Sendable {
         set { repair.withLock { $0 = newValue } }
     }
     private let delegateBox = Mutex<(any PairingDelegate)?>(nil)
-    /// Failed pairings per peer: how many in a row, and when the last one ended (§2.3.6).
-    private let failures = Mutex<[PeerAddress: (count: Int, last: ContinuousClock.Instant)]>([:])
-
-    /// How long after `count` failures in a row a new attempt waits: 1 s, doubling, at most 64 s.
-    static func backOff(after count: Int) -> Duration { .seconds(1 << min(max(count - 1, 0), 6)) }
+    /// Failed pairings, per peer and from anyone (§2.3.6), on `clock`.
+    private let throttle = Mutex(PairingThrottle())
+    let clock: any BluetoothClock
 
     /// The time left before pairing with `peer` may be tried again, nil when it may now.
     func waitBeforePairing(with peer: PeerAddress) -> Duration? {
-        failures.withLock { table -> Duration? in
-            guard let entry = table[peer] else { return nil }
-            let left = Self.backOff(after: entry.count) - (ContinuousClock.now - entry.last)
-            return left > .zero ? left : nil
-        }
+        let now = clock.now
+        return throttle.withLock { $0.waitBefore(Self.key(peer), now: now) }
+    }
+
+    /// Asks to start a pairing `peer` asked for: nil when it may start, else the wait left (the
+    /// attempt is counted as refused).
+    func attemptPairing(from peer: PeerAddress) -> Duration? {
+        let now = clock.now
+        return throttle.withLock { $0.attempt(Self.key(peer), now: now) }
     }
 
     func pairingEnded(with peer: PeerAddress, succeeded: Bool) {
-        failures.withLock { table in
-            if succeeded {
-                table[peer] = nil
-            } else {
-                table[peer] = ((table[peer]?.count ?? 0) + 1, ContinuousClock.now)
-            }
-        }
+        let now = clock.now
+        throttle.withLock { $0.ended(Self.key(peer), succeeded: succeeded, now: now) }
+    }
+
+    /// Attempts refused because of earlier failures.
+    var refusedAttempts: Int { throttle.withLock { $0.refused } }
+
+    private static func key(_ peer: PeerAddress) -> PairingThrottle.PeerKey {
+        PairingThrottle.PeerKey(address: peer.address, random: peer.type == .random)
     }
 
     /// The kernel path (`hciN`): its agent on the management channel; nil on other transports.
     let kernel: KernelSecurity?
 
-    init(store: BondStore, allowRepair: Bool, kernel: KernelSecurity? = nil, warning: @escaping @Sendable (String) -> Void) {
+    init(
+        store: BondStore, allowRepair: Bool, kernel: KernelSecurity? = nil, clock: any BluetoothClock = SystemClock(),
+        warning: @escaping @Sendable (String) -> Void
+    ) {
         self.store = store
+        self.clock = clock
         self.kernel = kernel
         self.repair = Locked(allowRepair)
         self.warning = warning
@@ -63,6 +80,16 @@ final class SecurityContext: Sendable {
     var delegate: (any PairingDelegate)? {
         get { delegateBox.withLock { $0 } }
         set { delegateBox.withLock { $0 = newValue } }
+    }
+
+    /// The bond a completed pairing with `peer` leaves: a numeric comparison the delegate
+    /// accepted unseen gives unauthenticated keys (nobody compared the numbers).
+    func bond(from result: PairingResult, local: PeerAddress, peer: PeerAddress, pairedAs: String) -> Bond {
+        var bond = Bond(result: result, local: local, peer: peer, pairedAs: pairedAs)
+        if result.method == .numericComparison, bond.authenticated, let delegate, !delegate.comparisonWasSeen(for: peer) {
+            bond.authenticated = false
+        }
+        return bond
     }
 
     /// The agent a pairing with `peer` uses.

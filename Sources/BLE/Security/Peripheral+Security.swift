@@ -10,7 +10,13 @@ extension Peripheral {
     /// On the kernel path (`hciN`) the kernel pairs (Pair Device), the adapter's agent answering
     /// it on the management channel; where bluetoothd runs, its agent does and this refuses.
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part H, §2.3, §2.4
-    public func pair(_ options: PairingOptions = PairingOptions()) async throws(BLEError) -> Bond {
+    ///
+    /// The new bond never replaces another device's: a peer that distributes the identity
+    /// address of a device bonded already (or connects by it) fails the pairing, the link ends and
+    /// the old bond stays as it was, unless `replacing` names that identity — an explicit repair
+    /// of that device (`gattclient pair --force`) — and the new bond is at least as strong.
+    /// - Parameter replacing: the bonded identity this pairing may replace; nil: none.
+    public func pair(_ options: PairingOptions = PairingOptions(), replacing: PeerAddress? = nil) async throws(BLEError) -> Bond {
         if session.link.kernelSecurity != nil { return try await pairThroughKernel(options) }
         let manager = try securityManager()
         // Repeated attempts (§2.3.6): after a failure, a growing wait before the next try.
@@ -27,12 +33,22 @@ extension Peripheral {
             securityContext.pairingEnded(with: peer, succeeded: false)
             throw BLEError("pairing with \(peer) failed: \(error)", kind: "pairing")
         }
+        let bond = securityContext.bond(from: result, local: localAddress, peer: peer, pairedAs: "central")
+        do {
+            // Before the link counts as secure: whose keys these are (an identity that is another
+            // device's, an invalid identity or IRK refuse the pairing whether or not it bonds).
+            try securityContext.store.admit(bond, replacing: replacing)
+        } catch {
+            securityContext.pairingEnded(with: peer, succeeded: false)
+            // The link is encrypted with keys we refuse: it ends, at the level it had.
+            await disconnect()
+            throw BLEError("pairing with \(peer) refused: \(error)", kind: "pairing")
+        }
         securityContext.pairingEnded(with: peer, succeeded: true)
-        let bond = Bond(result: result, local: localAddress, peer: peer, pairedAs: "central")
         await raiseSecurityLevel(to: bond.securityLevel)
         if options.bonding, result.bonded {
             do {
-                try securityContext.store.save(bond)
+                try securityContext.store.save(bond, replacing: replacing)
             } catch {
                 throw BLEError("paired with \(peer), but the bond could not be stored: \(error)", kind: "bonds")
             }
@@ -72,8 +88,9 @@ extension Peripheral {
         }
         let manager = try securityManager()
         var lostBond: Bond?
-        if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), bond.securityLevel >= level,
-            let key = bond.peerLTK
+        var upgrading: PeerAddress?
+        if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), let key = bond.peerLTK,
+            bond.securityLevel >= level || securityLevel < .encrypted
         {
             let outcome: (status: UInt8, enabled: Bool)
             do {
@@ -86,20 +103,29 @@ extension Peripheral {
             }
             if outcome.status == 0, outcome.enabled {
                 await raiseSecurityLevel(to: bond.securityLevel)
-                return
+                guard bond.securityLevel < level else { return }
+                // Encrypted with a bond weaker than asked: the peer holds that bond's key, so
+                // pairing again at the level asked may replace it.
+                upgrading = bond.peerIdentity
+            } else {
+                // PIN or Key Missing (0x06): the peer has no key for us (Vol 1, Part F, §2.6).
+                guard outcome.status == 0x06 else {
+                    throw BLEError(
+                        "encrypting the link to \(peer) with its bond failed (HCI status 0x\(String(outcome.status, radix: 16)))",
+                        kind: "security")
+                }
+                let lost = "\(peer) no longer has the bond (PIN or Key Missing)"
+                guard securityContext.allowRepair else {
+                    throw BLEError(lost + "; pair again with `gattclient pair \(peer.address) --force` or --repair", kind: "security")
+                }
+                securityContext.warning("warning: " + lost + "; pairing again (--repair)")
+                lostBond = bond
             }
-            // PIN or Key Missing (0x06): the peer has no key for us (Vol 1, Part F, §2.6).
-            guard outcome.status == 0x06 else {
-                throw BLEError(
-                    "encrypting the link to \(peer) with its bond failed (HCI status 0x\(String(outcome.status, radix: 16)))",
-                    kind: "security")
-            }
-            let lost = "\(peer) no longer has the bond (PIN or Key Missing)"
-            guard securityContext.allowRepair else {
-                throw BLEError(lost + "; pair again with `gattclient pair \(peer.address) --force` or --repair", kind: "security")
-            }
-            securityContext.warning("warning: " + lost + "; pairing again (--repair)")
-            lostBond = bond
+        } else if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), securityLevel >= .encrypted,
+            bond.securityLevel == securityLevel
+        {
+            // Encrypted with this bond earlier on this link: an upgrade may replace it.
+            upgrading = bond.peerIdentity
         }
         var options = given ?? PairingOptions()
         // A replacement is at least as strong as the bond it replaces (a device spoofing the
@@ -109,7 +135,9 @@ extension Peripheral {
         if required == .secureConnections || lostBond?.secureConnections == true { options.secureConnectionsOnly = true }
         if required == .secureConnections { options.minimumKeySize = 16 }
         if let lostBond { options.minimumKeySize = max(options.minimumKeySize, lostBond.keySize) }
-        let bond = try await pair(options)
+        // A repair replaces the lost bond of this same identity; an upgrade replaces the weaker
+        // bond the link was encrypted with just now (the peer proved it holds that key).
+        let bond = try await pair(options, replacing: lostBond?.peerIdentity ?? upgrading)
         guard bond.securityLevel >= required else {
             throw BLEError("pairing with \(peer) gave \(bond.securityLevel), not \(required)", kind: "security")
         }

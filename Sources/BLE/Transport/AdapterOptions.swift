@@ -21,6 +21,8 @@ package struct AdapterOptions: Sendable {
     package var bondsDirectory: String?
     /// `--repair`: a peer that lost its bond is paired again rather than refused.
     package var allowRepair = false
+    /// `--max-bonds N`: the most bonds centrals may make with our peripheral (``BondStore``).
+    package var maximumPeripheralBonds = BondStore.defaultPeripheralLimit
     /// `--interval`, `--latency`, `--supervision-timeout`, `--phy`, `--data-length`: what every
     /// central link is asked for (refused where the transport cannot ask).
     package var link = LinkPreferences()

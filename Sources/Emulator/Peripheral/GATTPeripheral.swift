@@ -226,6 +226,12 @@ public actor GATTPeripheral {
         await server.setSecurityRefusalHandler(handler)
     }
 
+    /// Who holds a request refused for security while a pairing on its link completes (see
+    /// `GATTServerHost.setSecuritySettling(_:)`).
+    public func setSecuritySettling(_ handler: GATTServerHost.SecuritySettling?) async {
+        await server.setSecuritySettling(handler)
+    }
+
     /// The host encrypted `client`'s link at `level` (after pairing, or with a bond): the
     /// server grants the permissions that level meets (Vol 3 Part G §8.1). A client no longer
     /// served is ignored.

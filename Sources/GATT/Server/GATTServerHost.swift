@@ -22,6 +22,10 @@ public actor GATTServerHost {
     /// Insufficient Authentication (0x05), Insufficient Encryption (0x0F) or Insufficient
     /// Encryption Key Size (0x0C).
     public typealias SecurityRefusalHandler = @Sendable (GATTServer.ClientID, ATTErrorCode) async -> Void
+    /// Asked when a request is refused for its link's security: waits while a pairing that
+    /// already encrypted the link is completing, and says whether it waited (the request is then
+    /// answered again, at the level the pairing gave).
+    public typealias SecuritySettling = @Sendable (GATTServer.ClientID) async -> Bool
 
     /// How ``push(_:handle:indication:to:)`` delivered a value.
     public enum PushOutcome: Hashable, Sendable {
@@ -51,6 +55,7 @@ public actor GATTServerHost {
     private var writeCheck: WriteCheck?
     private var eventHandler: EventHandler?
     private var securityRefusalHandler: SecurityRefusalHandler?
+    private var securitySettling: SecuritySettling?
     private let logger: Logger
     private let eventContinuation: AsyncStream<GATTServer.Event>.Continuation
 
@@ -83,6 +88,11 @@ public actor GATTServerHost {
     /// know.
     public func setSecurityRefusalHandler(_ handler: SecurityRefusalHandler?) {
         securityRefusalHandler = handler
+    }
+
+    /// Sets who holds a request refused for security while a pairing on its link completes.
+    public func setSecuritySettling(_ handler: SecuritySettling?) {
+        securitySettling = handler
     }
 
     /// Replaces the server's configuration (its Rx MTU, queue limits) keeping the database;
@@ -291,7 +301,12 @@ public actor GATTServerHost {
         if let enhancedMTU { mtu = enhancedMTU } else { mtu = await link.connection.mtu }
         server.setMTU(mtu, for: client)
         let commandRefusal = securityRefusalHandler == nil ? nil : commandSecurityRefusal(pdu, from: client)
-        let response = server.respond(to: pdu, from: client)
+        var response = server.respond(to: pdu, from: client)
+        if let securitySettling, case .errorResponse(let error) = response, Self.securityCodes.contains(error.errorCode),
+            await securitySettling(client)
+        {
+            response = server.respond(to: pdu, from: client)
+        }
         if let securityRefusalHandler {
             if case .errorResponse(let error) = response, Self.securityCodes.contains(error.errorCode) {
                 await securityRefusalHandler(client, error.errorCode)

@@ -113,6 +113,10 @@ final class CLIPairingDelegate: PairingDelegate {
         return value
     }
 
+    func comparisonWasSeen(for peer: PeerAddress) -> Bool {
+        !unseen.withLock { $0.contains(peer.address) }
+    }
+
     func confirm(_ number: UInt32, for peer: PeerAddress) async -> Bool {
         printError("numeric comparison: \(Self.sixDigits(number))", to: errors)
         if confirmAll {
@@ -160,24 +164,29 @@ struct PairCommand {
         let delegate = CLIPairingDelegate(
             passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current)
         await adapter.setPairingDelegate(delegate)
-        var pairing = PairingOptions(
-            ioCapability: options.ioCapability ?? (interactive ? .keyboardDisplay : .noInputNoOutput),
-            bonding: !options.noBond)
+        // A passkey given means a keyboard to type it on; else a terminal can show and type.
+        let capability: IOCapability =
+            options.ioCapability ?? (options.passkey != nil ? .keyboardOnly : (interactive ? .keyboardDisplay : .noInputNoOutput))
+        var pairing = PairingOptions(ioCapability: capability, bonding: !options.noBond)
         pairing.legacyOnly = options.legacy
         do {
-            let existing = await adapter.bonds().first { $0.peer == peer.address || $0.identity == peer.address }
+            let existing = await adapter.bonds().first {
+                $0.peerIdentity == peer || ($0.peer == peer.address && $0.peerType == peer.type)
+            }
             if let existing, !options.force {
                 // Bonded already: encrypt with the bond (no SMP), as a reconnection does.
                 try await connection.peripheral.ensureSecurity(existing.securityLevel)
                 report(existing, fresh: false, global: global, output: &output)
             } else {
                 // --force: the old bond goes only once the new pairing succeeded.
-                var bond = try await connection.peripheral.pair(pairing)
-                if let existing, existing.identity != bond.identity { try? await adapter.removeBond(existing.peerIdentity) }
-                if delegate.confirmedUnseen, bond.authenticated {
+                // The device named is the one repaired: its bond alone may be replaced, by one at
+                // least as strong; an identity another bond holds is refused (BondStore).
+                let bond = try await connection.peripheral.pair(pairing, replacing: existing?.peerIdentity)
+                if let existing, existing.peerIdentity != bond.peerIdentity, !options.noBond {
+                    try? await adapter.removeBond(existing.peerIdentity)
+                }
+                if delegate.confirmedUnseen {
                     // Nobody compared the numbers: no MITM protection, whatever the method.
-                    bond.authenticated = false
-                    if !options.noBond { try await adapter.saveBond(bond) }
                     printError(
                         "gattclient: --confirm accepted the numeric comparison unseen: the bond is kept as unauthenticated",
                         to: errors)

@@ -37,11 +37,24 @@ public struct PeripheralOptions: Equatable, Sendable {
     /// `--security-request`: a request refused for the link's security makes us send a
     /// Security Request (Vol 3 Part H §2.4.6).
     public var securityRequest = false
+    /// `--bondable`: pairings a central asks to bond leave a bond (off: nothing is stored).
+    public var bondable = false
+    /// `--max-bonds N`: the most bonds centrals may make with us (default 32); a new one beyond
+    /// is refused and said, no old one dropped.
+    public var maximumBonds = 32
+    /// `--static-passkey-insecure`: allows `--passkey` under Secure Connections, where a fixed
+    /// passkey leaks a bit per failed attempt and no throttle protects it.
+    public var staticPasskeyInsecure = false
+    /// `--sc-only`: Secure Connections Only mode (legacy pairing refused, Authentication
+    /// Requirements).
+    public var secureConnectionsOnly = false
 
     public init(device: Device) { self.device = device }
 
     /// Whether a pairing flag was given (the kernel path cannot honour them).
-    var asksForPairingSettings: Bool { ioCapability != nil || passkey != nil || confirm || securityRequest }
+    var asksForPairingSettings: Bool {
+        ioCapability != nil || passkey != nil || confirm || securityRequest || bondable || secureConnectionsOnly
+    }
 
     /// The Rx MTU in force.
     public var effectiveMTU: Int {
@@ -60,9 +73,21 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     var passkey: UInt32?
     var confirm = false
     var securityRequest = false
+    var bondable = false
+    var maximumBonds = 32
+    var staticPasskeyInsecure = false
+    var secureConnectionsOnly = false
     for (flag, value) in flags {
         switch flag {
         case "--security-request": securityRequest = true
+        case "--bondable": bondable = true
+        case "--static-passkey-insecure": staticPasskeyInsecure = true
+        case "--sc-only": secureConnectionsOnly = true
+        case "--max-bonds":
+            guard let text = value, !text.isEmpty, text.count <= 6, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+                let n = Int(text), (1...100_000).contains(n), text == String(n)
+            else { throw UsageError("--max-bonds takes a count from 1 to 100000, not '\(value ?? "")'") }
+            maximumBonds = n
         case "--io-capability": ioCapability = try parseIOCapability(value)
         case "--passkey": passkey = try parsePasskey(value)
         case "--confirm": confirm = true
@@ -96,6 +121,19 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     options.passkey = passkey
     options.confirm = confirm
     options.securityRequest = securityRequest
+    options.bondable = bondable
+    options.maximumBonds = maximumBonds
+    options.staticPasskeyInsecure = staticPasskeyInsecure
+    options.secureConnectionsOnly = secureConnectionsOnly
+    if passkey != nil, !staticPasskeyInsecure {
+        // The same passkey at every attempt: under Secure Connections each failed attempt tells
+        // the central one bit of it (Vol 3 Part H §2.3.5.3), 20 attempts recover it, and no
+        // throttle of repeated attempts protects a secret that never changes.
+        throw UsageError(
+            "peripheral --passkey: a fixed passkey can be recovered by a central one bit per failed attempt; "
+                + "leave it out (pair with --io-capability display-only: a new random passkey each time, shown on stderr), "
+                + "or insist with --static-passkey-insecure")
+    }
     return options
 }
 
@@ -260,6 +298,7 @@ struct PeripheralCommand {
         if let pairing {
             pairing.setSecurityRequests(options.securityRequest)
             await device.gatt.setSecurityRefusalHandler { client, code in await pairing.refused(code, client: client) }
+            await device.gatt.setSecuritySettling { client in await pairing.waitForPairing(of: client) }
         }
         let centrals: AsyncStream<AcceptedCentral>
         do {
@@ -360,7 +399,7 @@ struct PeripheralCommand {
         guard !(host is KernelPeripheralHost) else {
             if options.asksForPairingSettings {
                 throw CommandFailure(
-                    "peripheral --io-capability/--passkey/--confirm/--security-request: on the kernel path (hciN) the kernel's SMP pairs; "
+                    "peripheral --io-capability/--passkey/--confirm/--security-request/--bondable/--sc-only: on the kernel path (hciN) the kernel's SMP pairs; "
                         + "these apply to our own host (hci-user:N, tcp:, unix:, serial:, sim)",
                     kind: "usage", exitCode: .usage)
             }
@@ -370,14 +409,17 @@ struct PeripheralCommand {
             passkey: options.passkey, confirmAll: options.confirm, errors: errors,
             diagnostics: SessionDiagnostics.current, prompts: false)
         let errors = errors
-        return PeripheralPairing(
+        var pairingOptions = PairingOptions(
+            ioCapability: options.ioCapability ?? (options.passkey != nil ? .keyboardOnly : .noInputNoOutput))
+        pairingOptions.secureConnectionsOnly = options.secureConnectionsOnly
+        let pairing = PeripheralPairing(
             bondsDirectory: global.bonds, delegate: delegate,
             localAddress: PeerAddress(address: host.address, type: .public),
-            options: PairingOptions(ioCapability: options.ioCapability ?? .noInputNoOutput),
+            options: pairingOptions, maximumBonds: options.maximumBonds,
             warning: { SessionDiagnostics.libraryMessage($0, to: errors) },
             adjustBond: { bond in
                 // Nobody compared the numbers: no MITM protection, whatever the method.
-                guard delegate.takeConfirmedUnseen(for: bond.peer), bond.authenticated else { return bond }
+                guard delegate.takeConfirmedUnseen(for: bond.peer) else { return bond }
                 var unseen = bond
                 unseen.authenticated = false
                 printError(
@@ -385,6 +427,8 @@ struct PeripheralCommand {
                     to: errors)
                 return unseen
             })
+        pairing.setBondable(options.bondable)
+        return pairing
     }
 
     /// The one-line answer to a standard-input command.

@@ -115,11 +115,22 @@ enum PairingSteps {
             result.peerLTK?.ediv = identification.ediv
             result.peerLTK?.rand = identification.rand
         case .identityInformation(let information):
+            // An all-zero IRK would make every address "resolve" to this peer (§2.4.2.1: the
+            // IRK is random); refused like a bad key, never stored.
+            guard information.value.contains(where: { $0 != 0 }) else {
+                return (.invalidParameters, "the peer distributed an all-zero IRK")
+            }
             result.peerIRK = information.value
         case .identityAddressInformation(let identity):
-            // An identity address is public or static random (top two bits 0b11, §3.6.5).
-            guard identity.addressType == .public || identity.address.rawValue >> 46 == 0b11 else {
+            // An identity address is public or static random (top two bits 0b11, §3.6.5), and a
+            // static address's random part is neither all zeros nor all ones (Vol 6 Part B §1.3.2.1).
+            let raw = identity.address.rawValue
+            guard identity.addressType == .public || raw >> 46 == 0b11 else {
                 return (.invalidParameters, "the identity address \(identity.address) is random but not static")
+            }
+            guard identity.addressType == .public ? raw != 0 : (raw & 0x3FFF_FFFF_FFFF != 0 && raw & 0x3FFF_FFFF_FFFF != 0x3FFF_FFFF_FFFF)
+            else {
+                return (.invalidParameters, "the identity address \(identity.address) is not a device's address")
             }
             result.peerIdentity = identity
         case .signingInformation(let information):

@@ -18,6 +18,8 @@ public actor PeripheralSecurityManager {
     private let optionsProvider: @Sendable () -> PairingOptions?
     private let agent: any PairingAgent
     private let completed: @Sendable (Result<PairingResult, PairingFailure>) async -> Void
+    /// Asked at each Pairing Request: nil to pair, else the wait left (repeated attempts).
+    private let attempt: @Sendable () -> Duration?
     private var responder: PairingResponder?
     /// The key of the pairing in progress, for the central's encryption.
     private var pendingKey: LongTermKey?
@@ -28,6 +30,8 @@ public actor PeripheralSecurityManager {
 
     /// - Parameters:
     ///   - options: the pairing options now, or nil to refuse pairing (Pairing Not Supported).
+    ///   - attempt: asked at each Pairing Request (§2.3.6): nil lets it start; a wait refuses
+    ///     it with Pairing Failed (Repeated Attempts).
     ///   - completed: each pairing's end.
     public init(
         incoming: AsyncStream<[UInt8]>, send: @escaping @Sendable ([UInt8]) throws -> Void,
@@ -35,8 +39,10 @@ public actor PeripheralSecurityManager {
         identity: IdentityAddressInformation, localIRK: [UInt8]? = nil, options: @escaping @Sendable () -> PairingOptions?,
         agent: any PairingAgent, clock: any BluetoothClock = SystemClock(),
         random: @escaping @Sendable (Int) -> [UInt8] = SecureRandom.bytes,
+        attempt: @escaping @Sendable () -> Duration? = { nil },
         completed: @escaping @Sendable (Result<PairingResult, PairingFailure>) async -> Void
     ) {
+        self.attempt = attempt
         self.incoming = incoming
         self.send = send
         self.encryptionChanges = encryptionChanges
@@ -92,6 +98,10 @@ public actor PeripheralSecurityManager {
         if pdu.first == SecurityManagerCode.pairingRequest.rawValue, responder?.isActive != true {
             guard let options = optionsProvider() else {
                 try? send(PairingFailed(reason: .pairingNotSupported).encode())
+                return
+            }
+            if attempt() != nil {
+                try? send(PairingFailed(reason: .repeatedAttempts).encode())
                 return
             }
             responder = PairingResponder(
