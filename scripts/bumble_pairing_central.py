@@ -13,6 +13,7 @@ Usage: python3 scripts/bumble_pairing_central.py --transport tcp-client:127.0.0.
 """
 import argparse
 import asyncio
+import secrets
 import json
 import sys
 
@@ -67,6 +68,8 @@ async def session(arguments) -> dict:
     async with await open_transport(arguments.transport) as (source, sink):
         device = Device.with_hci('bumble-pairing-central', hci.Address(CENTRAL_ADDRESS), source, sink)
         device.keystore = MemoryKeyStore()
+        # Bumble's default IRK is all zero, which our stack refuses: a random one, as real devices have.
+        device.irk = secrets.token_bytes(16)
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=arguments.pairing == 'sc', mitm=arguments.mitm, bonding=True,
             delegate=Delegate(arguments.io, arguments.passkey))

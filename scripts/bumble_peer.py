@@ -82,6 +82,7 @@ Usage: python3 scripts/bumble_peer.py [--port N] [--device sensortag] [--device 
 """
 import argparse
 import asyncio
+import secrets
 import logging
 import os
 import struct
@@ -569,6 +570,10 @@ def make_device(name: str, address: str, controller: Controller) -> Device:
     # 4.x device such as the CC2650 does not have.
     config.gap_service_enabled = False
     config.gatt_service_enabled = False
+    # Bumble's DeviceConfiguration defaults to an all-zero IRK ("this really must be changed"),
+    # which it then distributes when pairing; our stack refuses that key (anyone could make an
+    # address that resolves with it), so each device gets a random one, as real devices do.
+    config.irk = secrets.token_bytes(16)
     host = Host(controller_source=controller, controller_sink=controller)
     return Device(name=name, address=hci.Address(address), config=config, host=host)
 

@@ -56,6 +56,7 @@ struct SimulatedPairingTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
+            await local.setBondable(true)
             let device = try await client.connect(to: server.address)
             #expect(try await device.read(Self.secret) == Array("72 bpm".utf8), "paired on Insufficient Encryption")
             #expect(await device.securityLevel == .encrypted)
@@ -88,6 +89,7 @@ struct SimulatedPairingTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
+            await local.setBondable(true)
             let device = try await client.connect(to: server.address)
             _ = try await device.pair(PairingOptions(ioCapability: .noInputNoOutput))
             await device.disconnect()
@@ -120,13 +122,14 @@ struct SimulatedPairingTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "secret", services: Self.services)
+            await local.setBondable(true)
             let device = try await client.connect(to: server.address)
             _ = try await device.pair(PairingOptions(ioCapability: .noInputNoOutput))
             await device.disconnect()
             // Our copy of the key is damaged: the two LTKs differ.
             var bond = try #require(await client.bonds().first)
             bond.peerLTK?.key[0] ^= 0xFF
-            try await client.saveBond(bond)
+            try await client.saveBond(bond, replacing: bond.peerIdentity)
             let again = try await client.connect(to: server.address)
             let states = again.states()
             do throws(BLEError) {
@@ -170,6 +173,7 @@ struct SimulatedPairingTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "commands", services: Self.commandServices)
+            await local.setBondable(true)
             await local.setSecurityRequests(true)
             let writes = local.writes()
             let device = try await client.connect(to: server.address)
@@ -195,6 +199,7 @@ struct SimulatedPairingTests {
             let server = try await Adapter.simulated(simulation, options: serverOptions)
             let client = try await Adapter.simulated(simulation, options: clientOptions)
             let local = try await server.advertise(name: "commands", services: Self.commandServices)
+            await local.setBondable(true)
             let device = try await client.connect(to: server.address)
             try await device.write([0x01], to: Self.command, withResponse: false)
             // A round trip after the command: had a Security Request been sent, it came first.

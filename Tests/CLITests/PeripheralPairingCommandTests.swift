@@ -80,7 +80,7 @@ struct PeripheralPairingCommandTests {
         var started = false
         defer { if !started { [path, bonds, centralBonds].forEach(removeTree) } }
         try databaseJSON.write(toFile: path, atomically: true, encoding: .utf8)
-        guard case .peripheral(var options) = try parse(["peripheral", "--database", path] + flags).command else {
+        guard case .peripheral(var options) = try parse(["peripheral", "--database", path, "--bondable"] + flags).command else {
             throw UsageError("not a peripheral command")
         }
         options.duration = nil
@@ -134,7 +134,7 @@ struct PeripheralPairingCommandTests {
 
     @Test("--io-capability keyboard-only --passkey: both sides type it; the authenticated value is served")
     func passkeyEnteredOnBothSides() async throws {
-        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "024680"], user: User(passkey: 24680))
+        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "024680", "--static-passkey-insecure"], user: User(passkey: 24680))
         defer { rig.removeFiles() }
         try await withTimeout(60, "Passkey Entry with gattclient peripheral") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
@@ -150,7 +150,7 @@ struct PeripheralPairingCommandTests {
 
     @Test("a wrong passkey fails the pairing (Confirm Value Failed) and leaves no bond")
     func wrongPasskeyFails() async throws {
-        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "111111"], user: User(passkey: 222222))
+        let rig = try await Self.start(["--io-capability", "keyboard-only", "--passkey", "111111", "--static-passkey-insecure"], user: User(passkey: 222222))
         defer { rig.removeFiles() }
         try await withTimeout(60, "a wrong passkey") {
             let device = try await rig.central.connect(to: PeerAddress(address: Self.peripheralAddress, type: .public))
@@ -239,7 +239,7 @@ struct PeripheralPairingCommandTests {
     @Test func pairingFlagsParse() throws {
         guard
             case .peripheral(let options) = try parse(
-                ["peripheral", "sensortag", "--io-capability", "display-only", "--passkey", "000042", "--confirm"]
+                ["peripheral", "sensortag", "--io-capability", "display-only", "--passkey", "000042", "--confirm", "--static-passkey-insecure"]
             ).command
         else {
             Issue.record("not a peripheral command")

@@ -439,6 +439,7 @@ struct BumbleCentralPairingTests {
                     ])
             ])
         await local.setPairing(ours)
+        await local.setBondable(true)
         let client = try PeripheralInteropProcess(
             "bumble_pairing_central.py",
             ["--transport", "tcp-client:127.0.0.1:\(centralPort)", "--peer", "\(adapter.address.address)/public",
