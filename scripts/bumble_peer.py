@@ -126,7 +126,8 @@ SECURE_SERVICE = '0000FEE0-0000-1000-8000-00805F9B34FB'
 SECURE_READ_ENCRYPTED = '0000FEE1-0000-1000-8000-00805F9B34FB'
 SECURE_WRITE_AUTHENTICATED = '0000FEE2-0000-1000-8000-00805F9B34FB'
 # Pairing as --pairing-* say (set in main()).
-PAIRING = {'sc': True, 'mitm': False, 'bonding': True, 'io': 'none', 'passkey': 123456, 'keystore': None,
+PAIRING = {'claim_identity': None, 'zero_irk': False,
+           'sc': True, 'mitm': False, 'bonding': True, 'io': 'none', 'passkey': 123456, 'keystore': None,
            'privacy': False}
 # --privacy: the secure device's IRK (it advertises with resolvable private addresses from it).
 PRIVACY_IRK = bytes(range(0x10, 0x20))
@@ -918,7 +919,25 @@ def add_secure(device: Device) -> None:
     device.keystore = (JsonKeyStore(namespace=None, filename=PAIRING['keystore']) if PAIRING['keystore']
                        else MemoryKeyStore())
 
+    if PAIRING['claim_identity']:
+        claim_identity(PAIRING['claim_identity'])
+    if PAIRING['zero_irk']:
+        device.irk = bytes(16)
     report_pairing(device)
+
+
+def claim_identity(text: str) -> None:
+    """Hostile: Identity Address Information names `text` (ADDR/public|random), another device's
+    identity, instead of ours (patches Bumble's smp.Session)."""
+    from bumble import smp
+    address, _, kind = text.partition('/')
+    claimed = hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS if kind == 'random'
+                          else hci.Address.PUBLIC_DEVICE_ADDRESS)
+
+    def send_identity_address_command(session) -> None:
+        session.send_command(smp.SMP_Identity_Address_Information_Command(
+            addr_type=claimed.address_type, bd_addr=claimed))
+    smp.Session.send_identity_address_command = send_identity_address_command
 
 
 def report_pairing(device: Device) -> None:
@@ -1296,6 +1315,9 @@ def main() -> None:
                         help='the secure device\'s IO capability (default none)')
     parser.add_argument('--passkey', type=int, default=123456, help='the passkey it displays or types')
     parser.add_argument('--keystore', default=None, help='a JSON key store file for the secure device')
+    parser.add_argument('--claim-identity', default=None,
+                        help='hostile: the secure device distributes this identity (ADDR/public|random), another device\'s')
+    parser.add_argument('--zero-irk', action='store_true', help='hostile: the secure device distributes an all-zero IRK')
     parser.add_argument('--privacy', action='store_true',
                         help='the secure device advertises with resolvable private addresses (LE privacy)')
     parser.add_argument('--eatt', action='store_true',
@@ -1307,7 +1329,8 @@ def main() -> None:
     parser.add_argument('--verbose', action='store_true', help='log to stderr')
     arguments = parser.parse_args()
     PAIRING.update(sc=arguments.pairing == 'sc', mitm=arguments.pairing_mitm, io=arguments.pairing_io,
-                   passkey=arguments.passkey, keystore=arguments.keystore, privacy=arguments.privacy)
+                   passkey=arguments.passkey, keystore=arguments.keystore, privacy=arguments.privacy,
+                   claim_identity=arguments.claim_identity, zero_irk=arguments.zero_irk)
     if not 23 <= arguments.mtu <= 517:
         parser.error('--mtu must be within 23...517')
     if not 0 <= arguments.counters <= 200 or not 0 < arguments.counter_rate <= 1000:
