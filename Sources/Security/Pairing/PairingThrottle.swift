@@ -36,6 +36,13 @@ public struct PairingThrottle: Sendable {
 
     public init() {}
 
+    /// Failures in a row from `peer`.
+    public func failures(of peer: PeerKey) -> Int { peers[peer]?.count ?? 0 }
+    /// Failures from anyone since the global count last started again.
+    public var globalFailures: Int { global.count }
+    /// How many peers' failures are remembered now.
+    public var rememberedPeers: Int { peers.count }
+
     /// The wait after `count` failures in a row: 1 s, doubling, at most 64 s; zero for none.
     public static func backOff(after count: Int) -> Duration {
         count <= 0 ? .zero : .seconds(1 << min(count - 1, 6))
