@@ -40,6 +40,7 @@
 @_exported import struct HCI.HCIStatus
 @_exported import enum Security.IOCapability
 @_exported import struct Security.LongTermKey
+@_exported import enum Security.PairingMethod
 @_exported import struct Security.PairingOptions
 
 import GATT

@@ -222,3 +222,56 @@ extension PeripheralState {
         return false
     }
 }
+
+/// Issue 36 hole 10: no silent pairing, no silent downgrade (gattclient against Bumble).
+@Suite(
+    "Interop: gattclient says every pairing and never exits 0 below the level asked",
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized)
+struct BumblePairingSaidTests {
+    @Test("a plain read that pairs says so on stderr (and as an event under --json)")
+    func pairingOnDemandIsSaid() async throws {
+        let peer = try await BumblePeer.start(devices: ["secure"], lifetime: 90, arguments: ["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let address = try #require(peer.devices["secure"]).description + "/random"
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        let read = await BumblePairingCLITests.run(["--transport", peer.uri.description, "--bonds", bonds, "read", address, "FEE1"])
+        #expect(read.code == 0, "\(read.stderr)")
+        #expect(read.stdout.contains("heart rate 72"))
+        let said = read.stderr.split(separator: "\n").filter { $0.contains("paired with") }
+        #expect(said.count == 1, "\(read.stderr)")
+        #expect(said.first?.contains("Just Works") == true && said.first?.contains("bonded") == true, "\(read.stderr)")
+        _ = try await peer.event(startingWith: "PAIRING done", timeout: 30 * testTimeoutScale)
+        // The bond is used from now on: no second pairing, nothing said.
+        let json = await BumblePairingCLITests.run(
+            ["--transport", peer.uri.description, "--bonds", bonds, "--json", "read", address, "FEE1"])
+        #expect(json.code == 0, "\(json.stderr)")
+        #expect(!json.stdout.contains("\"event\":\"paired\"") && !json.stderr.contains("paired with"), "\(json.stdout)")
+    }
+
+    @Test("--security high against a peer that can only do Just Works fails; pair --passkey off a terminal types it")
+    func levelsAreEarned() async throws {
+        let justWorks = try await BumblePeer.start(devices: ["secure"], lifetime: 90, arguments: ["--pairing", "sc", "--pairing-io", "none"])
+        defer { justWorks.stop() }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        let address = try #require(justWorks.devices["secure"]).description + "/random"
+        let high = await BumblePairingCLITests.run(
+            ["--transport", justWorks.uri.description, "--bonds", bonds, "--security", "high", "read", address, "FEE1"])
+        #expect(high.code != 0, "exit \(high.code): \(high.stdout) \(high.stderr)")
+        #expect(!high.stdout.contains("heart rate"))
+        #expect(BumbleHostileSecurityTests.snapshot(bonds).isEmpty, "nothing stored from the refused pairing")
+
+        // --passkey with no --io-capability: a keyboard, so Passkey Entry (not Just Works).
+        let display = try await BumblePeer.start(
+            devices: ["secure"], lifetime: 90, arguments: ["--pairing", "sc", "--pairing-io", "display", "--pairing-mitm"])
+        defer { display.stop() }
+        let other = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(other) }
+        let paired = await BumblePairingCLITests.run(
+            ["--transport", display.uri.description, "--bonds", other, "--json", "pair",
+             try #require(display.devices["secure"]).description + "/random", "--passkey", "123456"])
+        #expect(paired.code == 0, "\(paired.stderr)")
+        #expect(paired.stdout.contains("\"authenticated\":true"), "\(paired.stdout)")
+    }
+}

@@ -292,9 +292,11 @@ package final class PeripheralPairing: Sendable {
         case .success(let pairing):
             let bond = adjustBond(context.bond(from: pairing, local: localAddress, peer: peer, pairedAs: "peripheral"))
             let store = pairing.bonded && bondable.withLock { $0 }
+            var stored = store
             do {
                 if store { try context.store.save(bond) } else { try context.store.admit(bond) }
             } catch let refusal {
+                stored = false
                 context.pairingEnded(with: peer, succeeded: false)
                 switch refusal {
                 case .full, .file:
@@ -309,6 +311,7 @@ package final class PeripheralPairing: Sendable {
             context.pairingEnded(with: peer, succeeded: true)
             security.pendingLevel.withLock { $0 = bond.securityLevel }
             await security.enter(bond.securityLevel)
+            await context.delegate?.pairingCompleted(with: peer, method: pairing.method, bond: bond, stored: stored)
         case .failure(let failure):
             context.pairingEnded(with: peer, succeeded: false)
             let encrypted = security.pairingKeyTaken.withLock { $0 }

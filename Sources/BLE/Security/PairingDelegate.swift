@@ -15,10 +15,16 @@ public protocol PairingDelegate: Sendable {
     /// person. An automatic yes (`gattclient --confirm`, a test) protects against nobody: the
     /// pairing's keys are then kept as unauthenticated, on both roles. Default: true.
     func comparisonWasSeen(for peer: PeerAddress) -> Bool
+    /// A pairing with `peer` completed, on either role, whoever started it (the app, a read the
+    /// peer refused for security, a Security Request, a central): how it authenticated, the bond
+    /// it left (its level, its identity) and whether that bond was stored. Nothing pairs
+    /// silently: an app that shows nothing else should show this. Default: nothing.
+    func pairingCompleted(with peer: PeerAddress, method: PairingMethod, bond: Bond, stored: Bool) async
 }
 
 extension PairingDelegate {
     public func comparisonWasSeen(for peer: PeerAddress) -> Bool { true }
+    public func pairingCompleted(with peer: PeerAddress, method: PairingMethod, bond: Bond, stored: Bool) async {}
 }
 
 /// An adapter's pairing setup shared with its peripherals: the delegate, the bond store, whether

@@ -46,13 +46,15 @@ extension Peripheral {
         }
         securityContext.pairingEnded(with: peer, succeeded: true)
         await raiseSecurityLevel(to: bond.securityLevel)
-        if options.bonding, result.bonded {
+        let stored = options.bonding && result.bonded
+        if stored {
             do {
                 try securityContext.store.save(bond, replacing: replacing)
             } catch {
                 throw BLEError("paired with \(peer), but the bond could not be stored: \(error)", kind: "bonds")
             }
         }
+        await securityContext.delegate?.pairingCompleted(with: peer, method: result.method, bond: bond, stored: stored)
         return bond
     }
 

@@ -66,6 +66,9 @@ final class CLIPairingDelegate: PairingDelegate {
     let errors: Int32
     let diagnostics: SessionDiagnostics?
     let prompts: Bool
+    /// Whether each completed pairing is said (one line on stderr, an `event` under `--json`);
+    /// `pair`, which reports its own, says nothing more.
+    let announces: Bool
     /// The peers whose numeric comparison `--confirm` accepted unseen.
     private let unseen = Mutex<Set<BluetoothAddress>>([])
 
@@ -78,7 +81,11 @@ final class CLIPairingDelegate: PairingDelegate {
         unseen.withLock { $0.remove(peer) != nil }
     }
 
-    init(passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?, prompts: Bool = true) {
+    init(
+        passkey: UInt32?, confirmAll: Bool, errors: Int32, diagnostics: SessionDiagnostics?, prompts: Bool = true,
+        announces: Bool = true
+    ) {
+        self.announces = announces
         self.passkey = passkey
         self.confirmAll = confirmAll
         self.errors = errors
@@ -111,6 +118,28 @@ final class CLIPairingDelegate: PairingDelegate {
             throw UsageError("\(peer.address) shows a passkey to enter: give it with --passkey N")
         }
         return value
+    }
+
+    func pairingCompleted(with peer: PeerAddress, method: PairingMethod, bond: Bond, stored: Bool) async {
+        guard announces else { return }
+        let kind = bond.secureConnections ? "Secure Connections" : "LE legacy pairing"
+        printError(
+            "gattclient: paired with \(peer.address): \(kind), \(method), \(bond.securityLevel)"
+                + (bond.identity != peer.address ? " (identity \(bond.identity))" : "") + (stored ? "; bonded" : "; not bonded"),
+            to: errors)
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("kind", "event")
+        json.field("event", "paired")
+        json.field("peer", peer.address.description)
+        json.field("identity", bond.identity.description)
+        json.field("method", "\(method)")
+        json.field("secureConnections", bond.secureConnections)
+        json.field("authenticated", bond.authenticated)
+        json.field("securityLevel", "\(bond.securityLevel)")
+        json.field("bonded", stored)
+        json.endObject()
+        diagnostics?.event(json.bytes)
     }
 
     func comparisonWasSeen(for peer: PeerAddress) -> Bool {
@@ -162,7 +191,8 @@ struct PairCommand {
         let adapter = connection.adapter
         let interactive = isatty(STDIN_FILENO) == 1
         let delegate = CLIPairingDelegate(
-            passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current)
+            passkey: options.passkey, confirmAll: options.confirm, errors: errors, diagnostics: SessionDiagnostics.current,
+            announces: false)
         await adapter.setPairingDelegate(delegate)
         // A passkey given means a keyboard to type it on; else a terminal can show and type.
         let capability: IOCapability =
