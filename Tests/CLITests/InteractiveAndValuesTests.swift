@@ -282,7 +282,7 @@ struct ShellTerminalTests {
         let screen = Locked("")
         let reading = Thread.detachNewThreadReading(master, into: screen)
         _ = reading
-        setenv("GATTCLIENT_HISTORY", "", 1)
+        withProcessEnvironment { _ = setenv("GATTCLIENT_HISTORY", "", 1) }
         let finished = Locked<Int32?>(nil)
         Thread.detachNewThread {
             let code = runGATTClient(

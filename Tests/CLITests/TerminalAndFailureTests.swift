@@ -159,8 +159,8 @@ final class TerminalBuffer: @unchecked Sendable {
     /// Runs `body` with NO_COLOR set to `value` (nil: unset), then restores it.
     static func withNoColor<T>(_ value: String?, _ body: () async -> T) async -> T {
         let saved = getenv("NO_COLOR").map { String(cString: $0) }
-        if let value { setenv("NO_COLOR", value, 1) } else { unsetenv("NO_COLOR") }
-        defer { if let saved { setenv("NO_COLOR", saved, 1) } else { unsetenv("NO_COLOR") } }
+        withProcessEnvironment { _ = value.map { setenv("NO_COLOR", $0, 1) } ?? unsetenv("NO_COLOR") }
+        defer { withProcessEnvironment { _ = saved.map { setenv("NO_COLOR", $0, 1) } ?? unsetenv("NO_COLOR") } }
         return await body()
     }
 

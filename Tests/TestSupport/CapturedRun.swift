@@ -59,7 +59,7 @@ private func readAll(_ file: (descriptor: Int32, path: String)) -> String {
 /// process's tests share it, so it is removed when the process exits.
 public let testCacheDirectory: String = {
     let path = "/tmp/gattclient-test-cache-\(getpid())"
-    setenv("GATTCLIENT_CACHE", path, 1)
+    withProcessEnvironment { _ = setenv("GATTCLIENT_CACHE", path, 1) }
     // A C function cannot capture: the handler computes the same path again.
     atexit { removeTree("/tmp/gattclient-test-cache-\(getpid())") }
     return path

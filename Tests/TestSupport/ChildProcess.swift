@@ -111,7 +111,9 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let result = posix_spawnp(&child, arguments[0], &actions, &attributes, argv, environ)
+        // `environ` is read while no test thread changes the environment (setenv may move it:
+        // a spawn during a setenv failed once with EFAULT under the full suite).
+        let result = withProcessEnvironment { posix_spawnp(&child, arguments[0], &actions, &attributes, argv, environ) }
         // The child's ends belong to the child now.
         if input[0] >= 0 { close(input[0]) }
         if outputPipe[1] >= 0 { close(outputPipe[1]) }
@@ -319,4 +321,13 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue(label: "test-blocking-wait").async { continuation.resume(with: Result { try body() }) }
     }
+}
+
+/// Serializes the tests' changes to the process environment with the spawns that copy it.
+private let processEnvironment = Mutex<Void>(())
+
+/// Runs `body` (a `setenv`, `unsetenv`, or a spawn reading `environ`) while no other test thread
+/// changes the environment.
+public func withProcessEnvironment<T>(_ body: () throws -> T) rethrows -> T {
+    try processEnvironment.withLock { _ in try body() }
 }
