@@ -61,7 +61,7 @@ public actor Adapter {
         securityContext = SecurityContext(
             store: BondStore(
                 directory: options.bondsDirectory, peripheralLimit: options.maximumPeripheralBonds, warning: options.warning),
-            allowRepair: options.allowRepair, kernel: (central as? KernelCentral).map { KernelSecurity(index: $0.index) },
+            allowRepair: options.allowRepair, minimumKeySize: options.minimumKeySize, kernel: (central as? KernelCentral).map { KernelSecurity(index: $0.index) },
             warning: options.warning)
     }
 

@@ -35,6 +35,8 @@ public struct GlobalOptions: Equatable, Sendable {
     public var bonds: String?
     /// `--repair`: pair again with a peer that lost its bond.
     public var repair = false
+    /// `--min-key-size N`: the smallest encryption key accepted from a pairing (7–16; default 16).
+    public var minimumKeySize = 16
     /// The device's address was given without a type (no `/random|/public`, no `--random`): the
     /// type comes from the address-type cache, else the adapter tries both.
     public var automaticAddressType = false
@@ -265,6 +267,8 @@ public let usageText: String = {
                                 key, else pairing (user space, or the kernel's BT_SECURITY on hciN)
       --bonds DIR               where bonds are kept (default $XDG_STATE_HOME/gattclient/bonds)
       --repair                  pair again with a peer that lost its bond (else said, and refused)
+      --min-key-size N          the smallest encryption key a pairing may give, 7-16 octets (default 16);
+                                checked before anything is stored, on every transport
       --no-cache                neither read nor write the address-type cache ($XDG_CACHE_HOME/gattclient)
       --replay-match strict|any replay: answer requests in recorded order (strict) or by content (any)
       --replay-conn H           replay: the recorded connection to use when a capture holds several
@@ -295,7 +299,7 @@ public let usageText: String = {
 /// The global options (before or after the command).
 let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
-    "--bonds", "--repair", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
+    "--bonds", "--repair", "--min-key-size", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
     "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests", "--eatt",
 ]
 
@@ -471,6 +475,12 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         case "--repair":
             if inlineValue != nil { throw UsageError("--repair takes no value") }
             options.repair = true
+        case "--min-key-size":
+            let text = try take()
+            guard let size = Int(text), (7...16).contains(size), text == String(size) else {
+                throw UsageError("--min-key-size takes a key size in octets from 7 to 16, not '\(text)'")
+            }
+            options.minimumKeySize = size
         case "--no-cache":
             if inlineValue != nil { throw UsageError("--no-cache takes no value") }
             options.noCache = true

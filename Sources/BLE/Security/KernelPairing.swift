@@ -159,6 +159,8 @@ actor KernelPairingAgent {
     /// Peers a pairing is under way with (the kernel pairs as the link's security is raised):
     /// their keys are still to come, and ``close()`` waits for them (bounded).
     private var expected: Set<BluetoothAddress> = []
+    /// Peers the user asked this agent to pair (Pair Device): a bonded one may pair again.
+    private var requested: Set<BluetoothAddress> = []
     private var expectedWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(index: UInt16, local: PeerAddress, channel: ManagementChannel, context: SecurityContext) {
@@ -229,18 +231,39 @@ actor KernelPairingAgent {
         switch event {
         case .newLongTermKey, .newIdentityResolvingKey, .newSignatureResolvingKey:
             guard let (bond, persistent) = collector.receive(event) else { return }
+            // A pairing we asked for (pair, --security) may replace the bond of the device we
+            // asked about, and no other (BondStore: never another device's identity).
+            let asked = (expected.contains(bond.peer) || requested.contains(bond.peer)) && bond.identity == bond.peer
             keysArrived(for: [bond.identity, bond.peer])
             // The kernel says whether to keep them (not when the pairing did not bond).
             guard persistent else { return }
+            // A key shorter than allowed is never stored (`pair` then fails on its size).
+            guard bond.keySize >= context.minimumKeySize else {
+                context.warning(
+                    "warning: the kernel paired with \(bond.identity) with a \(bond.keySize)-octet key, below the minimum "
+                        + "\(context.minimumKeySize) (--min-key-size): not stored")
+                return
+            }
             do {
-                try context.store.save(bond)
+                try context.store.save(bond, replacing: asked ? bond.peerIdentity : nil)
             } catch {
                 context.warning("warning: the kernel paired with \(bond.identity), but the bond could not be stored: \(error)")
             }
         case .userConfirmationRequest(let peer, let justWorks, let value):
             // Just Works only asks to authorise: the user asked for this pairing.
             let accepted: Bool
-            if justWorks {
+            let who = Self.peerAddress(peer)
+            if justWorks, !expected.contains(peer.address), !requested.contains(peer.address), !context.allowRepair,
+                context.store.bond(local: collector.local.address, peer: who) != nil
+            {
+                // A device we are bonded with asks to pair again, unasked: as bluetoothd does by
+                // default, refused (a device spoofing its address would otherwise get a new bond
+                // for the price of saying it lost the old one).
+                context.warning(
+                    "warning: \(who) is bonded and asked to pair again: refused (`gattclient pair --force "
+                        + "\(who.address)` or --repair to allow it)")
+                accepted = false
+            } else if justWorks {
                 accepted = true
             } else if let delegate = context.delegate {
                 accepted = await delegate.confirm(value, for: Self.peerAddress(peer))
@@ -325,6 +348,8 @@ actor KernelPairingAgent {
         _ peer: PeerAddress, capability: IOCapability, bonding: Bool, timeout: Duration
     ) async throws(KernelBluetoothError) -> Bond {
         let address = ManagementAddress(le: peer.address, type: peer.type)
+        requested.insert(peer.address)
+        defer { requested.remove(peer.address) }
         if !bonding { _ = try await channel.request(SetBondableCommand(bondable: false), index: index) }
         let command = PairDeviceCommand(peer: address, capability: capability.rawValue)
         var failure: KernelBluetoothError?

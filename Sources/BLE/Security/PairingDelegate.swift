@@ -72,10 +72,14 @@ final class SecurityContext: Sendable {
     /// The kernel path (`hciN`): its agent on the management channel; nil on other transports.
     let kernel: KernelSecurity?
 
+    /// The smallest encryption key size a pairing may give (`--min-key-size`, default 16).
+    let minimumKeySize: Int
+
     init(
-        store: BondStore, allowRepair: Bool, kernel: KernelSecurity? = nil, clock: any BluetoothClock = SystemClock(),
-        warning: @escaping @Sendable (String) -> Void
+        store: BondStore, allowRepair: Bool, minimumKeySize: Int = 16, kernel: KernelSecurity? = nil,
+        clock: any BluetoothClock = SystemClock(), warning: @escaping @Sendable (String) -> Void
     ) {
+        self.minimumKeySize = min(16, max(7, minimumKeySize))
         self.store = store
         self.clock = clock
         self.kernel = kernel

@@ -130,6 +130,7 @@ extension Peripheral {
             upgrading = bond.peerIdentity
         }
         var options = given ?? PairingOptions()
+        if given == nil { options.minimumKeySize = securityContext.minimumKeySize }
         // A replacement is at least as strong as the bond it replaces (a device spoofing the
         // address only has to say PIN or Key Missing to get a new bond otherwise).
         let required = max(level, lostBond?.securityLevel ?? .none)

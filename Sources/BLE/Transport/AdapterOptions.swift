@@ -21,6 +21,9 @@ package struct AdapterOptions: Sendable {
     package var bondsDirectory: String?
     /// `--repair`: a peer that lost its bond is paired again rather than refused.
     package var allowRepair = false
+    /// `--min-key-size N`: the smallest encryption key size (octets, 7–16) a pairing may give,
+    /// on every transport; a smaller one fails the pairing before anything is stored.
+    package var minimumKeySize = 16
     /// `--max-bonds N`: the most bonds centrals may make with our peripheral (``BondStore``).
     package var maximumPeripheralBonds = BondStore.defaultPeripheralLimit
     /// `--interval`, `--latency`, `--supervision-timeout`, `--phy`, `--data-length`: what every

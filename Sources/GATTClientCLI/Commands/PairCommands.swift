@@ -197,7 +197,7 @@ struct PairCommand {
         // A passkey given means a keyboard to type it on; else a terminal can show and type.
         let capability: IOCapability =
             options.ioCapability ?? (options.passkey != nil ? .keyboardOnly : (interactive ? .keyboardDisplay : .noInputNoOutput))
-        var pairing = PairingOptions(ioCapability: capability, bonding: !options.noBond)
+        var pairing = PairingOptions(ioCapability: capability, bonding: !options.noBond, minimumKeySize: global.minimumKeySize)
         pairing.legacyOnly = options.legacy
         do {
             let existing = await adapter.bonds().first {

@@ -23,6 +23,7 @@ extension GlobalOptions {
         options.warning = { SessionDiagnostics.libraryMessage($0) }
         options.bondsDirectory = bonds
         options.allowRepair = repair
+        options.minimumKeySize = minimumKeySize
         options.link = link
         options.enhancedBearers = enhancedBearers
         options.parameterRequests = refuseParameterRequests ? .refuseAll : .acceptValid
