@@ -256,3 +256,42 @@ struct PairingThrottleTests {
         #expect(throttle.rememberedPeers == PairingThrottle.peerLimit)
     }
 }
+
+/// Issue 36: the store's rules as a property over random sequences of saves by peers claiming
+/// random identities (a model of what must hold after each step, checked against the files).
+@Suite("BLE: bond store properties")
+struct BondStorePropertyTests {
+    @Test("no bond is replaced except by its own repair at least as strong; peripheral bonds never exceed the limit", arguments: 0..<4)
+    func randomClaims(_ batch: Int) throws {
+        var generator = SystemRandomNumberGenerator()
+        let identities = (1...6).map { n in PeerAddress(address: BluetoothAddress(rawValue: 0xC0_0000_0000_00 | UInt64(n))!, type: n % 2 == 0 ? .random : .public) }
+        for _ in 0..<25 {
+            let directory = NSTemporaryDirectory() + "bondprop-\(batch)-\(UInt64.random(in: 0...UInt64.max))"
+            defer { removeTree(directory) }
+            let store = BondStore(directory: directory, peripheralLimit: 3)
+            var model: [PeerAddress: Bond] = [:]
+            for _ in 0..<40 {
+                let identity = identities.randomElement(using: &generator)!
+                var bond = BondRulesTests.bond(
+                    identity.address.description, identity.type, authenticated: Bool.random(using: &generator),
+                    keySize: [7, 12, 16].randomElement(using: &generator)!,
+                    pairedAs: Bool.random(using: &generator) ? "peripheral" : "central")
+                bond.peerLTK = LongTermKey(key: (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                let replacing = Bool.random(using: &generator) ? identities.randomElement(using: &generator) : nil
+                let old = model[identity]
+                let mayReplace = old.map { replacing == identity && bond.securityLevel >= $0.securityLevel && bond.keySize >= $0.keySize }
+                let others = model.values.filter { $0.pairedAs == "peripheral" && $0.peerIdentity != identity }.count
+                let fits = bond.pairedAs != "peripheral" || others < 3
+                do {
+                    try store.save(bond, replacing: replacing)
+                    #expect((mayReplace ?? true) && fits, "stored \(bond) over \(String(describing: old)) replacing \(String(describing: replacing))")
+                    model[identity] = bond
+                } catch {
+                    #expect(!((mayReplace ?? true) && fits), "refused \(bond): \(error)")
+                }
+                #expect(Set(store.bonds(local: BondRulesTests.local)) == Set(model.values))
+                #expect(store.bonds(local: BondRulesTests.local).filter { $0.pairedAs == "peripheral" }.count <= 3)
+            }
+        }
+    }
+}

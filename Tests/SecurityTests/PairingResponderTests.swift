@@ -15,6 +15,13 @@ struct PairingPair {
     var typedByInitiator: UInt32?
     var encryptionKey: LongTermKey?
     var responderKey: LongTermKey?
+    /// A man in the middle on the initiator's PDUs: may change one in place, saying whether it did.
+    var tamper: ((inout [UInt8]) -> Bool)?
+    /// How many PDUs `tamper` changed.
+    var tampered = 0
+    /// The users compare the six digits and refuse when they differ (a man in the middle's
+    /// doing), instead of the tests' expectation that they match.
+    var usersCompare = false
 
     static func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
 
@@ -47,9 +54,10 @@ struct PairingPair {
                 case .displayPasskey(let value): shown = value
                 case .requestPasskey: initiatorWantsPasskey = true
                 case .confirmNumber(let value):
-                    #expect(shown == nil || shown == value, "both show the same six digits")
-                    shown = value
-                    initiator.comparisonAnswered(true, into: &iActions)
+                    let same = shown == nil || shown == value
+                    if !usersCompare { #expect(same, "both show the same six digits") }
+                    shown = shown ?? value
+                    initiator.comparisonAnswered(same || !usersCompare, into: &iActions)
                 case .startEncryption(let key): encryptionKey = key
                 case .completed(let result): initiatorResult = result
                 case .failed(let failure): self.failure = failure
@@ -63,9 +71,10 @@ struct PairingPair {
                 case .displayPasskey(let value): shown = value
                 case .requestPasskey: responderWantsPasskey = true
                 case .confirmNumber(let value):
-                    #expect(shown == nil || shown == value, "both show the same six digits")
-                    shown = value
-                    responder.comparisonAnswered(true, into: &rActions)
+                    let same = shown == nil || shown == value
+                    if !usersCompare { #expect(same, "both show the same six digits") }
+                    shown = shown ?? value
+                    responder.comparisonAnswered(same || !usersCompare, into: &rActions)
                 case .keyReady(let key): responderKey = key
                 case .completed(let result): responderResult = result
                 case .failed(let failure): self.failure = failure
@@ -83,7 +92,9 @@ struct PairingPair {
                 continue
             }
             if !toResponder.isEmpty {
-                responder.receive(toResponder.removeFirst()[...], into: &rActions)
+                var pdu = toResponder.removeFirst()
+                if let tamper, tamper(&pdu) { tampered += 1 }
+                responder.receive(pdu[...], into: &rActions)
                 continue
             }
             if !toInitiator.isEmpty {

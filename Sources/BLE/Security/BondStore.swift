@@ -126,7 +126,13 @@ package final class BondStore: Sendable {
         try Self.check(bond)
         let existing = entries(bond.local)
         var name = Self.fileName(bond.peerIdentity)
-        if let old = existing.first(where: { $0.bond.peerIdentity == bond.peerIdentity }) {
+        let old = existing.first(where: { $0.bond.peerIdentity == bond.peerIdentity })
+        if bond.pairedAs == "peripheral" {
+            // Counted without the bond it would replace (a repair in place keeps the count).
+            let count = existing.lazy.filter { $0.bond.pairedAs == "peripheral" && $0.bond.peerIdentity != bond.peerIdentity }.count
+            guard count < peripheralLimit else { throw .full(limit: peripheralLimit) }
+        }
+        if let old {
             guard replacing == bond.peerIdentity else {
                 throw .identityBonded(identity: bond.peerIdentity, claimedBy: PeerAddress(address: bond.peer, type: bond.peerType))
             }
@@ -135,10 +141,6 @@ package final class BondStore: Sendable {
             }
             name = old.name
         } else {
-            if bond.pairedAs == "peripheral" {
-                let count = existing.lazy.filter { $0.bond.pairedAs == "peripheral" }.count
-                guard count < peripheralLimit else { throw .full(limit: peripheralLimit) }
-            }
             // A name another identity's file holds (an older file of a random identity named
             // `<address>.json`) is not overwritten.
             if existing.contains(where: { $0.name == name }) {
