@@ -155,6 +155,26 @@ package enum FileSystem {
         return [Int(status.st_mtim.tv_sec), Int(status.st_mtim.tv_nsec), Int(status.st_ino), Int(status.st_size)]
     }
 
+    /// Takes an exclusive advisory lock (`flock`) on the file at `path`, created mode 0600 if
+    /// absent, without waiting: the open descriptor that holds it (close it to release), or nil
+    /// when another open file holds the lock (another process, or another open in this one).
+    package static func tryExclusiveLock(atPath path: String) throws(FileSystemError) -> Int32? {
+        let descriptor = try open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600, operation: "open")
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let error = Errno.current
+            if error.rawValue == EINTR { continue }
+            close(descriptor)
+            if error.rawValue == EWOULDBLOCK { return nil }
+            throw FileSystemError(operation: "flock", path: path, errno: error)
+        }
+        return descriptor
+    }
+
+    /// Releases a lock ``tryExclusiveLock(atPath:)`` took (closes its descriptor).
+    package static func releaseLock(_ descriptor: Int32) {
+        close(descriptor)
+    }
+
     /// Removes the file at `path`; `mustExist` false: a missing file is no error.
     package static func removeFile(atPath path: String, mustExist: Bool = true) throws(FileSystemError) {
         guard unlink(path) == 0 else {

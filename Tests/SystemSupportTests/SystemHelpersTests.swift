@@ -137,3 +137,18 @@ struct BluetoothSystemHelpersTests {
         #expect(ProcessEnvironment.passwordDatabaseHome(uid: 0) == "/root")
     }
 }
+
+/// The kernel pairing agent's one-per-adapter lock (issue 36 hole 9): flock on a file.
+@Suite("File locks")
+struct FileLockTests {
+    @Test("a second holder is refused while the first holds the lock; after its release it is free")
+    func exclusive() throws {
+        let path = "/tmp/gattclient-lock-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        defer { try? FileSystem.removeFile(atPath: path) }
+        let first = try #require(try FileSystem.tryExclusiveLock(atPath: path))
+        #expect(try FileSystem.tryExclusiveLock(atPath: path) == nil, "held by the first open file")
+        FileSystem.releaseLock(first)
+        let again = try #require(try FileSystem.tryExclusiveLock(atPath: path))
+        FileSystem.releaseLock(again)
+    }
+}

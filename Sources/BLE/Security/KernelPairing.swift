@@ -401,7 +401,9 @@ final class KernelSecurity: Sendable {
     let index: UInt16
     /// bluetoothd runs: its agent answers the kernel's pairing requests and it keeps the keys.
     let bluetoothd: Bool
-    private let started = Mutex<Task<Result<KernelPairingAgent, KernelBluetoothError>, Never>?>(nil)
+    private let started = Mutex<Task<Result<KernelPairingAgent, KernelBluetoothError>?, Never>?>(nil)
+    /// The lock that makes this process the adapter's one agent, while it is.
+    private let lock = Locked<Int32?>(nil)
 
     init(index: UInt16, bluetoothd: Bool = bluetoothDaemonRuns()) {
         self.index = index
@@ -409,13 +411,32 @@ final class KernelSecurity: Sendable {
     }
 
     /// The agent, started on the first call (with the IO capability user-space pairing offers by
-    /// default); nil where bluetoothd manages pairing.
+    /// default); nil where bluetoothd manages pairing, or where another gattclient process is
+    /// the adapter's agent already: one agent per adapter, held by a lock file in the bond
+    /// directory (`<bonds>/<local address>/.agent-hciN.lock`), so two processes never replace
+    /// each other's kernel keys or answer each other's pairings. The second uses the keys the
+    /// first loaded (said once).
     func agent(local: PeerAddress, context: SecurityContext) async -> Result<KernelPairingAgent, KernelBluetoothError>? {
         guard !bluetoothd else { return nil }
         let index = self.index
+        let lock = self.lock
         let task = started.withLock { task in
             if let task { return task }
-            let new = Task { () -> Result<KernelPairingAgent, KernelBluetoothError> in
+            let new = Task { () -> Result<KernelPairingAgent, KernelBluetoothError>? in
+                let folder = context.store.directory + "/" + local.address.description
+                let path = folder + "/.agent-hci\(index).lock"
+                do {
+                    try FileSystem.createDirectory(atPath: folder, mode: 0o700)
+                    guard let descriptor = try FileSystem.tryExclusiveLock(atPath: path) else {
+                        context.warning(
+                            "warning: another gattclient is the pairing agent of hci\(index) (\(path)): this one answers no "
+                                + "pairing and loads no keys; the kernel uses the keys that one loaded")
+                        return nil
+                    }
+                    lock.withLock { $0 = descriptor }
+                } catch {
+                    context.warning("warning: the pairing agent's lock \(path): \(error); going on without it")
+                }
                 do throws(KernelBluetoothError) {
                     return .success(
                         try await KernelPairingAgent.start(
@@ -436,7 +457,10 @@ final class KernelSecurity: Sendable {
     }
 
     func close() async {
-        guard let task = started.withLock({ $0 }), case .success(let agent) = await task.value else { return }
-        await agent.close()
+        if let task = started.withLock({ $0 }), case .success(let agent)? = await task.value { await agent.close() }
+        if let descriptor = lock.withLock({ $0 }) {
+            lock.withLock { $0 = nil }
+            FileSystem.releaseLock(descriptor)
+        }
     }
 }
