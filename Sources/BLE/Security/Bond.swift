@@ -202,7 +202,7 @@ package struct BondFileError: Error, Hashable, Sendable, CustomStringConvertible
 
 extension AddressType {
     /// `public` or `random`, as the bond file and the CLI's JSON write it.
-    var jsonName: String { self == .random ? "random" : "public" }
+    package var jsonName: String { self == .random ? "random" : "public" }
 }
 
 extension Bond: CustomStringConvertible, CustomReflectable {

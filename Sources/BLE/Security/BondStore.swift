@@ -53,6 +53,18 @@ package final class BondStore: Sendable {
         return home + "/.local/state/gattclient/bonds"
     }
 
+    /// What is wrong with ``directory`` itself (a file where a directory should be), nil when
+    /// it is a directory or absent (no bonds yet).
+    package var directoryProblem: String? {
+        guard FileSystem.fileExists(atPath: directory), !FileSystem.isDirectory(atPath: directory) else { return nil }
+        return "the bond directory \(directory) is not a directory"
+    }
+
+    /// The local addresses that have a folder of bonds.
+    package func locals() -> [BluetoothAddress] {
+        ((try? FileSystem.contentsOfDirectory(atPath: directory)) ?? []).sorted().compactMap { BluetoothAddress($0) }
+    }
+
     private func folder(_ local: BluetoothAddress) -> String { directory + "/" + local.description }
 
     /// The file name a new bond with `identity` takes.

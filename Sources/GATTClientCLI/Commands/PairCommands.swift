@@ -200,8 +200,10 @@ struct PairCommand {
         var pairing = PairingOptions(ioCapability: capability, bonding: !options.noBond, minimumKeySize: global.minimumKeySize)
         pairing.legacyOnly = options.legacy
         do {
+            // The device as connected (its address type found, a private address resolved).
+            let target = await connection.peripheral.identity ?? connection.peripheral.peer
             let existing = await adapter.bonds().first {
-                $0.peerIdentity == peer || ($0.peer == peer.address && $0.peerType == peer.type)
+                $0.peerIdentity == target || ($0.peer == target.address && $0.peerType == target.type)
             }
             if let existing, !options.force {
                 // Bonded already: encrypt with the bond (no SMP), as a reconnection does.
@@ -265,6 +267,11 @@ struct BondsCommand {
     var central: (any Central)? = nil
 
     func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
+        guard global.transport != nil || central != nil else {
+            // No adapter named: the whole store, every local address, no controller needed.
+            try listStore(global: global, output: &output)
+            return
+        }
         let adapter = try await CommandConnection.adapter(options: global, central: central)
         let bonds = await adapter.bonds()
         await adapter.close()
@@ -290,29 +297,96 @@ struct BondsCommand {
     }
 }
 
-/// `unpair ADDR`: removes the bond file.
+extension BondsCommand {
+    /// `bonds` without `--transport`: every local address's bonds in the store, each named.
+    func listStore(global: GlobalOptions, output: inout BufferedOutput) throws {
+        let store = BondStore(directory: global.bonds, warning: { SessionDiagnostics.libraryMessage($0) })
+        if let problem = store.directoryProblem { throw CommandFailure(problem, kind: "bonds") }
+        let all = store.locals().flatMap { store.bonds(local: $0) }
+        if global.json {
+            for bond in all {
+                guard case .object(let members) = bond.json else { continue }
+                output.writeLine(bytes: JSONValue.object([("kind", .string("bond"))] + members).encoded())
+            }
+            return
+        }
+        if all.isEmpty {
+            output.writeLine("no bonds in \(store.directory)")
+            return
+        }
+        for bond in all {
+            output.writeLine(
+                "\(bond.local): \(bond.identity) (\(bond.identityType.description.lowercased())): "
+                    + "\(bond.secureConnections ? "Secure Connections" : "legacy"), "
+                    + "\(bond.authenticated ? "authenticated" : "unauthenticated"), \(bond.keySize)-octet key, "
+                    + "paired as \(bond.pairedAs) \(bond.created)")
+        }
+    }
+}
+
+/// `unpair ADDR`: removes the bond file (with `--transport hciN` also the kernel's keys);
+/// without `--transport`, from the store of every local address, naming it.
 struct UnpairCommand {
     var peer: PeerAddress
     var central: (any Central)? = nil
 
-    func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
-        let adapter = try await CommandConnection.adapter(options: global, central: central)
-        do {
-            try await adapter.removeBond(peer)
-        } catch {
-            await adapter.close()
-            throw error
+    /// The one bond `peer` names among `bonds`: by identity or link address with its type, else
+    /// (an address typed without `/random`) by its bits alone when that is one device.
+    static func bond(named peer: PeerAddress, in bonds: [Bond]) throws -> Bond? {
+        let typed = bonds.filter { $0.peerIdentity == peer || ($0.peer == peer.address && $0.peerType == peer.type) }
+        let matches = typed.isEmpty ? bonds.filter { $0.identity == peer.address || $0.peer == peer.address } : typed
+        let identities = Set(matches.map { "\($0.local)|\($0.peerIdentity)" })
+        guard identities.count <= 1 else {
+            throw CommandFailure(
+                "\(peer.address) names more than one bond: "
+                    + matches.map { "\($0.identity) (\($0.identityType.jsonName)) on \($0.local)" }.joined(separator: ", ")
+                    + "; add /public or /random, or --transport to choose the local adapter",
+                kind: "usage", exitCode: .usage)
         }
-        await adapter.close()
+        return matches.first
+    }
+
+    func run(global: GlobalOptions, output: inout BufferedOutput) async throws {
+        let removed: (identity: PeerAddress, local: BluetoothAddress)
+        if global.transport == nil, central == nil {
+            // No adapter: the store alone (the kernel's keys, if any, are not touched: said).
+            let store = BondStore(directory: global.bonds, warning: { SessionDiagnostics.libraryMessage($0) })
+            if let problem = store.directoryProblem { throw CommandFailure(problem, kind: "bonds") }
+            let all = store.locals().flatMap { store.bonds(local: $0) }
+            guard let bond = try Self.bond(named: peer, in: all) else {
+                throw CommandFailure("no bond with \(peer.address) in \(store.directory)", kind: "notFound")
+            }
+            do {
+                try store.remove(local: bond.local, peer: bond.peerIdentity)
+            } catch {
+                throw CommandFailure("removing the bond with \(bond.identity): \(error)", kind: "bonds")
+            }
+            removed = (bond.peerIdentity, bond.local)
+        } else {
+            let adapter = try await CommandConnection.adapter(options: global, central: central)
+            do {
+                let target = try Self.bond(named: peer, in: await adapter.bonds())?.peerIdentity ?? peer
+                try await adapter.removeBond(target)
+                removed = (target, adapter.address.address)
+            } catch {
+                await adapter.close()
+                throw error
+            }
+            await adapter.close()
+        }
         if global.json {
             var json = JSONWriter()
             json.beginObject()
             json.field("kind", "summary")
-            json.field("unpaired", peer.address.description)
+            json.field("unpaired", removed.identity.address.description)
+            json.field("local", removed.local.description)
             json.endObject()
             output.writeLine(bytes: json.bytes)
         } else {
-            output.writeLine("forgot the bond with \(peer.address)")
+            output.writeLine(
+                "forgot the bond with \(removed.identity.address) on \(removed.local)"
+                    + (global.transport == nil && central == nil
+                        ? " (the store only: with --transport hciN the kernel's keys go too)" : ""))
         }
     }
 }
