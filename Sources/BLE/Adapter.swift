@@ -263,6 +263,9 @@ public actor Adapter {
             peer = current
             identity = given
             options.timeout = max(timeout - (ContinuousClock.now - started), .seconds(1))
+        } else if let resolved = resolvedIdentity(of: given) {
+            // Given a private address a bonded IRK resolves: the bond is found by its identity.
+            identity = resolved
         }
         // The kernel path: the agent answers the pairing a link may need, and the kernel has the
         // stored keys, before the link exists.

@@ -58,6 +58,8 @@ public actor Peripheral {
     func setIdentity(_ identity: PeerAddress?) {
         self.identity = identity
     }
+    /// The identity whose bond encrypted this link (its key proven by the peer), if one did.
+    var encryptedWithBond: PeerAddress?
     /// The securing in progress (``ensureSecurity(_:options:)``), which later callers wait for.
     var securing: Task<Void, any Error>?
     private var negotiatedMTU: Int

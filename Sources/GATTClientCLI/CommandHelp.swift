@@ -201,6 +201,11 @@ public let commandHelpText: [String: String] = [
           It advertises again after every disconnect. Lines on stdin drive values, each answered `ok` or
           `error: ...`: notify HANDLE HEX, indicate HANDLE HEX (honouring the client's CCCD), set HANDLE HEX.
           Ends at Ctrl-C, at --duration, or at the end of stdin when no --duration is given.
+          Pairing (our own host, not hciN): --io-capability CAP (default none: Just Works), --confirm (a numeric
+          comparison accepted unseen: the bond stays unauthenticated), --security-request, --sc-only (no legacy
+          pairing), --bondable (keep bonds; off by default) with --max-bonds N (default 32; a new one beyond is
+          refused), --passkey N (a fixed passkey to type: refused unless --static-passkey-insecure, since a central
+          recovers it one bit per failed attempt). Failed pairings make the next ones wait (Repeated Attempts).
           examples:
             gattclient --transport sim peripheral sensortag --duration 2
             echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60   # needs a controller and a database file

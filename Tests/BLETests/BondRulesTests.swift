@@ -50,7 +50,7 @@ struct BondRulesTests {
             // Another device (another link address) distributes the victim's identity.
             let attacker = Self.bond("00:11:22:33:44:55", authenticated: true, linkAddress: "5A:00:00:00:00:01")
             #expect(throws: BondStoreError.identityBonded(
-                identity: victim.peerIdentity, claimedBy: PeerAddress(address: attacker.peer, type: .random))) {
+                identity: victim.peerIdentity, claimedBy: PeerAddress(address: attacker.peer, type: .random), bondedAs: "central")) {
                 try store.save(attacker)
             }
             #expect(throws: BondStoreError.self) { try store.admit(attacker) }
@@ -106,8 +106,14 @@ struct BondRulesTests {
         try Self.withStore { store, directory in
             for (identity, type) in [("40:11:22:33:44:55", AddressType.random), ("00:11:22:33:44:55", .random),
                                      ("FF:FF:FF:FF:FF:FF", .random), ("C0:00:00:00:00:00", .random), ("00:00:00:00:00:00", .public)] {
-                #expect(throws: BondStoreError.self, "\(identity) \(type)") { try store.save(Self.bond(identity, type)) }
+                // Distributed by a peer on another (link) address: it must be an identity.
+                #expect(throws: BondStoreError.self, "\(identity) \(type)") {
+                    try store.save(Self.bond(identity, type, linkAddress: "5A:00:00:00:00:01"))
+                }
             }
+            // A peer that distributed no identity is known by its link address, private or not.
+            try store.save(Self.bond("40:11:22:33:44:55", .random))
+            #expect(try store.remove(local: Self.local, peer: PeerAddress(address: BluetoothAddress("40:11:22:33:44:55")!, type: .random)))
             #expect(throws: BondStoreError.invalidIRK(PeerAddress("00:11:22:33:44:55")!)) {
                 try store.save(Self.bond("00:11:22:33:44:55", irk: Array(repeating: 0, count: 16)))
             }

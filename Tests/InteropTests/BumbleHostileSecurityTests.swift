@@ -275,3 +275,57 @@ struct BumblePairingSaidTests {
         #expect(paired.stdout.contains("\"authenticated\":true"), "\(paired.stdout)")
     }
 }
+
+/// Issue 36, review findings: a repair that meets another identity, and a bond made on a link
+/// address that is another device's.
+@Suite(
+    "Interop: repairs and link addresses against hostile Bumble peers",
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() }, .serialized)
+struct BumbleRepairTests {
+    @Test("pair --force on a bonded device that now distributes another identity: refused, the old bond kept byte for byte")
+    func forcedRepairMeetsAnotherIdentity() async throws {
+        let (peer, address) = try await BumblePairingInteropTests.securePeer([
+            "--pairing", "sc", "--pairing-io", "none", "--claim-identity", "00:AB:CD:00:00:01/public",
+        ])
+        defer { peer.stop() }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        // The device's own bond, authenticated, made earlier.
+        let adapter = try await BumblePairingInteropTests.adapter(peer, bonds: bonds)
+        let own = BumbleHostileSecurityTests.victimBond(local: adapter.address.address, identity: address, pairedAs: "central")
+        try await adapter.saveBond(own)
+        await adapter.close()
+        let before = BumbleHostileSecurityTests.snapshot(bonds)
+        let forced = await BumblePairingCLITests.run(
+            ["--transport", peer.uri.description, "--bonds", bonds, "pair", address.address.description + "/random", "--force"])
+        #expect(forced.code == 1, "exit \(forced.code): \(forced.stdout) \(forced.stderr)")
+        #expect(forced.stderr.contains("00:AB:CD:00:00:01") && forced.stderr.contains("kept"), "\(forced.stderr)")
+        #expect(BumbleHostileSecurityTests.snapshot(bonds) == before, "nothing removed, nothing added")
+    }
+
+    @Test("a bond whose link address is this device's but whose identity is another's is never used for it")
+    func linkAddressIsNotIdentity() async throws {
+        let (peer, address) = try await BumblePairingInteropTests.securePeer(["--pairing", "sc", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        try await withTimeout(60, "a link address that is not an identity") {
+            let adapter = try await BumblePairingInteropTests.adapter(peer, bonds: bonds)
+            // Made earlier by someone at this device's address who distributed identity A.
+            var other = BumbleHostileSecurityTests.victimBond(
+                local: adapter.address.address, identity: PeerAddress(address: BluetoothAddress("00:AB:CD:00:00:02")!, type: .public),
+                pairedAs: "central")
+            other.peer = address.address
+            other.peerType = address.type
+            try await adapter.saveBond(other)
+            let device = try await adapter.connect(to: address)
+            // Not encrypted with A's key (Bumble would end the link with MIC Failure): paired anew.
+            #expect(try await device.read(BumblePairingInteropTests.encryptedValue) == Array("heart rate 72".utf8))
+            _ = try await peer.event(startingWith: "PAIRING done")
+            let stored = await adapter.bonds()
+            #expect(stored.contains(other), "A's bond untouched")
+            #expect(stored.contains { $0.peerIdentity == address }, "the device's own bond beside it: \(stored)")
+            await adapter.close()
+        }
+    }
+}

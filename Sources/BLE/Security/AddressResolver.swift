@@ -33,8 +33,12 @@ package struct AddressResolver: Sendable {
 
     /// The identity whose IRK resolves `peer`; nil when `peer` is not a resolvable private
     /// address or no bonded IRK resolves it.
+    ///
+    /// More than one identity resolving it (a forged IRK that collides with a device's 24-bit
+    /// hash) is ambiguous: none is chosen.
     package func identity(of peer: PeerAddress) -> PeerAddress? {
         guard Self.isResolvable(peer) else { return nil }
-        return keys.first { Self.resolves(peer.address, irk: $0.irk) }?.identity
+        let matches = Set(keys.filter { Self.resolves(peer.address, irk: $0.irk) }.map(\.identity))
+        return matches.count == 1 ? matches.first : nil
     }
 }

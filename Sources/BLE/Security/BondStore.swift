@@ -101,12 +101,12 @@ package final class BondStore: Sendable {
         entries(local).map(\.bond)
     }
 
-    /// The bond of `local` with `peer`: the bond whose identity is `peer` (address and type), else
-    /// the one that paired on `peer`'s address (and type).
+    /// The bond of `local` with the device whose identity is `peer` (address and type). Never by
+    /// the link address a bond was made on: another device (or a central on our peripheral) may
+    /// have paired from that address while distributing another identity; a private address is
+    /// resolved to its identity first (``AddressResolver``).
     package func bond(local: BluetoothAddress, peer: PeerAddress) -> Bond? {
-        let all = entries(local)
-        if let byIdentity = all.first(where: { $0.bond.peerIdentity == peer }) { return byIdentity.bond }
-        return all.first { $0.bond.peer == peer.address && $0.bond.peerType == peer.type }?.bond
+        entries(local).first(where: { $0.bond.peerIdentity == peer })?.bond
     }
 
     /// Writes `bond` (mode 0600, atomically) after checking it may be kept:
@@ -116,7 +116,7 @@ package final class BondStore: Sendable {
     /// - a new bond made as peripheral fits under ``peripheralLimit``.
     /// A refused bond leaves the store as it was.
     package func save(_ bond: Bond, replacing: PeerAddress? = nil) throws(BondStoreError) {
-        let name = try admit(bond, replacing: replacing)
+        let name = try admit(bond, replacing: replacing, storing: true)
         do {
             // Owner-only directories (created so; an existing one is the user's choice).
             try FileSystem.createDirectory(atPath: folder(bond.local), mode: 0o700)
@@ -130,52 +130,59 @@ package final class BondStore: Sendable {
         changeCount.withLock { $0 += 1 }
     }
 
-    /// Checks, without writing, that ``save(_:replacing:)`` would keep `bond` (a pairing that
-    /// does not bond is held to the same rules: its identity must not be another device's);
-    /// returns the file name it would take.
+    /// Checks, without writing, that ``save(_:replacing:)`` would keep `bond`; a pairing that
+    /// does not bond (`storing` false) is held to the same rules but the limit: its identity must
+    /// not be another device's. Returns the file name it would take.
     @discardableResult
-    package func admit(_ bond: Bond, replacing: PeerAddress? = nil) throws(BondStoreError) -> String {
+    package func admit(_ bond: Bond, replacing: PeerAddress? = nil, storing: Bool = false) throws(BondStoreError) -> String {
         try Self.check(bond)
         let existing = entries(bond.local)
-        var name = Self.fileName(bond.peerIdentity)
         let old = existing.first(where: { $0.bond.peerIdentity == bond.peerIdentity })
-        if bond.pairedAs == "peripheral" {
-            // Counted without the bond it would replace (a repair in place keeps the count).
-            let count = existing.lazy.filter { $0.bond.pairedAs == "peripheral" && $0.bond.peerIdentity != bond.peerIdentity }.count
-            guard count < peripheralLimit else { throw .full(limit: peripheralLimit) }
-        }
+        // Whose identity first: a full store never lets a claimed identity through.
         if let old {
             guard replacing == bond.peerIdentity else {
-                throw .identityBonded(identity: bond.peerIdentity, claimedBy: PeerAddress(address: bond.peer, type: bond.peerType))
+                throw .identityBonded(
+                    identity: bond.peerIdentity, claimedBy: PeerAddress(address: bond.peer, type: bond.peerType),
+                    bondedAs: old.bond.pairedAs)
             }
             guard bond.securityLevel >= old.bond.securityLevel, bond.keySize >= old.bond.keySize else {
                 throw .weaker(identity: bond.peerIdentity, old: old.bond.securityLevel, new: bond.securityLevel)
             }
-            name = old.name
-        } else {
-            // A name another identity's file holds (an older file of a random identity named
-            // `<address>.json`) is not overwritten.
-            if existing.contains(where: { $0.name == name }) {
-                name = bond.identity.description + "-" + bond.identityType.jsonName + ".json"
-            }
+        }
+        if storing, bond.pairedAs == "peripheral" {
+            // Counted without the bond it would replace (a repair in place keeps the count).
+            let count = existing.lazy.filter { $0.bond.pairedAs == "peripheral" && $0.bond.peerIdentity != bond.peerIdentity }.count
+            guard count < peripheralLimit else { throw .full(limit: peripheralLimit) }
+        }
+        if let old { return old.name }
+        // A name another identity's file holds (a file written by hand, an older file of a
+        // random identity named `<address>.json`) is never overwritten: the first free one.
+        let taken = Set(existing.map(\.name))
+        let base = bond.identity.description + (bond.identityType == .random ? "-random" : "")
+        var name = base + ".json"
+        var suffix = 2
+        while taken.contains(name) || FileSystem.fileExists(atPath: folder(bond.local) + "/" + name) {
+            name = base + "-\(suffix).json"
+            suffix += 1
         }
         return name
     }
 
     /// Why `bond` may never be stored, whatever the store holds.
     package static func check(_ bond: Bond) throws(BondStoreError) {
-        if let refusal = Bond.identityRefusal(bond.peerIdentity) { throw .invalidIdentity(bond.peerIdentity, refusal) }
+        // A peer that distributed no identity is known by its link address, which may be private:
+        // only an identity it distributed must be one.
+        let distributed = bond.peerIdentity != PeerAddress(address: bond.peer, type: bond.peerType)
+        if distributed, let refusal = Bond.identityRefusal(bond.peerIdentity) {
+            throw .invalidIdentity(bond.peerIdentity, refusal)
+        }
         if let irk = bond.peerIRK, !Bond.isValidIRK(irk) { throw .invalidIRK(bond.peerIdentity) }
     }
 
     /// Removes the bond of `local` with `peer`; false when there was none.
     @discardableResult
     package func remove(local: BluetoothAddress, peer: PeerAddress) throws(FileSystemError) -> Bool {
-        let all = entries(local)
-        guard
-            let entry = all.first(where: { $0.bond.peerIdentity == peer })
-                ?? all.first(where: { $0.bond.peer == peer.address && $0.bond.peerType == peer.type })
-        else { return false }
+        guard let entry = entries(local).first(where: { $0.bond.peerIdentity == peer }) else { return false }
         try FileSystem.removeFile(atPath: folder(local) + "/" + entry.name)
         index.withLock { $0[local] = nil }
         changeCount.withLock { $0 += 1 }
@@ -192,7 +199,7 @@ package final class BondStore: Sendable {
             let bytes = try FileSystem.readFile(atPath: path)
             let json = try JSONValue(parsing: bytes)
             var bond = try Bond(json: json)
-            if let refusal = Bond.identityRefusal(bond.peerIdentity) {
+            if bond.peerIdentity != PeerAddress(address: bond.peer, type: bond.peerType), let refusal = Bond.identityRefusal(bond.peerIdentity) {
                 report(path, "names an identity that cannot be one (\(refusal)); ignored")
                 return nil
             }
@@ -212,7 +219,7 @@ package final class BondStore: Sendable {
 /// Why a bond was not stored.
 package enum BondStoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A peer (`claimedBy`, its link address) distributed the identity of a device bonded already.
-    case identityBonded(identity: PeerAddress, claimedBy: PeerAddress)
+    case identityBonded(identity: PeerAddress, claimedBy: PeerAddress, bondedAs: String)
     /// A repair that would replace a bond with a weaker one.
     case weaker(identity: PeerAddress, old: SecurityLevel, new: SecurityLevel)
     /// Not a public or static random address.
@@ -225,9 +232,12 @@ package enum BondStoreError: Error, Hashable, Sendable, CustomStringConvertible 
 
     package var description: String {
         switch self {
-        case .identityBonded(let identity, let claimedBy):
+        case .identityBonded(let identity, let claimedBy, let bondedAs):
             return "\(claimedBy) distributed the identity address \(identity), which is another device's bond: refused "
-                + "(the bond with \(identity) is kept; only `pair --force \(identity)` on that device replaces it)"
+                + "(the bond with \(identity) is kept; "
+                + (bondedAs == "central"
+                    ? "only `gattclient pair \(identity.address) --force` with that device replaces it)"
+                    : "a central that lost it pairs again once it is removed: `gattclient unpair \(identity.address)`)")
         case .weaker(let identity, let old, let new):
             return "the bond with \(identity) is \(old); a \(new) pairing does not replace it (`unpair` it first)"
         case .invalidIdentity(let identity, let why): return "the identity address \(identity) is refused: \(why)"

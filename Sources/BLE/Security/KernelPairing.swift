@@ -161,6 +161,8 @@ actor KernelPairingAgent {
     private var expected: Set<BluetoothAddress> = []
     /// Peers the user asked this agent to pair (Pair Device): a bonded one may pair again.
     private var requested: Set<BluetoothAddress> = []
+    /// Peers whose new keys were refused (and removed from the kernel).
+    private var refused: Set<BluetoothAddress> = []
     private var expectedWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(index: UInt16, local: PeerAddress, channel: ManagementChannel, context: SecurityContext) {
@@ -235,19 +237,30 @@ actor KernelPairingAgent {
             // asked about, and no other (BondStore: never another device's identity).
             let asked = (expected.contains(bond.peer) || requested.contains(bond.peer)) && bond.identity == bond.peer
             keysArrived(for: [bond.identity, bond.peer])
-            // The kernel says whether to keep them (not when the pairing did not bond).
-            guard persistent else { return }
-            // A key shorter than allowed is never stored (`pair` then fails on its size).
-            guard bond.keySize >= context.minimumKeySize else {
-                context.warning(
-                    "warning: the kernel paired with \(bond.identity) with a \(bond.keySize)-octet key, below the minimum "
-                        + "\(context.minimumKeySize) (--min-key-size): not stored")
-                return
+            // Refused keys must not stay in the kernel either: it holds them already, ahead of the
+            // bond it was loaded with (an identity another device's bond has, a short key).
+            var refusal: String?
+            if bond.keySize < context.minimumKeySize {
+                refusal = "a \(bond.keySize)-octet key, below the minimum \(context.minimumKeySize) (--min-key-size)"
+            } else {
+                do {
+                    if persistent {
+                        try context.store.save(bond, replacing: asked ? bond.peerIdentity : nil)
+                    } else {
+                        try context.store.admit(bond, replacing: asked ? bond.peerIdentity : nil)
+                    }
+                } catch {
+                    if case .file = error {
+                        context.warning("warning: the kernel paired with \(bond.identity), but the bond could not be stored: \(error)")
+                    } else {
+                        refusal = "\(error)"
+                    }
+                }
             }
-            do {
-                try context.store.save(bond, replacing: asked ? bond.peerIdentity : nil)
-            } catch {
-                context.warning("warning: the kernel paired with \(bond.identity), but the bond could not be stored: \(error)")
+            if let refusal {
+                refused.insert(bond.peer)
+                context.warning("warning: the kernel paired with \(bond.peer): refused, \(refusal); its keys are removed and the link ends")
+                await forget(PeerAddress(address: bond.peer, type: bond.peerType))
             }
         case .userConfirmationRequest(let peer, let justWorks, let value):
             // Just Works only asks to authorise: the user asked for this pairing.
@@ -266,7 +279,18 @@ actor KernelPairingAgent {
             } else if justWorks {
                 accepted = true
             } else if let delegate = context.delegate {
-                accepted = await delegate.confirm(value, for: Self.peerAddress(peer))
+                let confirmed = await delegate.confirm(value, for: who)
+                // The kernel keeps a compared number as authenticated whatever we say later: a
+                // comparison nobody looked at (`--confirm`) is refused here rather than stored
+                // as MITM-protected.
+                if confirmed, !delegate.comparisonWasSeen(for: who) {
+                    context.warning(
+                        "warning: on the kernel path a numeric comparison accepted unseen (--confirm) would be kept as "
+                            + "authenticated: refused; compare the numbers on a terminal, or pair on the user-space host")
+                    accepted = false
+                } else {
+                    accepted = confirmed
+                }
             } else {
                 accepted = false
             }
@@ -349,6 +373,7 @@ actor KernelPairingAgent {
     ) async throws(KernelBluetoothError) -> Bond {
         let address = ManagementAddress(le: peer.address, type: peer.type)
         requested.insert(peer.address)
+        refused.remove(peer.address)
         defer { requested.remove(peer.address) }
         if !bonding { _ = try await channel.request(SetBondableCommand(bondable: false), index: index) }
         let command = PairDeviceCommand(peer: address, capability: capability.rawValue)
@@ -367,12 +392,29 @@ actor KernelPairingAgent {
         // Bondable again for the next pairing, whatever this one gave.
         if !bonding { _ = try? await channel.request(SetBondableCommand(bondable: true), index: index) }
         if let failure { throw failure }
+        if refused.contains(peer.address) {
+            throw .managementFailed(opcode: .pairDevice, index: index, status: .authenticationFailed)
+        }
         guard let bond = collector.bond(for: peer.address) else {
             // Pair Device succeeds without SMP when the link is encrypted enough already.
             throw .managementFailed(opcode: .pairDevice, index: index, status: .alreadyPaired)
         }
         return bond
     }
+
+    /// Removes the keys the kernel just made for `peer` and ends its link, then loads the store's
+    /// keys again (Unpair Device drops the kernel's copy of a bond with the same identity too).
+    private func forget(_ peer: PeerAddress) async {
+        _ = try? await unpair(peer, disconnect: true)
+        do {
+            try await loadKeys()
+        } catch {
+            context.warning("warning: reloading the bonds into the kernel: \(error)")
+        }
+    }
+
+    /// Whether keys the kernel made for `peer` were refused since it was last asked to pair.
+    func wasRefused(_ peer: BluetoothAddress) -> Bool { refused.contains(peer) }
 
     /// Makes the kernel forget `peer`'s keys (Unpair Device), ending its link when `disconnect`.
     /// - Returns: whether the kernel had keys for it (Not Paired is not an error).
@@ -412,8 +454,9 @@ final class KernelSecurity: Sendable {
 
     /// The agent, started on the first call (with the IO capability user-space pairing offers by
     /// default); nil where bluetoothd manages pairing, or where another gattclient process is
-    /// the adapter's agent already: one agent per adapter, held by a lock file in the bond
-    /// directory (`<bonds>/<local address>/.agent-hciN.lock`), so two processes never replace
+    /// the adapter's agent already: one agent per adapter, held by a lock file
+    /// (`/run/lock/gattclient-agent-hciN-ADDRESS.lock`, else `<bonds>/<local address>/.agent-hciN.lock`
+    /// where the system has no `/run/lock`), so two processes never replace
     /// each other's kernel keys or answer each other's pairings. The second uses the keys the
     /// first loaded (said once).
     func agent(local: PeerAddress, context: SecurityContext) async -> Result<KernelPairingAgent, KernelBluetoothError>? {
@@ -423,10 +466,13 @@ final class KernelSecurity: Sendable {
         let task = started.withLock { task in
             if let task { return task }
             let new = Task { () -> Result<KernelPairingAgent, KernelBluetoothError>? in
-                let folder = context.store.directory + "/" + local.address.description
-                let path = folder + "/.agent-hci\(index).lock"
+                // System-wide where the system has a lock directory (two processes with different
+                // bond directories still share one adapter), else beside the bonds.
+                let system = FileSystem.isDirectory(atPath: "/run/lock")
+                let folder = system ? "/run/lock" : context.store.directory + "/" + local.address.description
+                let path = folder + (system ? "/gattclient-agent-hci\(index)-\(local.address.description).lock" : "/.agent-hci\(index).lock")
                 do {
-                    try FileSystem.createDirectory(atPath: folder, mode: 0o700)
+                    if !system { try FileSystem.createDirectory(atPath: folder, mode: 0o700) }
                     guard let descriptor = try FileSystem.tryExclusiveLock(atPath: path) else {
                         context.warning(
                             "warning: another gattclient is the pairing agent of hci\(index) (\(path)): this one answers no "

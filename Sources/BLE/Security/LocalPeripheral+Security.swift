@@ -103,6 +103,10 @@ package final class PeripheralPairing: Sendable {
     /// Whether a pairing that both sides asked to bond is stored (`--bondable`; off by default:
     /// any central could otherwise fill the bond store).
     let bondable = Locked<Bool>(false)
+    /// Repeated attempts from centrals (§2.3.6), per central and from anyone: any device in range
+    /// may ask, and may change its address at every attempt. Our own pairings as central have
+    /// their own (per peer) in the context. `warned`: a refusal was said since the last failure.
+    let throttle = Locked<(state: PairingThrottle, warned: Bool)>((PairingThrottle(global: true), false))
 
     init(
         context: SecurityContext, localAddress: PeerAddress, options: PairingOptions?,
@@ -173,11 +177,20 @@ package final class PeripheralPairing: Sendable {
                 given.bonding = given.bonding && bondable.withLock { $0 }
                 return given
             }, agent: context.agent(for: peer),
-            attempt: {
-                guard let wait = context.attemptPairing(from: peer) else { return nil }
-                context.warning(
-                    "warning: pairing request from \(peer) refused (Repeated Attempts): pairings failed recently, "
-                        + "the next may start in \(Self.seconds(wait)) s; \(context.refusedAttempts) refused so far")
+            attempt: { [throttle] in
+                let now = context.clock.now
+                let (wait, say, refused) = throttle.withLock { state -> (Duration?, Bool, Int) in
+                    guard let wait = state.state.attempt(SecurityContext.key(peer), now: now) else { return (nil, false, 0) }
+                    defer { state.warned = true }
+                    return (wait, !state.warned, state.state.refused)
+                }
+                guard let wait else { return nil }
+                // Said once per wait (a central may ask back to back), with the running count.
+                if say {
+                    context.warning(
+                        "warning: pairing request from \(peer) refused (Repeated Attempts): pairings failed recently, "
+                            + "the next may start in \(Self.seconds(wait)) s; \(refused) refused so far")
+                }
                 return wait
             },
             completed: { [weak self] result in
@@ -191,15 +204,17 @@ package final class PeripheralPairing: Sendable {
         let securities = securities
         Task {
             for await outcome in connection.encryptionChanges {
-                changesContinuation.yield((outcome.status.rawValue, outcome.enabled))
-                guard outcome.status == .success, outcome.enabled else { continue }
-                if let level = security.pendingLevel.withLock({ $0 }) {
-                    // A bond's key: the level that bond proves.
-                    await security.enter(level)
-                } else if security.pairingKeyTaken.withLock({ $0 }) {
-                    // A pairing's key: nothing is granted until the pairing completes.
+                let enabled = outcome.status == .success && outcome.enabled
+                let level = security.pendingLevel.withLock { $0 }
+                // A pairing's key: nothing is granted until the pairing completes. Marked before
+                // the Security Manager hears of the encryption (and distributes keys), so the
+                // pairing's end, which clears it, always comes after.
+                if enabled, level == nil, security.pairingKeyTaken.withLock({ $0 }), await manager.pairingInProgress {
                     security.beginSettling()
                 }
+                changesContinuation.yield((outcome.status.rawValue, outcome.enabled))
+                // A bond's key: the level that bond proves.
+                if enabled, let level { await security.enter(level) }
             }
             changesContinuation.finish()
             security.settle()
@@ -274,10 +289,10 @@ package final class PeripheralPairing: Sendable {
     /// resolves its private address to.
     func bond(of peer: PeerAddress) -> Bond? {
         let local = localAddress.address
-        if let direct = context.store.bond(local: local, peer: peer) { return direct }
-        guard AddressResolver.isResolvable(peer),
-            let identity = AddressResolver(bonds: context.store.bonds(local: local)).identity(of: peer)
-        else { return nil }
+        // A resolvable private address is resolved first (Vol 6 Part B §1.3.2.3): never looked up
+        // as itself, which another central could have bonded from.
+        guard AddressResolver.isResolvable(peer) else { return context.store.bond(local: local, peer: peer) }
+        guard let identity = AddressResolver(bonds: context.store.bonds(local: local)).identity(of: peer) else { return nil }
         return context.store.bond(local: local, peer: identity)
     }
 
@@ -297,27 +312,37 @@ package final class PeripheralPairing: Sendable {
                 if store { try context.store.save(bond) } else { try context.store.admit(bond) }
             } catch let refusal {
                 stored = false
-                context.pairingEnded(with: peer, succeeded: false)
                 switch refusal {
                 case .full, .file:
                     // The pairing itself is sound: the link keeps its level, unbonded.
                     context.warning("warning: paired with \(peer), but the bond was not stored: \(refusal)")
                 default:
+                    pairingFailed(peer)
                     context.warning("warning: pairing with \(peer) refused: \(refusal); the link ends")
                     await end(central)
                     return
                 }
             }
-            context.pairingEnded(with: peer, succeeded: true)
+            let now = context.clock.now
+            throttle.withLock { $0.state.ended(SecurityContext.key(peer), succeeded: true, now: now) }
             security.pendingLevel.withLock { $0 = bond.securityLevel }
             await security.enter(bond.securityLevel)
             await context.delegate?.pairingCompleted(with: peer, method: pairing.method, bond: bond, stored: stored)
         case .failure(let failure):
-            context.pairingEnded(with: peer, succeeded: false)
+            pairingFailed(peer)
             let encrypted = security.pairingKeyTaken.withLock { $0 }
             context.warning(
                 "warning: pairing with \(peer) failed: \(failure)" + (encrypted ? "; the link, encrypted with its key, ends" : ""))
             if encrypted { await end(central) }
+        }
+    }
+
+    /// A pairing with `peer` failed: the next attempts wait (§2.3.6).
+    private func pairingFailed(_ peer: PeerAddress) {
+        let now = context.clock.now
+        throttle.withLock {
+            $0.state.ended(SecurityContext.key(peer), succeeded: false, now: now)
+            $0.warned = false
         }
     }
 

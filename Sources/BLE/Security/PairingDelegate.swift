@@ -41,7 +41,8 @@ final class SecurityContext: Sendable {
     }
     private let delegateBox = Mutex<(any PairingDelegate)?>(nil)
     /// Failed pairings, per peer and from anyone (§2.3.6), on `clock`.
-    private let throttle = Mutex(PairingThrottle())
+    /// Our own pairings as initiator: per peer only (the user starts them).
+    private let throttle = Mutex(PairingThrottle(global: false))
     let clock: any BluetoothClock
 
     /// The time left before pairing with `peer` may be tried again, nil when it may now.
@@ -50,22 +51,12 @@ final class SecurityContext: Sendable {
         return throttle.withLock { $0.waitBefore(Self.key(peer), now: now) }
     }
 
-    /// Asks to start a pairing `peer` asked for: nil when it may start, else the wait left (the
-    /// attempt is counted as refused).
-    func attemptPairing(from peer: PeerAddress) -> Duration? {
-        let now = clock.now
-        return throttle.withLock { $0.attempt(Self.key(peer), now: now) }
-    }
-
     func pairingEnded(with peer: PeerAddress, succeeded: Bool) {
         let now = clock.now
         throttle.withLock { $0.ended(Self.key(peer), succeeded: succeeded, now: now) }
     }
 
-    /// Attempts refused because of earlier failures.
-    var refusedAttempts: Int { throttle.withLock { $0.refused } }
-
-    private static func key(_ peer: PeerAddress) -> PairingThrottle.PeerKey {
+    static func key(_ peer: PeerAddress) -> PairingThrottle.PeerKey {
         PairingThrottle.PeerKey(address: peer.address, random: peer.type == .random)
     }
 

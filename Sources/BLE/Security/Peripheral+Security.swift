@@ -15,8 +15,15 @@ extension Peripheral {
     /// address of a device bonded already (or connects by it) fails the pairing, the link ends and
     /// the old bond stays as it was, unless `replacing` names that identity — an explicit repair
     /// of that device (`gattclient pair --force`) — and the new bond is at least as strong.
-    /// - Parameter replacing: the bonded identity this pairing may replace; nil: none.
+    /// - Parameter replacing: the bonded identity this pairing repairs: the peer must distribute
+    ///   that identity (a different one fails the pairing and keeps that bond); nil: none.
     public func pair(_ options: PairingOptions = PairingOptions(), replacing: PeerAddress? = nil) async throws(BLEError) -> Bond {
+        try await pair(options, replacing: replacing, required: .encrypted)
+    }
+
+    /// ``pair(_:replacing:)`` that fails, before anything is stored, when the keys give less
+    /// than `required`.
+    func pair(_ options: PairingOptions, replacing: PeerAddress?, required: SecurityLevel) async throws(BLEError) -> Bond {
         if session.link.kernelSecurity != nil { return try await pairThroughKernel(options) }
         let manager = try securityManager()
         // Repeated attempts (§2.3.6): after a failure, a growing wait before the next try.
@@ -34,15 +41,27 @@ extension Peripheral {
             throw BLEError("pairing with \(peer) failed: \(error)", kind: "pairing")
         }
         let bond = securityContext.bond(from: result, local: localAddress, peer: peer, pairedAs: "central")
-        do {
-            // Before the link counts as secure: whose keys these are (an identity that is another
-            // device's, an invalid identity or IRK refuse the pairing whether or not it bonds).
-            try securityContext.store.admit(bond, replacing: replacing)
-        } catch {
+        // Before the link counts as secure: whose keys these are (an identity that is another
+        // device's, or not the one being repaired, an invalid identity or IRK, a level below
+        // what was asked refuse the pairing, whether or not it bonds).
+        var refusal: String?
+        if let replacing, bond.peerIdentity != replacing {
+            refusal = "repairing \(replacing), the peer distributed the identity \(bond.peerIdentity): "
+                + "the bond with \(replacing) is kept (`gattclient unpair \(replacing.address)` first if this device's identity changed)"
+        } else if bond.securityLevel < required {
+            refusal = "the pairing gave \(bond.securityLevel), not \(required) as asked; nothing is stored"
+        } else {
+            do {
+                try securityContext.store.admit(bond, replacing: replacing)
+            } catch {
+                refusal = "\(error)"
+            }
+        }
+        if let refusal {
             securityContext.pairingEnded(with: peer, succeeded: false)
             // The link is encrypted with keys we refuse: it ends, at the level it had.
             await disconnect()
-            throw BLEError("pairing with \(peer) refused: \(error)", kind: "pairing")
+            throw BLEError("pairing with \(peer) refused: \(refusal)", kind: "pairing")
         }
         securityContext.pairingEnded(with: peer, succeeded: true)
         await raiseSecurityLevel(to: bond.securityLevel)
@@ -91,9 +110,13 @@ extension Peripheral {
         let manager = try securityManager()
         var lostBond: Bond?
         var upgrading: PeerAddress?
-        if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), let key = bond.peerLTK,
-            bond.securityLevel >= level || securityLevel < .encrypted
-        {
+        let stored = securityContext.store.bond(local: localAddress.address, peer: bondPeer)
+        if let stored, stored.keySize < securityContext.minimumKeySize {
+            throw BLEError(
+                "the bond with \(stored.identity) has a \(stored.keySize)-octet key, below the minimum \(securityContext.minimumKeySize) "
+                    + "(--min-key-size): not used; `gattclient pair \(stored.identity) --force` pairs again", kind: "security")
+        }
+        if let bond = stored, let key = bond.peerLTK, bond.securityLevel >= level || securityLevel < .encrypted {
             let outcome: (status: UInt8, enabled: Bool)
             do {
                 outcome = try await manager.encrypt(with: key)
@@ -104,6 +127,7 @@ extension Peripheral {
                         + "`gattclient pair \(peer.address) --force` or --repair", kind: "security")
             }
             if outcome.status == 0, outcome.enabled {
+                encryptedWithBond = bond.peerIdentity
                 await raiseSecurityLevel(to: bond.securityLevel)
                 guard bond.securityLevel < level else { return }
                 // Encrypted with a bond weaker than asked: the peer holds that bond's key, so
@@ -123,11 +147,9 @@ extension Peripheral {
                 securityContext.warning("warning: " + lost + "; pairing again (--repair)")
                 lostBond = bond
             }
-        } else if let bond = securityContext.store.bond(local: localAddress.address, peer: bondPeer), securityLevel >= .encrypted,
-            bond.securityLevel == securityLevel
-        {
-            // Encrypted with this bond earlier on this link: an upgrade may replace it.
-            upgrading = bond.peerIdentity
+        } else if let proven = encryptedWithBond, proven == bondPeer {
+            // Encrypted with this device's bond earlier on this link: an upgrade may replace it.
+            upgrading = proven
         }
         var options = given ?? PairingOptions()
         if given == nil { options.minimumKeySize = securityContext.minimumKeySize }
@@ -139,11 +161,8 @@ extension Peripheral {
         if required == .secureConnections { options.minimumKeySize = 16 }
         if let lostBond { options.minimumKeySize = max(options.minimumKeySize, lostBond.keySize) }
         // A repair replaces the lost bond of this same identity; an upgrade replaces the weaker
-        // bond the link was encrypted with just now (the peer proved it holds that key).
-        let bond = try await pair(options, replacing: lostBond?.peerIdentity ?? upgrading)
-        guard bond.securityLevel >= required else {
-            throw BLEError("pairing with \(peer) gave \(bond.securityLevel), not \(required)", kind: "security")
-        }
+        // bond the link was encrypted with (the peer proved it holds that key).
+        _ = try await pair(options, replacing: lostBond?.peerIdentity ?? upgrading, required: required)
     }
 
     // MARK: - The kernel path

@@ -305,6 +305,8 @@ public actor GATTServerHost {
         if let securitySettling, case .errorResponse(let error) = response, Self.securityCodes.contains(error.errorCode),
             await securitySettling(client)
         {
+            // The wait suspended: the bearer's MTU is read again before the response is built.
+            if enhancedMTU == nil { server.setMTU(await link.connection.mtu, for: client) } else { server.setMTU(mtu, for: client) }
             response = server.respond(to: pdu, from: client)
         }
         if let securityRefusalHandler {

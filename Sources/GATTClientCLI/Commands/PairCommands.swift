@@ -202,28 +202,25 @@ struct PairCommand {
         do {
             // The device as connected (its address type found, a private address resolved).
             let target = await connection.peripheral.identity ?? connection.peripheral.peer
-            let existing = await adapter.bonds().first {
-                $0.peerIdentity == target || ($0.peer == target.address && $0.peerType == target.type)
-            }
+            let existing = await adapter.bonds().first { $0.peerIdentity == target }
             if let existing, !options.force {
                 // Bonded already: encrypt with the bond (no SMP), as a reconnection does.
                 try await connection.peripheral.ensureSecurity(existing.securityLevel)
-                report(existing, fresh: false, global: global, output: &output)
+                report(existing, fresh: false, stored: true, global: global, output: &output)
             } else {
                 // --force: the old bond goes only once the new pairing succeeded.
-                // The device named is the one repaired: its bond alone may be replaced, by one at
-                // least as strong; an identity another bond holds is refused (BondStore).
+                // The device named is the one repaired: it must distribute that identity, and its
+                // bond is replaced only by one at least as strong; an identity another bond holds
+                // is refused (BondStore). Nothing else is removed.
                 let bond = try await connection.peripheral.pair(pairing, replacing: existing?.peerIdentity)
-                if let existing, existing.peerIdentity != bond.peerIdentity, !options.noBond {
-                    try? await adapter.removeBond(existing.peerIdentity)
-                }
+                let stored = await adapter.bonds().contains { $0 == bond }
                 if delegate.confirmedUnseen {
                     // Nobody compared the numbers: no MITM protection, whatever the method.
                     printError(
                         "gattclient: --confirm accepted the numeric comparison unseen: the bond is kept as unauthenticated",
                         to: errors)
                 }
-                report(bond, fresh: true, global: global, output: &output)
+                report(bond, fresh: true, stored: stored, global: global, output: &output)
             }
         } catch {
             await connection.close()
@@ -233,7 +230,7 @@ struct PairCommand {
         await connection.close()
     }
 
-    func report(_ bond: Bond, fresh: Bool, global: GlobalOptions, output: inout BufferedOutput) {
+    func report(_ bond: Bond, fresh: Bool, stored: Bool, global: GlobalOptions, output: inout BufferedOutput) {
         SessionDiagnostics.current?.drainEvents(into: &output)
         let kind = bond.secureConnections ? "Secure Connections" : "LE legacy pairing"
         let protection = bond.authenticated ? "authenticated (MITM-protected)" : "unauthenticated (Just Works)"
@@ -247,14 +244,14 @@ struct PairCommand {
             json.field("secureConnections", bond.secureConnections)
             json.field("authenticated", bond.authenticated)
             json.field("keySize", bond.keySize)
-            json.field("bonded", !options.noBond)
+            json.field("bonded", stored)
             json.field("securityLevel", "\(bond.securityLevel)")
             json.endObject()
             output.writeLine(bytes: json.bytes)
         } else if fresh {
             output.writeLine(
                 "paired with \(peer): \(kind), \(protection), \(bond.keySize)-octet key"
-                    + (options.noBond ? "; not bonded (--no-bond)" : "; bonded"))
+                    + (options.noBond ? "; not bonded (--no-bond)" : stored ? "; bonded" : "; not bonded (the device did not ask to bond)"))
         } else {
             output.writeLine(
                 "already bonded with \(peer) (\(kind), \(protection)): encrypted with the stored key; --force pairs again")
@@ -330,11 +327,12 @@ struct UnpairCommand {
     var peer: PeerAddress
     var central: (any Central)? = nil
 
-    /// The one bond `peer` names among `bonds`: by identity or link address with its type, else
+    /// The one bond `peer` names among `bonds`: by identity with its type, else
     /// (an address typed without `/random`) by its bits alone when that is one device.
     static func bond(named peer: PeerAddress, in bonds: [Bond]) throws -> Bond? {
-        let typed = bonds.filter { $0.peerIdentity == peer || ($0.peer == peer.address && $0.peerType == peer.type) }
-        let matches = typed.isEmpty ? bonds.filter { $0.identity == peer.address || $0.peer == peer.address } : typed
+        // By identity only: the address a bond was made on may be another device's.
+        let typed = bonds.filter { $0.peerIdentity == peer }
+        let matches = typed.isEmpty ? bonds.filter { $0.identity == peer.address } : typed
         let identities = Set(matches.map { "\($0.local)|\($0.peerIdentity)" })
         guard identities.count <= 1 else {
             throw CommandFailure(

@@ -54,6 +54,7 @@ public struct PeripheralOptions: Equatable, Sendable {
     /// Whether a pairing flag was given (the kernel path cannot honour them).
     var asksForPairingSettings: Bool {
         ioCapability != nil || passkey != nil || confirm || securityRequest || bondable || secureConnectionsOnly
+            || staticPasskeyInsecure || maximumBonds != 32
     }
 
     /// The Rx MTU in force.
@@ -125,6 +126,12 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
     options.maximumBonds = maximumBonds
     options.staticPasskeyInsecure = staticPasskeyInsecure
     options.secureConnectionsOnly = secureConnectionsOnly
+    if maximumBonds != 32, !bondable {
+        throw UsageError("peripheral --max-bonds bounds the bonds --bondable keeps: without --bondable nothing is stored")
+    }
+    if staticPasskeyInsecure, passkey == nil {
+        throw UsageError("peripheral --static-passkey-insecure allows a fixed --passkey; there is none")
+    }
     if passkey != nil, !staticPasskeyInsecure {
         // The same passkey at every attempt: under Secure Connections each failed attempt tells
         // the central one bit of it (Vol 3 Part H §2.3.5.3), 20 attempts recover it, and no
@@ -399,7 +406,7 @@ struct PeripheralCommand {
         guard !(host is KernelPeripheralHost) else {
             if options.asksForPairingSettings {
                 throw CommandFailure(
-                    "peripheral --io-capability/--passkey/--confirm/--security-request/--bondable/--sc-only: on the kernel path (hciN) the kernel's SMP pairs; "
+                    "peripheral --io-capability/--passkey/--confirm/--security-request/--bondable/--max-bonds/--sc-only: on the kernel path (hciN) the kernel's SMP pairs; "
                         + "these apply to our own host (hci-user:N, tcp:, unix:, serial:, sim)",
                     kind: "usage", exitCode: .usage)
             }
@@ -412,6 +419,7 @@ struct PeripheralCommand {
         var pairingOptions = PairingOptions(
             ioCapability: options.ioCapability ?? (options.passkey != nil ? .keyboardOnly : .noInputNoOutput))
         pairingOptions.secureConnectionsOnly = options.secureConnectionsOnly
+        pairingOptions.minimumKeySize = global.minimumKeySize
         let pairing = PeripheralPairing(
             bondsDirectory: global.bonds, delegate: delegate,
             localAddress: PeerAddress(address: host.address, type: .public),

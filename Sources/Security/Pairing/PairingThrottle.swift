@@ -7,10 +7,12 @@ import Bluetooth
 /// instants. Bounded: at most ``peerLimit`` peers are remembered (the oldest forgotten first; the
 /// global count keeps their failures).
 ///
-/// Waits: a peer's `n`th failure in a row makes it wait 2^(n−1) s (1, 2, 4 … 64 s at most); after
-/// ``globalAllowance`` failures from anyone with no success between, each further one makes every
+/// Waits: a peer's `n`th failure in a row makes it wait 2^(n−1) s (1, 2, 4 … 64 s at most); with
+/// ``global``, after ``globalAllowance`` failures from anyone, each further one makes every
 /// attempt wait the same way, counted from the allowance, until ten minutes pass without a
-/// failure. A success clears only that peer's count.
+/// failure (a success does not clear it: an attacker could pair Just Works under another address
+/// between its guesses). A success clears only that peer's count. The price: while an attacker
+/// keeps failing, a legitimate central waits up to 64 s too.
 public struct PairingThrottle: Sendable {
     /// How many failures in a row from anyone pass before every attempt waits.
     public static let globalAllowance = 3
@@ -20,7 +22,7 @@ public struct PairingThrottle: Sendable {
     public static let peerLimit = 256
 
     private var peers: [PeerKey: (count: Int, last: Duration)] = [:]
-    private var global: (count: Int, last: Duration) = (0, .zero)
+    private var globalState: (count: Int, last: Duration) = (0, .zero)
     /// Attempts refused while a wait ran, for the closing figures and warnings.
     public private(set) var refused = 0
 
@@ -34,12 +36,16 @@ public struct PairingThrottle: Sendable {
         }
     }
 
-    public init() {}
+    /// Whether failures from anyone make every attempt wait (a responder any device may ask);
+    /// false: per peer only (an initiator, whose pairings its own user starts).
+    public let global: Bool
+
+    public init(global: Bool = true) { self.global = global }
 
     /// Failures in a row from `peer`.
     public func failures(of peer: PeerKey) -> Int { peers[peer]?.count ?? 0 }
     /// Failures from anyone since the global count last started again.
-    public var globalFailures: Int { global.count }
+    public var globalFailures: Int { globalState.count }
     /// How many peers' failures are remembered now.
     public var rememberedPeers: Int { peers.count }
 
@@ -52,8 +58,8 @@ public struct PairingThrottle: Sendable {
     public func waitBefore(_ peer: PeerKey, now: Duration) -> Duration? {
         var left = Duration.zero
         if let entry = peers[peer] { left = max(left, Self.backOff(after: entry.count) - (now - entry.last)) }
-        let beyond = global.count - Self.globalAllowance
-        if beyond > 0 { left = max(left, Self.backOff(after: beyond) - (now - global.last)) }
+        let beyond = global ? globalState.count - Self.globalAllowance : 0
+        if beyond > 0 { left = max(left, Self.backOff(after: beyond) - (now - globalState.last)) }
         return left > .zero ? left : nil
     }
 
@@ -73,13 +79,13 @@ public struct PairingThrottle: Sendable {
             peers[peer] = nil
             return
         }
-        if now - global.last >= Self.quietReset { global.count = 0 }
+        if now - globalState.last >= Self.quietReset { globalState.count = 0 }
         if peers[peer] == nil, peers.count >= Self.peerLimit,
             let oldest = peers.min(by: { $0.value.last < $1.value.last })?.key
         {
             peers[oldest] = nil
         }
         peers[peer] = ((peers[peer]?.count ?? 0) + 1, now)
-        global = (global.count + 1, now)
+        globalState = (globalState.count + 1, now)
     }
 }

@@ -172,10 +172,15 @@ public actor PeripheralSecurityManager {
         await step { $0.timerExpired(into: &$1) }
     }
 
+    /// Whether a pairing runs now (from its Pairing Request to its end).
+    public var pairingInProgress: Bool { responder?.isActive == true }
+
     private func end(_ result: Result<PairingResult, PairingFailure>) async {
         timer?.cancel()
         timer = nil
-        if case .failure = result { pendingKey = nil }
+        // Ended either way: the key is the bond's from now on (or nobody's), never handed out
+        // again as "the pairing in progress".
+        pendingKey = nil
         await completed(result)
     }
 
