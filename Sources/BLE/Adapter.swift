@@ -293,6 +293,9 @@ public actor Adapter {
         if let count = options.enhancedBearers ?? central.linkPreferences.enhancedBearers {
             do {
                 try await peripheral.openEnhancedBearers(count, trace: hooks.trace)
+            } catch where error.kind == "eattRefused" && !options.enhancedBearersRequired {
+                // Said, and the link goes on with its unenhanced bearer (`--eatt-required` fails).
+                options.warning("warning: \(error.message); going on with the unenhanced ATT bearer")
             } catch {
                 await peripheral.disconnect()
                 throw error

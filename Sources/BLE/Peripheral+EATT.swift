@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Host
 import L2CAP
 
 /// Enhanced ATT on a ``Peripheral``'s link (our host in user space, `sim`): bearers on L2CAP
@@ -34,6 +35,11 @@ extension Peripheral {
             channels = try await open(count)
         } catch let error as BLEError {
             throw error
+        } catch LEHostError.l2cap(.refused(_, let result)) {
+            // The peer answered at once that it serves no Enhanced ATT (or not now).
+            throw BLEError(
+                "\(peer) refused Enhanced ATT bearers (\(result.name.map { $0 + ", " } ?? "")0x\(String(result.rawValue, radix: 16, uppercase: true)))",
+                kind: "eattRefused")
         } catch {
             throw BLEError("opening \(count) Enhanced ATT bearer(s) to \(peer): \(error)", kind: "eatt")
         }

@@ -54,6 +54,9 @@ public struct GlobalOptions: Equatable, Sendable {
     public var linkOptionNames: [String] = []
     /// `--eatt N`: Enhanced ATT bearers opened on the connection (after encryption).
     public var enhancedBearers: Int?
+    /// `--eatt-required`: a peer refusing Enhanced ATT fails the command (else a warning and the
+    /// unenhanced bearer).
+    public var enhancedBearersRequired = false
 
     public init() {}
 }
@@ -282,7 +285,9 @@ public let usageText: String = {
       --parameter-requests accept|refuse
                                 what a peripheral's requests for other parameters get (default accept)
       --eatt N                  open N (1 to 5) Enhanced ATT bearers after encrypting the link (pairing if
-                                needed); independent requests then run side by side
+                                needed); independent requests then run side by side; a peer that refuses
+                                them is said and the command goes on with the unenhanced bearer
+      --eatt-required           with --eatt: a peer that refuses Enhanced ATT fails the command instead
       -v, -vv                   more detail on stderr (the ATT PDUs; the connection's parameters and events)
       -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version
@@ -301,6 +306,7 @@ let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
     "--bonds", "--repair", "--min-key-size", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
     "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests", "--eatt",
+    "--eatt-required",
 ]
 
 extension GlobalOptions {
@@ -524,6 +530,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             }
             options.enhancedBearers = count
             options.linkOptionNames.append(argument)
+        case "--eatt-required":
+            if inlineValue != nil { throw UsageError("--eatt-required takes no value") }
+            options.enhancedBearersRequired = true
         case "--parameter-requests":
             switch try take() {
             case "accept": options.refuseParameterRequests = false

@@ -143,3 +143,25 @@ struct BumbleEATTInteropTests {
         #expect(replayed.stdout.contains("\"bearers\":6"))
     }
 }
+
+/// Issue 37 item 10: `--eatt` against a peer without Enhanced ATT (Bumble's SensorTag without
+/// `--eatt` refuses with SPSM Not Supported, and no Destination_CID list).
+@Suite("Interop: --eatt against a peer that refuses it", .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
+struct BumbleEATTRefusedTests {
+    @Test("the refusal is said with the peer's result and the command goes on; --eatt-required fails instead")
+    func refusalFallsBack() async throws {
+        let peer = try await BumblePeer.start(devices: ["sensortag"], lifetime: 90)
+        defer { peer.stop() }
+        let address = try #require(peer.devices["sensortag"]).description
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        let base = ["--transport", peer.uri.description, "--bonds", bonds]
+        let read = await BumblePairingCLITests.run(base + ["--eatt", "2", "read", address, "2a19"])
+        #expect(read.code == 0, "\(read.stderr)")
+        #expect(read.stderr.contains("refused Enhanced ATT bearers (SPSM Not Supported, 0x2)"), "\(read.stderr)")
+        #expect(read.stderr.contains("unenhanced"), "\(read.stderr)")
+        let required = await BumblePairingCLITests.run(base + ["--eatt", "2", "--eatt-required", "read", address, "2a19"])
+        #expect(required.code == 1, "\(required.stdout) \(required.stderr)")
+        #expect(required.stderr.contains("SPSM Not Supported"), "\(required.stderr)")
+    }
+}

@@ -333,3 +333,13 @@ struct CreditBasedFlowControlTests {
         #expect(length == 400 && carried == sdu)
     }
 }
+
+/// Bumble 0.0.236 refuses every channel with no Destination_CID list: read as nothing opened.
+@Test("a credit-based connection refusal without a Destination_CID list parses as no channel")
+func refusalWithoutCIDList() throws {
+    var reader = ByteReader([0x00, 0x08, 0x00, 0x08, 0x00, 0x00, 0x02, 0x00][...])
+    let response = try CreditBasedConnectionResponse(parsing: &reader)
+    #expect(response.result == .spsmNotSupported && response.destinationCIDs.isEmpty)
+    var success = ByteReader([0x00, 0x08, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00][...])
+    #expect(throws: L2CAPError.self) { _ = try CreditBasedConnectionResponse(parsing: &success) }
+}

@@ -31,6 +31,9 @@ package struct AdapterOptions: Sendable {
     package var link = LinkPreferences()
     /// `--eatt N`: Enhanced ATT bearers opened on every central link (after encryption).
     package var enhancedBearers: Int?
+    /// `--eatt-required`: a peer that refuses Enhanced ATT fails the connection instead of going
+    /// on with the unenhanced bearer (said as a warning).
+    package var enhancedBearersRequired = false
     /// `--parameter-requests`: what a peripheral may ask for when it requests new parameters.
     package var parameterRequests = ConnectionParameterRequestPolicy.acceptValid
 

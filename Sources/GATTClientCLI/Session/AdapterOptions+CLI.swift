@@ -26,6 +26,7 @@ extension GlobalOptions {
         options.minimumKeySize = minimumKeySize
         options.link = link
         options.enhancedBearers = enhancedBearers
+        options.enhancedBearersRequired = enhancedBearersRequired
         options.parameterRequests = refuseParameterRequests ? .refuseAll : .acceptValid
         return options
     }

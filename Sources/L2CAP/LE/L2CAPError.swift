@@ -62,7 +62,7 @@ public enum L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
         case .transportClosed(let why): return "transport closed: \(why)"
         case .timeout(let what): return "no answer to \(what) in time"
         case .refused(let spsm, let result):
-            return "the peer opened no channel on SPSM \(l2capHex(spsm, 4)) (result \(l2capHex(result.rawValue, 4)))"
+            return "the peer opened no channel on SPSM \(l2capHex(spsm, 4)) (\(result.name.map { $0 + ", " } ?? "result ")\(l2capHex(result.rawValue, 4)))"
         case .protocolViolation(let why): return "the peer broke the channel's rules: \(why)"
         }
     }

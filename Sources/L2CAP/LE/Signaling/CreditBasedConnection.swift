@@ -110,6 +110,14 @@ public struct CreditBasedConnectionResponse: L2CAPSignalingCommandBody {
         mps = try reader.l2capUInt16(c)
         initialCredits = try reader.l2capUInt16(c)
         result = CreditBasedConnectionResult(rawValue: try reader.l2capUInt16(c))
+        // Tolerance (Bumble 0.0.236): a refusal of every channel sent with no Destination_CID
+        // list at all (the Core Specification has one zero entry per channel asked for). It
+        // refuses them all either way; read as no channel opened rather than dropped, which left
+        // the request waiting for its 30 s timeout.
+        if reader.remainingCount == 0, result != .successful {
+            destinationCIDs = []
+            return
+        }
         destinationCIDs = try CreditBasedCIDList.read(&reader, field: "Destination_CID", context: c)
     }
 

@@ -87,6 +87,24 @@ public struct CreditBasedConnectionResult: RawRepresentable, Hashable, Sendable 
     public static let unacceptableParameters = CreditBasedConnectionResult(rawValue: 0x000B)
     /// Only in L2CAP_CREDIT_BASED_CONNECTION_RSP.
     public static let invalidParameters = CreditBasedConnectionResult(rawValue: 0x000C)
+
+    /// The result's name in Table 4.16, nil for a reserved value.
+    public var name: String? {
+        switch rawValue {
+        case 0x0000: return "Successful"
+        case 0x0002: return "SPSM Not Supported"
+        case 0x0004: return "No Resources Available"
+        case 0x0005: return "Insufficient Authentication"
+        case 0x0006: return "Insufficient Authorization"
+        case 0x0007: return "Encryption Key Size Too Short"
+        case 0x0008: return "Insufficient Encryption"
+        case 0x0009: return "Invalid Source CID"
+        case 0x000A: return "Source CID Already Allocated"
+        case 0x000B: return "Unacceptable Parameters"
+        case 0x000C: return "Invalid Parameters"
+        default: return nil
+        }
+    }
 }
 
 /// Result of L2CAP_CREDIT_BASED_RECONFIGURE_RSP. Open.
