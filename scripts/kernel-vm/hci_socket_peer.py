@@ -106,6 +106,9 @@ async def run(arguments) -> None:
         config.name = 'CC2650 SensorTag'
         config.gap_service_enabled = False
         config.gatt_service_enabled = False
+        # Bumble's default IRK is all zero, which gattclient refuses (anyone could make an address
+        # that resolves with it): a random one, as real devices have.
+        config.irk = os.urandom(16)
         host = Host(controller_source=transport.source, controller_sink=transport.sink)
         device = Device(name=config.name, address=hci.Address('C0:00:00:00:00:01'), config=config, host=host)
         characteristics = bumble_peer.add_sensortag(device)
