@@ -2,6 +2,7 @@ import BLE
 import ATT
 import Bluetooth
 import GATT
+import Synchronization
 
 /// `services ADDR`: the whole database — services, included services, characteristics with
 /// properties, descriptors — as a tree with SIG names and handles, or DESIGN.md's JSON. With
@@ -20,6 +21,9 @@ struct ServicesCommand {
         case value([UInt8])
         /// The server's ATT error (the read went on with the next attribute).
         case refused(ATTErrorCode)
+        /// Refused for the link's security, which could not be raised (the pairing failed or was
+        /// refused): the ATT error and why.
+        case unsecured(ATTErrorCode, String)
     }
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
@@ -40,6 +44,16 @@ struct ServicesCommand {
                 throw CommandFailure.from(error, doing: "reading the values of \(peer)")
             }
         }
+        // Values that stayed unread because security could not be raised: said once; the tree is
+        // printed all the same (exit 0), unless --strict.
+        let unsecured = values?.values.compactMap { outcome -> String? in
+            if case .unsecured(_, let why) = outcome { return why }
+            return nil
+        } ?? []
+        if let why = unsecured.first {
+            SessionDiagnostics.libraryMessage(
+                "warning: \(unsecured.count) value(s) not read: the link's security could not be raised (\(why))")
+        }
         let mtu = await session.connection.mtu
         // Every bearer's requests (Enhanced ATT bearers included).
         var requests = 0
@@ -58,11 +72,18 @@ struct ServicesCommand {
                 output.writeLine(line)
             }
         }
+        if options.strict, let why = unsecured.first {
+            output.flush()
+            throw CommandFailure("--strict: \(unsecured.count) value(s) not read, the link's security could not be raised: \(why)", kind: "security")
+        }
     }
 
     /// Reads every characteristic value with the read property and every descriptor, whole, in
     /// handle order. An ATT error for one is kept as its outcome; one for the link's security
     /// raises it and reads again; anything else (the link lost) ends the command.
+    ///
+    /// When raising security fails (a pairing that cannot happen: no passkey, refused, failed),
+    /// that value shows the ATT error and why, the rest are read without trying again.
     static func readValues(of database: GATTDatabase, session: CommandConnection) async throws -> [UInt16: ReadOutcome] {
         var outcomes: [UInt16: ReadOutcome] = [:]
         let client = session.client
@@ -73,14 +94,31 @@ struct ServicesCommand {
                 handles += characteristic.descriptors.map(\.handle)
             }
         }
+        var securityFailure: String?
         for handle in handles {
+            let refusal = Mutex<ATTErrorCode?>(nil)
             do {
-                let value = try await session.peripheral.securing(doing: "reading 0x\(hex(handle, 4))") {
-                    try await client.read(handle: handle, complete: true)
+                let value: [UInt8]
+                if securityFailure == nil {
+                    value = try await session.peripheral.securing(doing: "reading 0x\(hex(handle, 4))") {
+                        do {
+                            return try await client.read(handle: handle, complete: true)
+                        } catch {
+                            if case GATTError.peerError(_, _, let code)? = error as? GATTError { refusal.withLock { $0 = code } }
+                            throw error
+                        }
+                    }
+                } else {
+                    value = try await client.read(handle: handle, complete: true)
                 }
                 outcomes[handle] = .value(value)
             } catch GATTError.peerError(_, _, let code) {
-                outcomes[handle] = .refused(code)
+                outcomes[handle] = securityFailure.map { .unsecured(code, $0) } ?? .refused(code)
+            } catch let error as BLEError where error.kind == "pairing" || error.kind == "security" {
+                // Raising security failed: this value, and those refused after it, say so.
+                guard let code = refusal.withLock({ $0 }), await session.peripheral.state == .connected else { throw error }
+                securityFailure = error.message
+                outcomes[handle] = .unsecured(code, error.message)
             }
         }
         return outcomes
@@ -91,6 +129,7 @@ struct ServicesCommand {
         switch outcome {
         case .value(let value): return ValueText.describe(value, uuid: uuid)
         case .refused(let code): return "(not read: \(code))"
+        case .unsecured(let code, _): return "(not read: \(code); the link's security could not be raised)"
         }
     }
 
@@ -102,6 +141,10 @@ struct ServicesCommand {
         case .refused(let code)?:
             json.field("readError", Int(code.rawValue))
             json.field("readErrorName", code.description)
+        case .unsecured(let code, let why)?:
+            json.field("readError", Int(code.rawValue))
+            json.field("readErrorName", code.description)
+            json.field("securityError", why)
         case nil:
             break
         }
