@@ -209,7 +209,7 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
     output = result.1
     // Ctrl-C (or SIGTERM): 130 once the command has cleaned up, except where ending there is
     // the command's normal end (scan, subscribe, uart).
-    if interrupts.happened, !interrupts.endsNormally {
+    if interrupts.happened, !interrupts.endsNormally || interrupts.cameEarly {
         output.flush()
         printError("gattclient: interrupted", to: errors)
         return 130
@@ -219,7 +219,9 @@ func runGATT(_ invocation: Invocation, output: inout BufferedOutput, errors: Int
 
 /// Ctrl-C and SIGTERM while a command runs. `scan`, `subscribe` and `uart` wait for them by
 /// design and end 0; `sensortag` stops on its own (switching its sensors off), then the run ends
-/// 130; every other command's task is cancelled, cleans up, and the run ends 130.
+/// 130; every other command's task is cancelled, cleans up, and the run ends 130. Before a
+/// command that stops by itself reaches its own wait (connecting, a passkey prompt), Ctrl-C
+/// cancels it like any other: the run ends 130.
 final class Interrupts: Sendable {
     /// The run's interrupt handling: a command's own wait (``CommandEvents``) listens to it
     /// rather than installing signal handling of its own (two handlers for one signal lose it).
@@ -227,7 +229,8 @@ final class Interrupts: Sendable {
 
     let endsNormally: Bool
     let stopsByItself: Bool
-    private let state = Mutex<(happened: Bool, listeners: [Int: @Sendable () -> Void], next: Int)>((false, [:], 0))
+    private let state = Mutex<(happened: Bool, listeners: [Int: @Sendable () -> Void], next: Int, listened: Bool, early: Bool)>(
+        (false, [:], 0, false, false))
     private let signals = SignalWatch()
 
     /// Calls `listener` at every Ctrl-C or SIGTERM until `removeListener` with the returned key.
@@ -235,6 +238,7 @@ final class Interrupts: Sendable {
         state.withLock { state in
             state.next += 1
             state.listeners[state.next] = listener
+            state.listened = true
             return state.next
         }
     }
@@ -253,14 +257,19 @@ final class Interrupts: Sendable {
 
     var happened: Bool { state.withLock { $0.happened } }
 
+    /// Whether Ctrl-C came before a command that stops by itself reached its own wait (while
+    /// connecting, at a passkey prompt): the command was cancelled there, and the run ends 130.
+    var cameEarly: Bool { state.withLock { $0.early } }
+
     func start(cancelling work: Task<(Int32, BufferedOutput), Never>) {
         signals.start { [self] _ in
-            let listeners = self.state.withLock { state in
+            let (listeners, early) = self.state.withLock { state in
                 state.happened = true
-                return Array(state.listeners.values)
+                if !state.listened { state.early = true }
+                return (Array(state.listeners.values), state.early)
             }
             for listener in listeners { listener() }
-            if !self.stopsByItself { work.cancel() }
+            if !self.stopsByItself || early { work.cancel() }
         }
     }
 

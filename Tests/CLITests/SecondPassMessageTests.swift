@@ -318,3 +318,39 @@ struct InfoCommandTests {
         #expect(!quiet.stderr.contains("connected, ATT_MTU"), "only with -v")
     }
 }
+
+/// Issue 37 item 3: Ctrl-C while connecting ends `subscribe`, `uart` and `sensortag` at once
+/// (they stop by themselves only once their own wait began), exit 130; the wait's start is the
+/// event the test waits for (`-v` says it), not a time.
+@Suite("gattclient: Ctrl-C while connecting", .serialized, .timeLimit(.minutes(2)))
+struct InterruptWhileConnectingTests {
+    @Test(arguments: [
+        ["subscribe", "C0:00:00:00:00:09/random", "0x0025"],
+        ["uart", "C0:00:00:00:00:09/random"],
+        ["sensortag", "C0:00:00:00:00:09/random"],
+        ["read", "C0:00:00:00:00:09/random", "2A00"],
+    ])
+    func ctrlCWhileConnecting(_ command: [String]) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: InterruptTests.binary), "no gattclient at \(InterruptTests.binary)")
+        let arguments = [InterruptTests.binary, "--no-cache", "-v", "--timeout", "60", "--transport", "sim"] + command
+        let child = try ChildProcess(["sh", "-c", "exec \"$0\" \"$@\" 2>&1"] + arguments, stdinPipe: true)
+        defer { child.kill() }
+        // The event: the connect has begun.
+        var seen: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 512)
+        let deadline = ContinuousClock.now + .seconds(30 * testTimeoutScale)
+        while !String(decoding: seen, as: UTF8.self).contains("connecting to"), ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: child.standardOutput, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 1000) >= 0 else { break }
+            guard descriptor.revents != 0 else { continue }
+            let count = read(child.standardOutput, &chunk, chunk.count)
+            guard count > 0 else { break }
+            seen += chunk[0..<count]
+        }
+        try #require(String(decoding: seen, as: UTF8.self).contains("connecting to"), "\(String(decoding: seen, as: UTF8.self))")
+        kill(child.pid, SIGINT)
+        // Bounded well under the 60 s connect timeout: the wait ended at the signal.
+        let code = await child.wait(timeout: 20)
+        #expect(code == 130, "\(command): \(String(describing: code))")
+    }
+}

@@ -69,6 +69,8 @@ final class CLIPairingDelegate: PairingDelegate {
     /// Whether each completed pairing is said (one line on stderr, an `event` under `--json`);
     /// `pair`, which reports its own, says nothing more.
     let announces: Bool
+    /// The run's Ctrl-C: a prompt gives up when it comes.
+    let interrupts = Interrupts.current
     /// The peers whose numeric comparison `--confirm` accepted unseen.
     private let unseen = Mutex<Set<BluetoothAddress>>([])
 
@@ -112,7 +114,7 @@ final class CLIPairingDelegate: PairingDelegate {
     func enterPasskey(for peer: PeerAddress) async throws -> UInt32 {
         if let passkey { return passkey }
         guard prompts, isatty(STDIN_FILENO) == 1,
-            let line = Self.ask("enter the passkey \(peer.address) shows: ", errors: errors),
+            let line = Self.ask("enter the passkey \(peer.address) shows: ", errors: errors, interrupts: interrupts),
             line.count <= 6, let value = UInt32(line), value <= 999_999
         else {
             throw UsageError("\(peer.address) shows a passkey to enter: give it with --passkey N")
@@ -153,18 +155,24 @@ final class CLIPairingDelegate: PairingDelegate {
             return true
         }
         guard prompts, isatty(STDIN_FILENO) == 1,
-            let answer = Self.ask("does \(peer.address) show \(Self.sixDigits(number))? [y/N] ", errors: errors)
+            let answer = Self.ask("does \(peer.address) show \(Self.sixDigits(number))? [y/N] ", errors: errors, interrupts: interrupts)
         else { return false }
         return answer.lowercased() == "y" || answer.lowercased() == "yes"
     }
 
-    /// One line from the terminal after a prompt on standard error.
-    static func ask(_ prompt: String, errors: Int32) -> String? {
+    /// One line from the terminal after a prompt on standard error; nil at Ctrl-C (checked
+    /// every 100 ms while nothing is typed), at the end of input, or for a line over 64 octets.
+    static func ask(_ prompt: String, errors: Int32, interrupts: Interrupts? = nil) -> String? {
         var bytes = Array(prompt.utf8)
         _ = bytes.withUnsafeMutableBytes { write(errors, $0.baseAddress, $0.count) }
         var line: [UInt8] = []
         var octet: UInt8 = 0
-        while read(STDIN_FILENO, &octet, 1) == 1 {
+        while true {
+            var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 100)
+            if interrupts?.happened == true { return nil }
+            if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            guard ready > 0, read(STDIN_FILENO, &octet, 1) == 1 else { break }
             if octet == 0x0A { break }
             line.append(octet)
             if line.count > 64 { return nil }

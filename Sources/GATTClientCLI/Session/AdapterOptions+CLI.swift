@@ -142,6 +142,10 @@ struct CommandConnection {
         }
         let errors = SessionDiagnostics.current?.errors ?? STDERR_FILENO
         let target = bare ? given.address.description : "\(peer)"
+        // -v: said at once (scripts and tests see the wait begin); a terminal: after a second.
+        if options.verbosity > 0 {
+            printError("gattclient: connecting to \(target) (at most \(Int(timeout.components.seconds)) s)", to: errors)
+        }
         let progress = Task {
             try await Task.sleep(for: .seconds(1))
             if isatty(errors) == 1 { printError("gattclient: connecting to \(target)…", to: errors) }
