@@ -161,11 +161,12 @@ public let commandHelpText: [String: String] = [
             gattclient --json --transport sim subscribe 54:6C:0E:9A:3B:01 0x0025 --write 0x0029=01 --duration 2
         """,
     "uart": """
-        gattclient uart ADDR [--random] [--with-response] [--duration S] [--linger S]
+        gattclient uart ADDR [--random] [--with-response] [--duration S] [--linger S] [--text|--raw] [--eol lf|crlf|cr|none]
         gattclient uart ADDR --send TEXT | --controller button:N | --controller color:R,G,B
-          Nordic UART Service (Adafruit Bluefruit LE): lines typed on stdin go to RX (split to ATT_MTU - 3,
-          write without response unless --with-response), TX notifications go to stdout (text as it comes,
-          ending with a newline; anything else as a `hex:` line). At the end of stdin it waits until the
+          Nordic UART Service (Adafruit Bluefruit LE): stdin goes to RX (split to ATT_MTU - 3, write without
+          response unless --with-response) — byte for byte from a pipe or file (--raw), each typed line plus
+          --eol (default lf) on a terminal (--text) — and TX notifications go to stdout (text as it comes,
+          marked `< ` on a terminal, ending with a newline; anything else as a `hex:` line). At the end of stdin it waits until the
           link has been quiet for --linger seconds (default 1), so the answer to the last line is shown.
           --send and --controller send once and print what comes back for --duration (default 1 s).
           examples:

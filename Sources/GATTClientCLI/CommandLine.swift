@@ -146,7 +146,7 @@ public enum Command: Equatable, Sendable {
     case scan(ScanCommandOptions)
     case sensortag(PeerAddress, SensorTagOptions)
     /// `linger`: after the end of standard input, how long a quiet link ends the session (`--linger`).
-    case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?, linger: Double? = nil)
+    case uart(PeerAddress, send: [UInt8]?, withResponse: Bool, duration: Double?, linger: Double? = nil, input: UARTInput = UARTInput())
     /// `watch ADDR --service NAME`: a standard service's typed values, reconnecting.
     case watch(PeerAddress, service: String, count: Int?, duration: Double?)
     case demo
@@ -352,7 +352,7 @@ let commandOptionNames: [String: [String]] = [
     "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
     "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
-    "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger"],
+    "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger", "--text", "--raw", "--eol"],
     "watch": ["--random", "--service", "--count", "--duration"],
     "services": ["--random", "--values"],
     "info": ["--random"],
@@ -417,7 +417,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
         "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
-        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to", "--max-bonds",
+        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to", "--max-bonds", "--eol",
     ]
 
     while index < arguments.count {
@@ -570,7 +570,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                         "unknown option \(argument)" + (positional.first.map { commandOptionNames[$0] != nil ? " for \($0)" : "" } ?? "")
                             + didYouMean(argument, among: (command ?? commandOptionNames.values.flatMap { $0 }) + globalOptionNames))
                 }
-                if valued.contains(argument) {
+                // `uart --text` is a mode (what a typed line becomes); `write --text TEXT` a value.
+                if valued.contains(argument), !(argument == "--text" && positional.first == "uart") {
                     commandOptions.append((argument, try take()))
                 } else {
                     if inlineValue != nil { throw UsageError("\(argument) takes no value") }
@@ -724,9 +725,22 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         var send: [UInt8]?
         var duration: Double?
         var linger: Double?
+        var input = UARTInput()
         for (flag, value) in commandOptions {
             switch flag {
             case "--random": random = true
+            case "--text", "--raw":
+                guard input.lines == nil else { throw UsageError("--text and --raw exclude each other") }
+                input.lines = flag == "--text"
+            case "--eol":
+                switch value ?? "" {
+                case "lf": input.endOfLine = [0x0A]
+                case "crlf": input.endOfLine = [0x0D, 0x0A]
+                case "cr": input.endOfLine = [0x0D]
+                case "none": input.endOfLine = []
+                case let other: throw UsageError("--eol is lf, crlf, cr or none, not '\(other)'")
+                }
+                input.endOfLineGiven = true
             case "--with-response": withResponse = true
             case "--duration": duration = try positiveSeconds(value, flag)
             case "--linger": linger = try positiveSeconds(value, flag)
@@ -745,7 +759,14 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         if linger != nil, send != nil {
             throw UsageError("--linger is for standard input's end; with --send or --controller, --duration says how long to listen")
         }
-        return Invocation(options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration, linger: linger))
+        if send != nil, input.lines != nil || input.endOfLineGiven {
+            throw UsageError("--text, --raw and --eol say what standard input becomes; with --send or --controller it is not read")
+        }
+        if input.lines == false, input.endOfLineGiven {
+            throw UsageError("--eol ends each typed line with --text; --raw sends standard input's octets as they are")
+        }
+        return Invocation(
+            options: options, command: .uart(peer, send: send, withResponse: withResponse, duration: duration, linger: linger, input: input))
     case "watch":
         guard rest.count == 1 else { throw UsageError("watch needs the device's address and nothing else") }
         var random = false

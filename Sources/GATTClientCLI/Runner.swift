@@ -385,8 +385,9 @@ func runGATTCommand(
             try await SubscribeCommand(
                 peer: peer, target: AttributeSelector(target), indicate: indicate, count: count, duration: duration, writes: writes
             ).run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
-        case .uart(let peer, let send, let withResponse, let duration, let linger):
-            try await UARTCommand(peer: peer, send: send, withResponse: withResponse, duration: duration, linger: linger ?? 1)
+        case .uart(let peer, let send, let withResponse, let duration, let linger, let input):
+            try await UARTCommand(
+                peer: peer, send: send, withResponse: withResponse, duration: duration, linger: linger ?? 1, inputMode: input)
                 .run(options: options, replayMatchAny: options.replayMatchAny, output: &out)
         case .watch(let peer, let service, let count, let duration):
             guard let watched = WatchCommand.Watched(rawValue: service) else { break }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BLE
 import ATT
 import Bluetooth
@@ -11,9 +14,29 @@ import GATT
 /// the session goes on until the link has been quiet for `--linger` seconds (default 1), so the
 /// board's answer to the last line is printed. `--send`/`--controller` send once, print what
 /// comes back for `--duration` (default 1 s), and exit.
+/// What `uart` makes of standard input: on a terminal, each typed line followed by `--eol`
+/// (`--text`, the default there); elsewhere, its octets as they are (`--raw`, the default off a
+/// terminal: a pipe or file goes to RX byte for byte, invalid UTF-8, CRs and a last line without
+/// a newline included).
+public struct UARTInput: Equatable, Sendable {
+    /// `--text` (true), `--raw` (false); nil: lines on a terminal, octets elsewhere.
+    public var lines: Bool?
+    /// `--eol`: what ends each line in text mode (default LF, what the Bluefruit's UART sketches
+    /// read up to).
+    public var endOfLine: [UInt8] = [0x0A]
+    public var endOfLineGiven = false
+
+    public init() {}
+
+    /// Whether standard input is read as lines, given whether it is a terminal.
+    func readsLines(terminal: Bool) -> Bool { lines ?? terminal }
+}
+
 struct UARTCommand {
     enum Message: Sendable {
         case line(String)
+        /// Octets from standard input, to RX as they are (text mode: a line with its end added).
+        case octets([UInt8])
         case received([UInt8])
         case inputEnded
         /// The quiet period that started with notification number `Int` ran out.
@@ -30,8 +53,11 @@ struct UARTCommand {
     var linger: Double = 1
     /// Lines to send instead of reading standard input (tests); their end is the input's end.
     var input: [String]?
-    /// Printed before each received chunk in text mode (the demo marks the echo with it).
+    /// Printed before each received chunk in text mode (the demo marks the echo with it; on a
+    /// terminal `< ` marks what the board sent, unlike the lines typed).
     var echoPrefix: String?
+    /// `--text`/`--raw`/`--eol`.
+    var inputMode = UARTInput()
 
     func run(options: GlobalOptions, replayMatchAny: Bool, output: inout BufferedOutput) async throws {
         let session = try await CommandConnection.open(peer, options: options, replayMatchAny: replayMatchAny, central: central)
@@ -67,11 +93,16 @@ struct UARTCommand {
             if !oneShot { events.yield(.inputEnded) }
         } else if !oneShot {
             do {
-                try events.readStandardInput(line: { .line($0) }, end: .inputEnded)
+                let terminal = isatty(STDIN_FILENO) == 1
+                let endOfLine = inputMode.endOfLine
+                try events.readStandardInputOctets(lines: inputMode.readsLines(terminal: terminal), end: .inputEnded) { octets, isLine in
+                    .octets(isLine ? octets + endOfLine : octets)
+                }
             } catch {
                 failure = error
             }
         }
+        let echoPrefix = echoPrefix ?? (isatty(output.fileDescriptor) == 1 && !options.json ? "< " : nil)
         var atLineStart = true
         // Notifications received so far, and whether the input ended (then each one restarts
         // the quiet period).
@@ -94,7 +125,14 @@ struct UARTCommand {
                 switch event {
                 case .value(.line(let line)):
                     do {
-                        try await uart.send(line + "\n", withResponse: withResponse)
+                        try await uart.send(Array(line.utf8) + inputMode.endOfLine, withResponse: withResponse)
+                    } catch {
+                        failure = error
+                        break loop
+                    }
+                case .value(.octets(let octets)):
+                    do {
+                        try await uart.send(octets, withResponse: withResponse)
                     } catch {
                         failure = error
                         break loop

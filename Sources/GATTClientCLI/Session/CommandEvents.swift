@@ -93,6 +93,38 @@ extension CommandEvents {
     /// Reads standard input line by line on a thread of its own (a blocking read is the only
     /// way to wait for a terminal) and yields `line(text)` for each, then `end`.
     /// Throws when no thread can be started (`pthread_create`'s error).
+    /// Reads standard input's octets on a thread of its own: with `lines`, one value per line
+    /// (its newline taken off, nothing else changed; a last line without one is still a line),
+    /// else each chunk as it was read. Then `end`.
+    func readStandardInputOctets(
+        lines: Bool, end: Value, _ make: @escaping @Sendable (_ octets: [UInt8], _ isLine: Bool) -> Value
+    ) throws(CommandFailure) {
+        do {
+            try DetachedThread.start { [self] in
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var pending: [UInt8] = []
+                while true {
+                    let count = read(STDIN_FILENO, &buffer, buffer.count)
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    guard lines else {
+                        yield(make(Array(buffer[0..<count]), false))
+                        continue
+                    }
+                    pending += buffer[0..<count]
+                    while let newline = pending.firstIndex(of: 0x0A) {
+                        yield(make(Array(pending[..<newline]), true))
+                        pending.removeSubrange(...newline)
+                    }
+                }
+                if lines, !pending.isEmpty { yield(make(pending, true)) }
+                yield(end)
+            }
+        } catch {
+            throw CommandFailure("cannot start the standard input reader: \(error)", kind: "failure")
+        }
+    }
+
     func readStandardInput(line: @escaping @Sendable (String) -> Value, end: Value) throws(CommandFailure) {
         do {
             try DetachedThread.start { [self] in
