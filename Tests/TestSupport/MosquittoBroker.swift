@@ -27,9 +27,15 @@ public final class MosquittoBroker: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
+    /// The broker's log (`log`: every line, `log_type all`), nil without.
+    public var logPath: String? { logging ? directory + "/mosquitto.log" : nil }
+    private let logging: Bool
+
     /// Writes the configuration and starts the broker; returns once it accepts connections (at
-    /// most 10 s).
-    public init() async throws {
+    /// most 10 s). `listener`: more lines for the listener (`cafile`, `certfile`, `keyfile` for
+    /// TLS); `log`: the broker logs everything to ``logPath``.
+    public init(listener: String = "", log: Bool = false) async throws {
+        logging = log
         port = try Self.freePort()
         let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
         directory = temporary + "/mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -39,6 +45,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         let user = getuid() == 0 ? "user root\n" : ""
         let configuration = user + """
             listener \(port) 127.0.0.1
+            \(listener)
             allow_anonymous true
             persistence true
             persistence_location \(directory)/
@@ -46,7 +53,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             autosave_interval 1
             max_queued_messages 0
             max_inflight_messages 100
-            log_dest none
+            \(log ? "log_dest file \(directory)/mosquitto.log\nlog_type all" : "log_dest none")
 
             """
         guard let file = fopen(directory + "/mosquitto.conf", "w") else { throw Failure(description: "cannot write the configuration") }
@@ -99,6 +106,20 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         guard bound else { throw Failure(description: "bind: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// The broker's log as it is now (empty without one).
+    public func log() -> String {
+        guard let logPath, let file = fopen(logPath, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether something accepts a TCP connection on 127.0.0.1:`port`.
