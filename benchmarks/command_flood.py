@@ -75,28 +75,35 @@ class RawClient:
         variable = string('MQTT') + bytes([4, 0x02]) + struct.pack('!H', 60)
         payload = string(client_id)
         self.socket.sendall(bytes([0x10]) + encoded_length(len(variable) + len(payload)) + variable + payload)
-        self.buffer = b''
+        self.buffer = bytearray()
+        self.offset = 0
         kind, _ = self.packet()
         assert kind == 0x20, 'no CONNACK'
 
     def packet(self):
+        """The next packet (type, body); (None, b'') at the end. The buffer is read from an
+        offset and compacted only when consumed: slicing it per packet made the reader quadratic."""
         while True:
-            if len(self.buffer) >= 2:
-                length, multiplier, index = 0, 1, 1
+            available = len(self.buffer) - self.offset
+            if available >= 2:
+                length, multiplier, index = 0, 1, self.offset + 1
+                complete = False
                 while index < len(self.buffer):
                     byte = self.buffer[index]
                     length += (byte & 0x7F) * multiplier
                     multiplier *= 128
                     index += 1
                     if not byte & 0x80:
+                        complete = True
                         break
-                else:
-                    index = None
-                if index is not None and len(self.buffer) >= index + length:
-                    kind, body = self.buffer[0] & 0xF0, self.buffer[index:index + length]
-                    self.buffer = self.buffer[index + length:]
+                if complete and len(self.buffer) >= index + length:
+                    kind, body = self.buffer[self.offset] & 0xF0, bytes(self.buffer[index:index + length])
+                    self.offset = index + length
                     return kind, body
-            chunk = self.socket.recv(65536)
+            if self.offset:
+                del self.buffer[:self.offset]
+                self.offset = 0
+            chunk = self.socket.recv(1 << 20)
             if not chunk:
                 return None, b''
             self.buffer += chunk
@@ -118,6 +125,9 @@ def main() -> None:
     parser.add_argument('--count', type=int, default=200_000)
     parser.add_argument('--queue', type=int, default=64)
     parser.add_argument('--settle', type=float, default=10)
+    parser.add_argument('--qos', type=int, default=1, help="the gateway's --qos (its values and answers)")
+    parser.add_argument('--only', choices=['read', 'unlisted', 'unknown'],
+                        help='every command of one kind (default: a third each)')
     parser.add_argument('--gattclient', default=os.path.join(ROOT, '.build', 'release', 'gattclient'))
     arguments = parser.parse_args()
 
@@ -132,7 +142,7 @@ def main() -> None:
         with open(stderr_path, 'w') as errors:
             gateway = subprocess.Popen(
                 [arguments.gattclient, '--no-cache', '--transport', 'sim:sensortag', 'gateway', '--config', configuration,
-                 '--mqtt', f'mqtt://127.0.0.1:{broker.port}', '--commands', '--command-queue', str(arguments.queue)],
+                 '--mqtt', f'mqtt://127.0.0.1:{broker.port}', '--commands', '--command-queue', str(arguments.queue), '--qos', str(arguments.qos)],
                 stdout=subprocess.DEVNULL, stderr=errors)
         listener = RawClient(broker.port, 'flood-listener')
         listener.subscribe(f'{PREFIX}/dev/+/+/+/result')
@@ -185,10 +195,12 @@ def main() -> None:
             RawClient.publish_packet(f'{PREFIX}/dev/{TAG}/F000AA00-0451-4000-B000-000000000000/F000AA02-0451-4000-B000-000000000000/set', b'00'),
             RawClient.publish_packet(f'{PREFIX}/dev/11:22:33:44:55:66/180F/2A19/read', b''),
         ]
+        if arguments.only:
+            packets = [packets[['read', 'unlisted', 'unknown'].index(arguments.only)]]
         started = time.monotonic()
         batch = []
         for n in range(arguments.count):
-            batch.append(packets[n % 3])
+            batch.append(packets[n % len(packets)])
             if len(batch) == 1000:
                 probe.socket.sendall(b''.join(batch))
                 batch = []

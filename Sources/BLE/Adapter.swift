@@ -679,7 +679,11 @@ package struct ScanHub {
 
     mutating func setLimits(_ limits: ScanCacheLimits, now: Duration) {
         known.setLimits(limits, now: now)
-        for id in consumers.keys { consumers[id]?.given.setLimits(limits, now: now) }
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            consumer.given.setLimits(limits, now: now)
+            consumers[id] = consumer
+        }
     }
 
     package mutating func add(
@@ -731,13 +735,18 @@ package struct ScanHub {
     /// consumer was given and still hears unchanged stays remembered as heard now).
     package mutating func deliver(_ advertisement: Advertisement, now: Duration) {
         known.set(advertisement.peer, advertisement, now: now)
-        for (id, consumer) in consumers where !consumer.options.everyReport && consumer.options.matches(advertisement) {
-            let previous = consumer.given[advertisement.peer]
-            consumers[id]?.given.set(advertisement.peer, advertisement, now: now)
-            if let previous, previous.data == advertisement.data, previous.isConnectable == advertisement.isConnectable {
-                continue
+        // Each consumer is taken out while its cache changes: held once, its storage is changed in
+        // place (iterating the dictionary while changing it would copy the cache every time).
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            if !consumer.options.everyReport && consumer.options.matches(advertisement) {
+                let previous = consumer.given[advertisement.peer]
+                consumer.given.set(advertisement.peer, advertisement, now: now)
+                if previous?.data != advertisement.data || previous?.isConnectable != advertisement.isConnectable {
+                    consumer.continuation.yield(advertisement)
+                }
             }
-            consumer.continuation.yield(advertisement)
+            consumers[id] = consumer
         }
     }
 

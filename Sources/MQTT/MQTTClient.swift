@@ -105,7 +105,14 @@ public final class MQTTClient: Sendable {
     private let lastLoggedError = Mutex<String?>(nil)
     private let state: Mutex<State>
     /// Takes subscribed messages on the network thread instead of ``events`` (``setMessageHandler(_:)``).
-    private let messageHandler = Mutex<(@Sendable (String, [UInt8], Bool) -> Void)?>(nil)
+    /// In a box: a closure read through the mutex's `inout` is re-wrapped in two reabstraction
+    /// thunks at every access, written back, so each message would make the next call deeper.
+    private let messageHandler = Mutex<MessageHandler?>(nil)
+
+    private final class MessageHandler: Sendable {
+        let body: @Sendable (String, [UInt8], Bool) -> Void
+        init(_ body: @escaping @Sendable (String, [UInt8], Bool) -> Void) { self.body = body }
+    }
     private let continuation: AsyncStream<Event>.Continuation
     /// The client's events, in order.
     public let events: AsyncStream<Event>
@@ -169,7 +176,7 @@ public final class MQTTClient: Sendable {
                     count > 0 && message.pointee.payload != nil
                     ? Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
                 if let handler = client.messageHandler.withLock({ $0 }) {
-                    handler(topic, payload, message.pointee.retain)
+                    handler.body(topic, payload, message.pointee.retain)
                 } else {
                     client.continuation.yield(.message(topic: topic, payload: payload, retained: message.pointee.retain))
                 }
@@ -205,7 +212,9 @@ public final class MQTTClient: Sendable {
             defer { state.lossTold = false }
             return ended && state.lossTold
         }
-        guard !told else { return }
+        // "Not connected" follows a failure already said (libmosquitto says it again for the
+        // socket it has just closed): never news.
+        guard !told, !(ended && rc == MOSQ_ERR_NO_CONN.rawValue) else { return }
         continuation.yield(.connectionFailed(failureText(rc)))
     }
 
@@ -234,7 +243,8 @@ public final class MQTTClient: Sendable {
     /// thread as they arrive, instead of ``events`` (whose buffer a flood would grow): it must
     /// decide at once and never block. Set it before ``start()``.
     public func setMessageHandler(_ handler: @escaping @Sendable (String, [UInt8], Bool) -> Void) {
-        messageHandler.withLock { $0 = handler }
+        let box = MessageHandler(handler)
+        messageHandler.withLock { $0 = box }
     }
 
     /// Hands `message` to libmosquitto now at QoS 0, outside the outbox: nothing waits for the
@@ -255,6 +265,9 @@ public final class MQTTClient: Sendable {
         }
         if connected { _ = chmqtt_subscribe(handle, nil, filter, Int32(qos)) }
     }
+
+    /// Messages waiting in the outbox for the broker's window (not yet handed to libmosquitto).
+    public var backlog: Int { state.withLock { $0.outbox.count + $0.handing } }
 
     public var statistics: Statistics {
         state.withLock { state in
@@ -338,6 +351,7 @@ public final class MQTTClient: Sendable {
         }
         guard !stopping else { return }
         state.withLock { $0.lossTold = true }
+        guard rc != MOSQ_ERR_NO_CONN.rawValue else { return }
         continuation.yield(.disconnected(rc == 0 ? "disconnected" : failureText(rc)))
     }
 

@@ -14,7 +14,8 @@ struct ScanCacheTests {
     }
 
     @Test func manyDistinctKeysStayAtTheCapAndTheLeastRecentGo() {
-        var cache = ExpiringCache<BluetoothAddress, Int>(limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(60)))
+        var cache = ExpiringCache<BluetoothAddress, Int>(
+            limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(60)))
         for n in 0..<10_000 { cache.set(Self.address(n), n, now: .milliseconds(n)) }
         #expect(cache.count == 100 && cache.slotCount == 100)
         #expect(cache.evicted == 9_900 && cache.expired == 0)
@@ -24,7 +25,8 @@ struct ScanCacheTests {
     }
 
     @Test func aDeviceHeardAgainIsKeptWhileOthersAreEvicted() {
-        var cache = ExpiringCache<BluetoothAddress, Int>(limits: ScanCacheLimits(maximumDevices: 10, expiry: .seconds(60)))
+        var cache = ExpiringCache<BluetoothAddress, Int>(
+            limits: ScanCacheLimits(maximumDevices: 10, expiry: .seconds(60)))
         for n in 0..<1_000 {
             cache.set(Self.address(1_000_000), -1, now: .milliseconds(n))  // heard all the time
             cache.set(Self.address(n), n, now: .milliseconds(n))
@@ -33,7 +35,8 @@ struct ScanCacheTests {
     }
 
     @Test func aDeviceNotHeardForTheExpiryIsForgotten() {
-        var cache = ExpiringCache<BluetoothAddress, Int>(limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(5)))
+        var cache = ExpiringCache<BluetoothAddress, Int>(
+            limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(5)))
         for n in 0..<10 { cache.set(Self.address(n), n, now: .seconds(n)) }
         cache.expire(now: .seconds(12))  // heard at 8, 9 s: younger than 5 s at 12 s
         #expect(cache.entries.map(\.value) == [8, 9], "heard at 7 s: exactly 5 s old at 12 s, expired")
@@ -50,11 +53,14 @@ struct ScanCacheTests {
     }
 
     @Test func smallerLimitsDropTheExcessAtOnce() {
-        var cache = ExpiringCache<BluetoothAddress, Int>(limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(60)))
+        var cache = ExpiringCache<BluetoothAddress, Int>(
+            limits: ScanCacheLimits(maximumDevices: 100, expiry: .seconds(60)))
         for n in 0..<100 { cache.set(Self.address(n), n, now: .milliseconds(n)) }
         cache.setLimits(ScanCacheLimits(maximumDevices: 10, expiry: .seconds(60)), now: .seconds(1))
         #expect(cache.entries.map(\.value) == Array(90..<100) && cache.evicted == 90)
-        #expect(ScanCacheLimits(maximumDevices: 0, expiry: .zero) == ScanCacheLimits(maximumDevices: 1, expiry: .milliseconds(1)))
+        #expect(
+            ScanCacheLimits(maximumDevices: 0, expiry: .zero)
+                == ScanCacheLimits(maximumDevices: 1, expiry: .milliseconds(1)))
         #expect(ScanCacheLimits().maximumDevices == 4096 && ScanCacheLimits().expiry == .seconds(300))
     }
 
@@ -62,7 +68,8 @@ struct ScanCacheTests {
     /// was given stay at the cap under 100 000 distinct random addresses, and go when not heard.
     @Test func theScanHubStaysAtTheCapAndForgetsTheUnheard() async throws {
         var hub = ScanHub(limits: ScanCacheLimits(maximumDevices: 64, expiry: .seconds(10)))
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: Advertisement.self, bufferingPolicy: .bufferingNewest(1))
         _ = hub.add(ScanOptions(), continuation, now: .zero)
         var generator = SystemRandomNumberGenerator()
         for n in 0..<100_000 {
@@ -70,7 +77,8 @@ struct ScanCacheTests {
             hub.deliver(Self.advertisement(random), now: .microseconds(n))
         }
         #expect(hub.statistics.devices == 64 && hub.largestCache == 64)
-        #expect(hub.statistics.evicted >= 2 * (100_000 - 64 - 10), "the known devices' and the scan's caches both evicted")
+        #expect(
+            hub.statistics.evicted >= 2 * (100_000 - 64 - 10), "the known devices' and the scan's caches both evicted")
         // A device heard again unchanged is not given again; changed, it is.
         let (counted, countedContinuation) = AsyncThrowingStream.makeStream(of: Advertisement.self)
         let second = hub.add(ScanOptions(), countedContinuation, now: .seconds(1))  // 64 replayed

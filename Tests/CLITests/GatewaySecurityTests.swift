@@ -2,8 +2,8 @@ import BLE
 import Foundation
 import MQTT
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @testable import GATTClientCLI
 
@@ -42,7 +42,8 @@ struct GatewaySecurityTests {
     }
 
     static func commander(_ port: Int) throws -> MQTTClient {
-        var configuration = MQTTClient.Configuration(host: "127.0.0.1", port: port, clientID: "attacker-\(UInt32.random(in: 0...UInt32.max))")
+        var configuration = MQTTClient.Configuration(
+            host: "127.0.0.1", port: port, clientID: "attacker-\(UInt32.random(in: 0...UInt32.max))")
         configuration.cleanSession = true
         configuration.maximumReconnectDelay = 1
         let client = try MQTTClient(configuration)
@@ -59,12 +60,15 @@ struct GatewaySecurityTests {
         defer { collector.stop() }
         let gateway = Task {
             await runInProcess([
-                "--transport", "sim:sensortag,thermometer", "gateway", "--config", path, "--mqtt", "mqtt://127.0.0.1:\(broker.port)",
+                "--transport", "sim:sensortag,thermometer", "gateway", "--config", path, "--mqtt",
+                "mqtt://127.0.0.1:\(broker.port)",
                 "--duration", String(8 * testTimeoutScale), "--commands",
             ])
         }
         for device in [Self.tag, Self.thermometer] {
-            _ = try await collector.first(30, "\(device) connected") { $0.topic == device + "/state" && $0.json?["state"] as? String == "connected" }
+            _ = try await collector.first(30, "\(device) connected") {
+                $0.topic == device + "/state" && $0.json?["state"] as? String == "connected"
+            }
         }
         let client = try Self.commander(broker.port)
         defer { client.stop() }
@@ -76,7 +80,9 @@ struct GatewaySecurityTests {
             ("test/policy/dev/11:22:33:44:55:66/180F/2A19/read", ""),  // not a device of the configuration
             (Self.thermometer + "/1809/2A1D/read", ""),  // listed, needs pairing: refused, not paired
         ]
-        for command in commands { client.publish(MQTTMessage(topic: command.topic, payload: Array(command.payload.utf8), qos: 0)) }
+        for command in commands {
+            client.publish(MQTTMessage(topic: command.topic, payload: Array(command.payload.utf8), qos: 0))
+        }
         func result(_ topic: String) async throws -> [String: Any] {
             let request = topic.hasSuffix("/set") ? "set" : "read"
             let base = String(topic.dropLast(request.count + 1))
@@ -86,15 +92,23 @@ struct GatewaySecurityTests {
                 }.json)
         }
         let written = try await result(commands[0].topic)
-        #expect(written["ok"] as? Bool == true && written["request"] as? String == "set" && written["value"] as? String == "64")
+        #expect(
+            written["ok"] as? Bool == true && written["request"] as? String == "set"
+                && written["value"] as? String == "64")
         let read = try await result(commands[1].topic)
         #expect(read["ok"] as? Bool == true && read["value"] as? String == "64")
         let unlisted = try await result(commands[2].topic)
-        #expect(unlisted["ok"] as? Bool == false && (unlisted["error"] as? String)?.contains("not in the configuration's commands.write") == true)
+        #expect(
+            unlisted["ok"] as? Bool == false
+                && (unlisted["error"] as? String)?.contains("not in the configuration's commands.write") == true)
         let notForReading = try await result(commands[3].topic)
-        #expect(notForReading["ok"] as? Bool == false && (notForReading["error"] as? String)?.contains("commands.write") == true)
+        #expect(
+            notForReading["ok"] as? Bool == false
+                && (notForReading["error"] as? String)?.contains("commands.write") == true)
         let stranger = try await result(commands[4].topic)
-        #expect(stranger["ok"] as? Bool == false && (stranger["error"] as? String)?.contains("not a device of this gateway") == true)
+        #expect(
+            stranger["ok"] as? Bool == false
+                && (stranger["error"] as? String)?.contains("not a device of this gateway") == true)
         let secured = try await result(commands[5].topic)
         let securedError = secured["error"] as? String ?? ""
         #expect(secured["ok"] as? Bool == false && securedError.contains("never pairs"), "\(securedError)")
@@ -116,11 +130,14 @@ struct GatewaySecurityTests {
         defer { collector.stop() }
         let gateway = Task {
             await runInProcess([
-                "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt", "mqtt://127.0.0.1:\(broker.port)",
+                "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt",
+                "mqtt://127.0.0.1:\(broker.port)",
                 "--duration", String(10 * testTimeoutScale), "--commands", "--command-queue", "2",
             ])
         }
-        _ = try await collector.first(30, "the SensorTag connected") { $0.topic == Self.tag + "/state" && $0.json?["state"] as? String == "connected" }
+        _ = try await collector.first(30, "the SensorTag connected") {
+            $0.topic == Self.tag + "/state" && $0.json?["state"] as? String == "connected"
+        }
         let client = try Self.commander(broker.port)
         defer { client.stop() }
         let count = 2_000
@@ -130,7 +147,9 @@ struct GatewaySecurityTests {
         try await collector.wait(60, for: count, on: results)
         let answers = collector.all(results).compactMap(\.json)
         let done = answers.filter { $0["ok"] as? Bool == true }.count
-        let full = answers.filter { ($0["error"] as? String)?.contains("the command queue is full (2 pending)") == true }.count
+        let full = answers.filter {
+            ($0["error"] as? String)?.contains("the command queue is full (2 pending") == true
+        }.count
         #expect(done + full == count && done >= 1 && full >= 1, "\(done) done, \(full) refused")
         let run = await gateway.value
         #expect(run.code == 0, "\(run.stderr)")
@@ -141,25 +160,39 @@ struct GatewaySecurityTests {
     }
 
     @Test func theQueueAndPolicyOptionsAreChecked() throws {
-        #expect(throws: UsageError.self) { try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--command-queue", "5"]) }
+        #expect(throws: UsageError.self) {
+            try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--command-queue", "5"])
+        }
         #expect(throws: UsageError.self) {
             try parse(["gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--commands", "--command-queue", "0"])
         }
-        guard case .gateway(_, _, let mqtt?) = try parse([
-            "gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--commands", "--command-queue", "500",
-        ]).command else {
+        guard
+            case .gateway(_, _, let mqtt?) = try parse([
+                "gateway", "--config", "x.json", "--mqtt", "mqtt://b", "--commands", "--command-queue", "500",
+            ]).command
+        else {
             Issue.record("not a gateway command with --mqtt")
             return
         }
         #expect(mqtt.commands && mqtt.commandQueue == 500)
         let parsed = try GatewayConfiguration(json: Array(Self.configuration.utf8))
         #expect(parsed.devices[0].commands.write == [BluetoothUUID("F000AA03-0451-4000-B000-000000000000")!])
-        #expect(parsed.devices[0].commands.read == [.bit16(0x2A19)] && parsed.devices[1].commands.read == [.bit16(0x2A1D)])
+        #expect(
+            parsed.devices[0].commands.read == [.bit16(0x2A19)] && parsed.devices[1].commands.read == [.bit16(0x2A1D)])
         for (text, message) in [
-            (#"{"devices": [{"address": "00:11:22:33:44:55", "commands": ["2A19"]}]}"#, "devices[0].commands must be an object"),
+            (
+                #"{"devices": [{"address": "00:11:22:33:44:55", "commands": ["2A19"]}]}"#,
+                "devices[0].commands must be an object"
+            ),
             (#"{"devices": [{"address": "00:11:22:33:44:55", "commands": {"notify": ["2A19"]}}]}"#, "commands.notify"),
-            (#"{"devices": [{"address": "00:11:22:33:44:55", "commands": {"read": ["nope"]}}]}"#, "devices[0].commands.read[0]"),
-            (#"{"devices": [{"address": "00:11:22:33:44:55", "commands": {"write": "2A19"}}]}"#, "commands.write must be an array"),
+            (
+                #"{"devices": [{"address": "00:11:22:33:44:55", "commands": {"read": ["nope"]}}]}"#,
+                "devices[0].commands.read[0]"
+            ),
+            (
+                #"{"devices": [{"address": "00:11:22:33:44:55", "commands": {"write": "2A19"}}]}"#,
+                "commands.write must be an array"
+            ),
         ] {
             #expect {
                 _ = try GatewayConfiguration(json: Array(text.utf8))
@@ -180,19 +213,35 @@ struct GatewaySecurityTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // A throwaway CA, and a server certificate it signs for wrong.example (not 127.0.0.1).
         for step in [
-            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=test CA"],
-            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=wrong.example"],
             [
-                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+                "-subj", "/CN=test CA",
+            ],
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj",
+                "/CN=wrong.example",
+            ],
+            [
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+                "server.pem",
                 "-days", "1", "-extfile", "san.cnf",
             ],
         ] {
-            if step[0] == "x509" { try "subjectAltName=DNS:wrong.example\n".write(toFile: directory + "/san.cnf", atomically: true, encoding: .utf8) }
-            let run = try await ChildProcess.run(["/usr/bin/openssl"] + step.map { $0.hasSuffix(".key") || $0.hasSuffix(".pem") || $0.hasSuffix(".csr") || $0.hasSuffix(".cnf") ? directory + "/" + $0 : $0 }, timeout: 60)
+            if step[0] == "x509" {
+                try "subjectAltName=DNS:wrong.example\n".write(
+                    toFile: directory + "/san.cnf", atomically: true, encoding: .utf8)
+            }
+            let run = try await ChildProcess.run(
+                ["/usr/bin/openssl"]
+                    + step.map {
+                        $0.hasSuffix(".key") || $0.hasSuffix(".pem") || $0.hasSuffix(".csr") || $0.hasSuffix(".cnf")
+                            ? directory + "/" + $0 : $0
+                    }, timeout: 60)
             try #require(run.code == 0, "openssl \(step[0]): \(String(decoding: run.output, as: UTF8.self))")
         }
         let broker = try await MosquittoBroker(
-            listener: "cafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key", log: true)
+            listener: "cafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key",
+            log: true)
         defer { broker.stop() }
         let path = try Self.write(Self.configuration)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -200,7 +249,8 @@ struct GatewaySecurityTests {
         let duration = 5 * testTimeoutScale
         let gateway = Task {
             await runInProcess([
-                "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt", "mqtts://127.0.0.1:\(broker.port)",
+                "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt",
+                "mqtts://127.0.0.1:\(broker.port)",
                 "--tls-ca", directory + "/ca.pem", "--duration", String(duration),
             ])
         }

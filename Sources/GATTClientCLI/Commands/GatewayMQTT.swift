@@ -175,7 +175,8 @@ final class GatewayCommandPolicy: Sendable {
 /// a write of the payload: hex, or `{"value": "hex"}`; or `…/read`), from anyone who may
 /// publish to the broker, so untrusted. Decided on the broker's network thread as it arrives:
 /// a device the gateway does not manage, a characteristic its entry's `commands` does not list
-/// for that request, or a full queue (`capacity` commands waiting or running) is refused at
+/// for that request, or a full queue (`capacity` commands waiting or running, or as many
+/// messages waiting for the broker: the answers must leave as fast as commands come) is refused at
 /// once — answered on `…/result` at QoS 0, never queued for the broker, so a flood cannot grow
 /// the gateway's memory — and counted, said on standard error at the first refusal and at each
 /// tenfold of the running count. An accepted command waits in its device's queue: one command
@@ -264,10 +265,14 @@ final class GatewayCommandGate: Sendable {
                 .notAllowed)
         }
         let command = Command(request: request, address: address, service: service, characteristic: characteristic, payload: payload)
-        enum Outcome { case queued, start, full, stopped }
+        enum Outcome { case queued, start, full, backlog(Int), stopped }
+        // Back-pressure: the answers (and values) of accepted commands wait in the outbox at
+        // QoS 1 until the broker takes them; while it is behind, no more are accepted.
+        let backlog = client.backlog
         let outcome = state.withLock { state -> Outcome in
             guard !state.stopped else { return .stopped }
             guard state.pending < capacity else { return .full }
+            guard backlog < capacity else { return .backlog(backlog) }
             state.pending += 1
             state.waiting[address, default: FIFOBuffer()].append(command)
             return state.running.insert(address).inserted ? .start : .queued
@@ -276,6 +281,10 @@ final class GatewayCommandGate: Sendable {
         case .queued: return
         case .stopped: return refuse(base, request, "the gateway is ending", .notAllowed)
         case .full: return refuse(base, request, "the command queue is full (\(capacity) pending): refused", .queueFull)
+        case .backlog(let waiting):
+            return refuse(
+                base, request, "the command queue is full (\(capacity) pending; \(waiting) messages wait for the broker): refused",
+                .queueFull)
         case .start:
             // One task per device with commands waiting (never one per command): it works
             // through the device's queue in order and ends when it is empty.

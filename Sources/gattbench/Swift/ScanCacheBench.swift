@@ -1,8 +1,9 @@
 import BLE
 import Bluetooth
 import CGattBenchMalloc
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `gattbench scan-cache [--records N]` (issue 36, hole 6; benchmarks/scan_cache.py runs it): N
@@ -18,19 +19,25 @@ struct ScanCacheBenchmark {
     func run() {
         var hub = ScanHub()
         var types = ExpiringCache<BluetoothAddress, AddressType>()
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: Advertisement.self, bufferingPolicy: .bufferingNewest(1))
         _ = hub.add(ScanOptions(), continuation, now: .zero)
         var generator = SystemRandomNumberGenerator()
         let data: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x0F, 0x18]
         let heapBefore = Int(gattbench_heap_in_use())
         let residentBefore = residentBytes()
-        print(pad("addresses", 11, right: true) + pad("hub devices", 13, right: true) + pad("largest cache", 15, right: true)
-            + pad("evicted", 11, right: true) + pad("heap in use", 14, right: true) + pad("resident", 12, right: true))
+        print(
+            pad("addresses", 11, right: true) + pad("hub devices", 13, right: true)
+                + pad("largest cache", 15, right: true)
+                + pad("evicted", 11, right: true) + pad("heap in use", 14, right: true)
+                + pad("resident", 12, right: true))
         func sample(_ done: Int) {
-            print(pad(grouped(done), 11, right: true) + pad(grouped(hub.statistics.devices), 13, right: true)
-                + pad(grouped(max(hub.largestCache, types.count)), 15, right: true)
-                + pad(grouped(hub.statistics.evicted + types.evicted), 11, right: true)
-                + pad("\(Int(gattbench_heap_in_use()) / 1024) KiB", 14, right: true) + pad("\(residentBytes() / 1024) KiB", 12, right: true))
+            print(
+                pad(grouped(done), 11, right: true) + pad(grouped(hub.statistics.devices), 13, right: true)
+                    + pad(grouped(max(hub.largestCache, types.count)), 15, right: true)
+                    + pad(grouped(hub.statistics.evicted + types.evicted), 11, right: true)
+                    + pad("\(Int(gattbench_heap_in_use()) / 1024) KiB", 14, right: true)
+                    + pad("\(residentBytes() / 1024) KiB", 12, right: true))
         }
         sample(0)
         let started = Clock.monotonic
@@ -50,12 +57,16 @@ struct ScanCacheBenchmark {
         // 301 s after the last: every device has expired; one heard now is the only one left.
         let later = Duration.microseconds(count) + .seconds(301)
         types.set(BluetoothAddress(rawValue: 1)!, .random, now: later)
-        hub.deliver(Advertisement(peer: PeerAddress(address: BluetoothAddress(rawValue: 1)!, type: .random), rssi: -60, isConnectable: true, data: data), now: later)
+        hub.deliver(
+            Advertisement(
+                peer: PeerAddress(address: BluetoothAddress(rawValue: 1)!, type: .random), rssi: -60,
+                isConnectable: true, data: data), now: later)
         let statistics = hub.statistics
         print(
             "after \(grouped(count)) distinct addresses: \(grouped(full.devices)) devices in the hub, the largest cache \(grouped(full.largest)) "
                 + "entries (cap \(ScanCacheLimits.defaultMaximumDevices)); heap \(heapBefore / 1024) → \(heapFull / 1024) KiB, resident "
-                + "\(residentBefore / 1024) → \(residentFull / 1024) KiB; \(fixed(elapsed * 1e9 / Double(count), 0)) ns an address")
+                + "\(residentBefore / 1024) → \(residentFull / 1024) KiB; \(fixed(elapsed * 1e9 / Double(count), 0)) ns an address"
+        )
         print(
             "301 s later, one more device: \(statistics.devices) in the hub (\(grouped(statistics.expired + types.expired)) expired, "
                 + "\(grouped(statistics.evicted + types.evicted)) evicted in all)")
