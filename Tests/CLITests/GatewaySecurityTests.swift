@@ -207,11 +207,10 @@ struct GatewaySecurityTests {
     /// A broker whose certificate names another host: the gateway says the failure once, keeps
     /// connecting again with back-off (the broker sees a second TLS connection), and ends at
     /// `--duration` with exit 0.
-    @Test func aTLSFailureIsSaidOnceAndRetried() async throws {
-        let directory = NSTemporaryDirectory() + "gateway-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    /// A mosquitto whose TLS listener's certificate names wrong.example (not 127.0.0.1), signed by
+    /// a throwaway CA made with `openssl` in `directory` (the caller removes it), logging every line.
+    static func mismatchedTLSBroker(in directory: String) async throws -> MosquittoBroker {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        // A throwaway CA, and a server certificate it signs for wrong.example (not 127.0.0.1).
         for step in [
             [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
@@ -223,8 +222,7 @@ struct GatewaySecurityTests {
             ],
             [
                 "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
-                "server.pem",
-                "-days", "1", "-extfile", "san.cnf",
+                "server.pem", "-days", "1", "-extfile", "san.cnf",
             ],
         ] {
             if step[0] == "x509" {
@@ -239,9 +237,22 @@ struct GatewaySecurityTests {
                     }, timeout: 60)
             try #require(run.code == 0, "openssl \(step[0]): \(String(decoding: run.output, as: UTF8.self))")
         }
-        let broker = try await MosquittoBroker(
+        return try await MosquittoBroker(
             listener: "cafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key",
             log: true)
+    }
+
+    /// Until the broker's log has `count` more failed TLS handshakes than `before` (bounded).
+    static func waitForHandshakes(_ broker: MosquittoBroker, _ count: Int, after before: Int) async throws {
+        try await withTimeout(30 * testTimeoutScale, "\(count) TLS connection attempts") {
+            while Self.tlsFailures(broker.log()) < before + count { try await Task.sleep(for: .milliseconds(50)) }
+        }
+    }
+
+    @Test func aTLSFailureIsSaidOnceAndRetried() async throws {
+        let directory = NSTemporaryDirectory() + "gateway-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let broker = try await Self.mismatchedTLSBroker(in: directory)
         defer { broker.stop() }
         let path = try Self.write(Self.configuration)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -255,15 +266,36 @@ struct GatewaySecurityTests {
             ])
         }
         // The broker sees the gateway's TLS handshakes fail: the first, and another one later.
-        try await withTimeout(30 * testTimeoutScale, "a second TLS connection attempt") {
-            while Self.tlsFailures(broker.log()) < before + 2 { try await Task.sleep(for: .milliseconds(50)) }
-        }
+        try await Self.waitForHandshakes(broker, 2, after: before)
         let run = await gateway.value
         #expect(run.code == 0, "\(run.stderr)")
         let said = run.stderr.split(separator: "\n").filter { $0.contains("mqtt: 127.0.0.1:\(broker.port):") }
         #expect(said.count == 1, "each distinct failure once: \(run.stderr)")
         #expect(said.first?.contains("certificate verify failed") == true, "\(run.stderr)")
         #expect(said.first?.contains("retrying") == true)
+    }
+
+    /// SIGTERM while the gateway waits to connect again: it ends (exit 0, the gateway's normal
+    /// end) without waiting for a connection that will not come.
+    @Test func sigtermEndsTheGatewayWhileItRetries() async throws {
+        let directory = NSTemporaryDirectory() + "gateway-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let broker = try await Self.mismatchedTLSBroker(in: directory)
+        defer { broker.stop() }
+        let path = try Self.write(Self.configuration)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let before = Self.tlsFailures(broker.log())
+        let child = try ChildProcess(
+            [
+                InterruptTests.binary, "--no-cache", "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt",
+                "mqtts://127.0.0.1:\(broker.port)", "--tls-ca", directory + "/ca.pem",
+            ], standardOutput: .null, standardError: .null)
+        defer { child.kill() }
+        try await Self.waitForHandshakes(broker, 2, after: before)
+        _ = Glibc.kill(child.pid, SIGTERM)
+        // Its end: the links, `offline` queued, at most 5 s for the broker to take it, the thread.
+        let code = await child.wait(timeout: 30 * testTimeoutScale)
+        #expect(code == 0, "exit \(code.map(String.init) ?? "none within the bound")")
     }
 
     /// The broker's log lines for a client that ended the TLS handshake with an alert (one a
