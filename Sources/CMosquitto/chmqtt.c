@@ -20,11 +20,8 @@ static struct {
     __typeof__(&mosquitto_will_set) will_set;
     __typeof__(&mosquitto_username_pw_set) username_pw_set;
     __typeof__(&mosquitto_tls_set) tls_set;
-    __typeof__(&mosquitto_reconnect_delay_set) reconnect_delay_set;
     __typeof__(&mosquitto_max_inflight_messages_set) max_inflight_messages_set;
     __typeof__(&mosquitto_connect_async) connect_async;
-    __typeof__(&mosquitto_loop_start) loop_start;
-    __typeof__(&mosquitto_loop_stop) loop_stop;
     __typeof__(&mosquitto_disconnect) disconnect;
     __typeof__(&mosquitto_publish) publish;
     __typeof__(&mosquitto_subscribe) subscribe;
@@ -67,11 +64,8 @@ static void load(void) {
     RESOLVE(will_set, "mosquitto_will_set");
     RESOLVE(username_pw_set, "mosquitto_username_pw_set");
     RESOLVE(tls_set, "mosquitto_tls_set");
-    RESOLVE(reconnect_delay_set, "mosquitto_reconnect_delay_set");
     RESOLVE(max_inflight_messages_set, "mosquitto_max_inflight_messages_set");
     RESOLVE(connect_async, "mosquitto_connect_async");
-    RESOLVE(loop_start, "mosquitto_loop_start");
-    RESOLVE(loop_stop, "mosquitto_loop_stop");
     RESOLVE(disconnect, "mosquitto_disconnect");
     RESOLVE(publish, "mosquitto_publish");
     RESOLVE(subscribe, "mosquitto_subscribe");
@@ -112,17 +106,12 @@ int chmqtt_username_pw_set(struct mosquitto *mosq, const char *username, const c
 int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath) {
     return mqtt.tls_set(mosq, cafile, capath, NULL, NULL, NULL);
 }
-int chmqtt_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential) {
-    return mqtt.reconnect_delay_set(mosq, delay, delay_max, exponential);
-}
 int chmqtt_max_inflight_messages_set(struct mosquitto *mosq, unsigned int max_inflight_messages) {
     return mqtt.max_inflight_messages_set(mosq, max_inflight_messages);
 }
 int chmqtt_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive) {
     return mqtt.connect_async(mosq, host, port, keepalive);
 }
-int chmqtt_loop_start(struct mosquitto *mosq) { return mqtt.loop_start(mosq); }
-int chmqtt_loop_stop(struct mosquitto *mosq, bool force) { return mqtt.loop_stop(mosq, force); }
 int chmqtt_disconnect(struct mosquitto *mosq) { return mqtt.disconnect(mosq); }
 int chmqtt_publish(struct mosquitto *mosq, int *mid, const char *topic, int payloadlen, const void *payload, int qos, bool retain) {
     return mqtt.publish(mosq, mid, topic, payloadlen, payload, qos, retain);

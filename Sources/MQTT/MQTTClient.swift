@@ -96,8 +96,8 @@ public final class MQTTClient: Sendable {
     }
 
     public let configuration: Configuration
-    /// libmosquitto's client: its calls are thread-safe with the threaded interface
-    /// (`mosquitto_loop_start`), which this client uses; set once, destroyed in deinit.
+    /// libmosquitto's client: its calls are thread-safe in threaded mode (`mosquitto_threaded_set`,
+    /// set by the shim's network thread, `chmqtt_runner_start`); set once, destroyed in deinit.
     nonisolated(unsafe) private let handle: OpaquePointer
     /// The network thread (``start()`` to ``stop()``); read under `state`'s lock.
     nonisolated(unsafe) private var runner: OpaquePointer?
@@ -145,8 +145,6 @@ public final class MQTTClient: Sendable {
                 let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
                 try check(chmqtt_tls_set(client, configuration.caFile, caPath), "TLS with \(configuration.caFile ?? "/etc/ssl/certs")")
             }
-            try check(
-                chmqtt_reconnect_delay_set(client, 1, UInt32(max(1, configuration.maximumReconnectDelay)), true), "the reconnect delay")
             try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
         } catch {
             chmqtt_destroy(client)
@@ -313,6 +311,7 @@ public final class MQTTClient: Sendable {
         guard started, let runner = state.withLock({ _ in runner }) else { return }
         // Disconnects (no last will) and ends the network thread.
         chmqtt_runner_stop(runner)
+        state.withLock { _ in self.runner = nil }
         chmqtt_user_data_set(handle, nil)
         // The callbacks can no longer run: the retain taken by start() is given back.
         Unmanaged.passUnretained(self).release()
