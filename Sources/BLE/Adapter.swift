@@ -45,6 +45,8 @@ public actor Adapter {
     /// The address type each address had when a scan of this adapter last saw it (bounded as
     /// the scan caches are).
     private var lastSeenTypes: ExpiringCache<BluetoothAddress, AddressType>
+    /// The scan caches' bounds (also read while `scans` is being changed: `reidentify`).
+    private var scanCacheLimits: ScanCacheLimits
     /// The scan caches' full-cache warning was given (once per adapter).
     private var scanCacheFullTold = false
     private var kernelAgentFailureTold = false
@@ -61,6 +63,7 @@ public actor Adapter {
         self.options = options
         self.hooks = hooks
         scans = ScanHub(limits: options.scanCache)
+        scanCacheLimits = options.scanCache
         lastSeenTypes = ExpiringCache(limits: options.scanCache)
         address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
         securityContext = SecurityContext(
@@ -195,6 +198,7 @@ public actor Adapter {
     /// 4 096 devices, forgotten after 300 s unheard); the excess goes at once.
     public func setScanCacheLimits(_ limits: ScanCacheLimits) {
         let now = options.clock.now
+        scanCacheLimits = limits
         scans.setLimits(limits, now: now)
         lastSeenTypes.setLimits(limits, now: now)
         resolution?.identities.setLimits(limits, now: now)
@@ -243,8 +247,10 @@ public actor Adapter {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
         do {
+            // Every report, always: the merged events come only when a device is new or changed,
+            // and the scan caches' expiry counts from when a device was last heard at all.
             var parameters = LEScanParameters(active: active)
-            if everyReport { parameters.reportMode = .allReports }
+            parameters.reportMode = .allReports
             let events = try await scanner.scan(parameters)
             for try await event in events {
                 guard scans.generation == generation, !Task.isCancelled else { return }
@@ -259,11 +265,17 @@ public actor Adapter {
                     if !scanCacheFullTold, lastSeenTypes.evicted > 0 || scans.statistics.evicted > 0 {
                         scanCacheFullTold = true
                         options.warning(
-                            "warning: more than \(scans.limits.maximumDevices) advertisers heard: the scan caches forget "
+                            "warning: more than \(scanCacheLimits.maximumDevices) advertisers heard: the scan caches forget "
                                 + "the least recently heard (counted in the adapter's scan cache statistics)")
                     }
                 case .report(let report):
-                    guard var advertisement = Advertisement(report: report) else { continue }
+                    if let type = report.addressType.addressType {
+                        let now = options.clock.now
+                        let peer = PeerAddress(address: report.address, type: type)
+                        scans.heard(peer, now: now)
+                        lastSeenTypes.touch(report.address, now: now)
+                    }
+                    guard everyReport, var advertisement = Advertisement(report: report) else { continue }
                     advertisement.identity = resolvedIdentity(of: advertisement.peer)
                     scans.deliverReport(advertisement)
                 }
@@ -452,7 +464,7 @@ public actor Adapter {
     package func resolvedIdentity(of peer: PeerAddress) -> PeerAddress? {
         guard AddressResolver.isResolvable(peer) else { return nil }
         let changes = securityContext.store.changes
-        if resolution?.changes != changes { resolution = (addressResolver(), changes, ExpiringCache(limits: scans.limits)) }
+        if resolution?.changes != changes { resolution = (addressResolver(), changes, ExpiringCache(limits: scanCacheLimits)) }
         if let known = resolution?.identities[peer.address] { return known }
         let identity = resolution?.resolver.identity(of: peer)
         // An address no IRK resolves is remembered too (as nil).
@@ -746,6 +758,17 @@ package struct ScanHub {
                     consumer.continuation.yield(advertisement)
                 }
             }
+            consumers[id] = consumer
+        }
+    }
+
+    /// A report from `peer`, heard `now`: the device stays remembered (its merged data is what
+    /// ``deliver(_:now:)`` gave; unchanged reports give no merged event).
+    package mutating func heard(_ peer: PeerAddress, now: Duration) {
+        guard known.touch(peer, now: now) else { return }
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            consumer.given.touch(peer, now: now)
             consumers[id] = consumer
         }
     }

@@ -117,6 +117,18 @@ package struct ExpiringCache<Key: Hashable, Value> {
         linkNewest(at)
     }
 
+    /// `key` heard `now` (its value unchanged): the old entries go first (expired); false when
+    /// `key` is not kept.
+    @discardableResult
+    package mutating func touch(_ key: Key, now: Duration) -> Bool {
+        expire(now: now)
+        guard let at = index[key] else { return false }
+        unlink(at)
+        slots[at]?.heard = now
+        linkNewest(at)
+        return true
+    }
+
     /// Changes every value in place (their times unchanged).
     package mutating func updateAll(_ body: (Key, inout Value) -> Void) {
         for at in index.values {

@@ -1,4 +1,5 @@
 import Bluetooth
+import TestSupport
 import Testing
 
 @testable import BLE
@@ -104,5 +105,47 @@ struct ScanCacheTests {
         #expect(lateGiven == 1)
         hub.finishAll()
         _ = stream
+    }
+
+    /// Through an adapter on the simulation, its time from the injected clock: with a cap of one
+    /// device, the advertisers take turns in the caches (each new to the scan again, evictions
+    /// counted); once the manual clock has moved past the expiry, the remembered one has expired
+    /// for a scan that joins then.
+    @Test func theAdapterBoundsItsCachesOnItsOwnClock() async throws {
+        let clock = ManualClock()
+        var options = AdapterOptions()
+        options.clock = clock
+        options.scanCache = ScanCacheLimits(maximumDevices: 1, expiry: .seconds(10))
+        let adapter = try await Adapter.open("sim:sensortag,counter*2", options: options)
+        let scan = await adapter.scan(ScanOptions())
+        let (given, counted) = AsyncStream.makeStream(of: PeerAddress.self)
+        let reader = Task {
+            do {
+                for try await advertisement in scan { counted.yield(advertisement.peer) }
+            } catch {}
+            counted.finish()
+        }
+        func next(_ what: String) async throws {
+            let arrived = try await withTimeout(20, what) {
+                for await _ in given { return true }
+                return false
+            }
+            try #require(arrived, "the scan ended before \(what)")
+        }
+        // Three advertisements given: more than one device seen through a cache of one.
+        for index in 1...3 { try await next("advertisement \(index)") }
+        var statistics = await adapter.scanCacheStatistics
+        #expect(statistics.devices == 1 && statistics.evicted >= 2, "\(statistics)")
+        #expect(await adapter.largestScanCache == 1)
+        #expect(statistics.expired == 0, "the manual clock has not moved")
+        await clock.advance(by: .seconds(11))
+        // A scan that joins now: the device remembered 11 s ago (by the manual clock; the
+        // simulation keeps advertising in real time) has expired, none is replayed to it.
+        let late = await adapter.scan(ScanOptions())
+        statistics = await adapter.scanCacheStatistics
+        #expect(statistics.expired >= 1 && statistics.devices == 0, "\(statistics)")
+        _ = late
+        reader.cancel()
+        await adapter.close()
     }
 }
