@@ -207,41 +207,6 @@ struct GatewaySecurityTests {
     /// A broker whose certificate names another host: the gateway says the failure once, keeps
     /// connecting again with back-off (the broker sees a second TLS connection), and ends at
     /// `--duration` with exit 0.
-    /// A mosquitto whose TLS listener's certificate names wrong.example (not 127.0.0.1), signed by
-    /// a throwaway CA made with `openssl` in `directory` (the caller removes it), logging every line.
-    static func mismatchedTLSBroker(in directory: String) async throws -> MosquittoBroker {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        for step in [
-            [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
-                "-subj", "/CN=test CA",
-            ],
-            [
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj",
-                "/CN=wrong.example",
-            ],
-            [
-                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
-                "server.pem", "-days", "1", "-extfile", "san.cnf",
-            ],
-        ] {
-            if step[0] == "x509" {
-                try "subjectAltName=DNS:wrong.example\n".write(
-                    toFile: directory + "/san.cnf", atomically: true, encoding: .utf8)
-            }
-            let run = try await ChildProcess.run(
-                ["/usr/bin/openssl"]
-                    + step.map {
-                        $0.hasSuffix(".key") || $0.hasSuffix(".pem") || $0.hasSuffix(".csr") || $0.hasSuffix(".cnf")
-                            ? directory + "/" + $0 : $0
-                    }, timeout: 60)
-            try #require(run.code == 0, "openssl \(step[0]): \(String(decoding: run.output, as: UTF8.self))")
-        }
-        return try await MosquittoBroker(
-            listener: "cafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key",
-            log: true)
-    }
-
     /// Until the broker's log has `count` more failed TLS handshakes than `before` (bounded).
     static func waitForHandshakes(_ broker: MosquittoBroker, _ count: Int, after before: Int) async throws {
         try await withTimeout(30 * testTimeoutScale, "\(count) TLS connection attempts") {
@@ -250,9 +215,8 @@ struct GatewaySecurityTests {
     }
 
     @Test func aTLSFailureIsSaidOnceAndRetried() async throws {
-        let directory = NSTemporaryDirectory() + "gateway-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let broker = try await Self.mismatchedTLSBroker(in: directory)
+        // A certificate for wrong.example, not 127.0.0.1 (a throwaway CA in the broker's directory).
+        let broker = try await MosquittoBroker(tlsName: "wrong.example", log: true)
         defer { broker.stop() }
         let path = try Self.write(Self.configuration)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -262,7 +226,7 @@ struct GatewaySecurityTests {
             await runInProcess([
                 "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt",
                 "mqtts://127.0.0.1:\(broker.port)",
-                "--tls-ca", directory + "/ca.pem", "--duration", String(duration),
+                "--tls-ca", broker.caFile, "--duration", String(duration),
             ])
         }
         // The broker sees the gateway's TLS handshakes fail: the first, and another one later.
@@ -278,9 +242,8 @@ struct GatewaySecurityTests {
     /// SIGTERM while the gateway waits to connect again: it ends (exit 0, the gateway's normal
     /// end) without waiting for a connection that will not come.
     @Test func sigtermEndsTheGatewayWhileItRetries() async throws {
-        let directory = NSTemporaryDirectory() + "gateway-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let broker = try await Self.mismatchedTLSBroker(in: directory)
+        // A certificate for wrong.example, not 127.0.0.1 (a throwaway CA in the broker's directory).
+        let broker = try await MosquittoBroker(tlsName: "wrong.example", log: true)
         defer { broker.stop() }
         let path = try Self.write(Self.configuration)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -288,7 +251,7 @@ struct GatewaySecurityTests {
         let child = try ChildProcess(
             [
                 InterruptTests.binary, "--no-cache", "--transport", "sim:sensortag", "gateway", "--config", path, "--mqtt",
-                "mqtts://127.0.0.1:\(broker.port)", "--tls-ca", directory + "/ca.pem",
+                "mqtts://127.0.0.1:\(broker.port)", "--tls-ca", broker.caFile,
             ], standardOutput: .null, standardError: .null)
         defer { child.kill() }
         try await Self.waitForHandshakes(broker, 2, after: before)

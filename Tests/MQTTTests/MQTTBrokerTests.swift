@@ -117,6 +117,37 @@ struct MQTTBrokerTests {
         #expect(statistics.acknowledged == 2000 + probes && statistics.droppedValues == 0 && statistics.queued == 0)
     }
 
+    /// Issue 36, hole 8: a TLS failure (the broker's certificate names another host) does not end
+    /// the client for good, as libmosquitto's own network thread did: the failure is an event
+    /// saying why, and the client connects again by itself (`.attempt`, the second).
+    @Test func aTLSFailureIsSaidAndConnectedAgain() async throws {
+        let broker = try await MosquittoBroker(tlsName: "wrong.example")
+        defer { broker.stop() }
+        var configuration = MQTTClient.Configuration(host: "127.0.0.1", port: broker.port, clientID: "tls-\(UInt32.random(in: 0...UInt32.max))")
+        configuration.tls = true
+        configuration.caFile = broker.caFile
+        configuration.maximumReconnectDelay = 1
+        let client = try MQTTClient(configuration)
+        try client.start()
+        defer { client.stop() }
+        let (failure, attempt) = try await withTimeout(30, "a TLS failure, then another attempt") { () async -> (String?, Int) in
+            var failure: String?
+            for await event in client.events {
+                switch event {
+                case .connectionFailed(let why), .disconnected(let why):
+                    if failure == nil { failure = why }
+                case .attempt(let number) where failure != nil:
+                    return (failure, number)
+                default:
+                    continue
+                }
+            }
+            return (failure, 0)
+        }
+        #expect(failure?.contains("certificate verify failed") == true, "\(failure ?? "no failure")")
+        #expect(attempt == 2)
+    }
+
     @Test func aBrokerRestartLosesNoQoS1Message() async throws {
         let broker = try await MosquittoBroker()
         defer { broker.stop() }
