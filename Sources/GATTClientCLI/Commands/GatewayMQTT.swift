@@ -207,6 +207,7 @@ final class GatewayCommandGate: Sendable {
         var pending = 0
         var refusedNotAllowed = 0
         var refusedQueueFull = 0
+        var ignoredRetained = 0
         var stopped = false
         var tasks: [BluetoothAddress: Task<Void, Never>] = [:]
     }
@@ -240,8 +241,16 @@ final class GatewayCommandGate: Sendable {
     /// A message on a command topic (the network thread: decides at once, never waits).
     func receive(topic: String, payload: [UInt8], retained: Bool) {
         // A retained command is an old one the broker keeps: never run it again.
+        // Whoever may publish can leave any number of them at the broker: counted, said at the
+        // first and each tenfold.
         if retained {
-            printError("gattclient: warning: mqtt: ignored a retained command on \(topic)", to: errors)
+            let count = state.withLock { state -> Int in
+                state.ignoredRetained += 1
+                return state.ignoredRetained
+            }
+            if Self.isMilestone(count) {
+                printError("gattclient: warning: mqtt: ignored a retained command on \(topic) (\(count) ignored so far)", to: errors)
+            }
             return
         }
         guard topic.hasPrefix(prefix + "/dev/") else { return }
