@@ -35,15 +35,20 @@ public actor Adapter {
     nonisolated let securityContext: SecurityContext
 
     private var closed = false
-    private var scans = ScanHub()
+    private var scans: ScanHub
     /// The resolver of bonded private addresses, the store's change count it was built at, and
-    /// what it resolved (per address).
-    private var resolution: (resolver: AddressResolver, changes: Int, identities: [BluetoothAddress: PeerAddress?])?
+    /// what it resolved (per address, bounded as the scan caches are).
+    private var resolution: (resolver: AddressResolver, changes: Int, identities: ExpiringCache<BluetoothAddress, PeerAddress?>)?
     private var connected: [ObjectIdentifier: Peripheral] = [:]
     private var advertising: LocalPeripheral?
     private var advertisingStarting = false
-    /// The address type each address had when a scan of this adapter last saw it.
-    private var lastSeenTypes: [BluetoothAddress: AddressType] = [:]
+    /// The address type each address had when a scan of this adapter last saw it (bounded as
+    /// the scan caches are).
+    private var lastSeenTypes: ExpiringCache<BluetoothAddress, AddressType>
+    /// The scan caches' bounds (also read while `scans` is being changed: `reidentify`).
+    private var scanCacheLimits: ScanCacheLimits
+    /// The scan caches' full-cache warning was given (once per adapter).
+    private var scanCacheFullTold = false
     private var kernelAgentFailureTold = false
     private var managed: [ManagedDevice] = []
     /// How many retrieved device models hold each managed device (by identity): the last one's
@@ -57,6 +62,9 @@ public actor Adapter {
         self.central = central
         self.options = options
         self.hooks = hooks
+        scans = ScanHub(limits: options.scanCache)
+        scanCacheLimits = options.scanCache
+        lastSeenTypes = ExpiringCache(limits: options.scanCache)
         address = PeerAddress(address: central.localAddress ?? .zero, type: .public)
         securityContext = SecurityContext(
             store: BondStore(
@@ -164,7 +172,7 @@ public actor Adapter {
         }
         // What earlier scans saw is replayed to this one: with the identities the bonds give now.
         scans.reidentify { resolvedIdentity(of: $0) }
-        let id = scans.add(options, continuation)
+        let id = scans.add(options, continuation, now: self.options.clock.now)
         let timer: Task<Void, Never>? = options.duration.map { duration in
             Task {
                 try? await Task.sleep(for: duration)
@@ -185,6 +193,29 @@ public actor Adapter {
             throw BLEError("this transport cannot scan", kind: "transport", exitCode: .unavailable)
         }
         return try await scanner.scan(parameters)
+    }
+
+    /// New bounds for what this adapter's scans remember (``ScanCacheLimits``; the defaults:
+    /// 4 096 devices, forgotten after 300 s unheard); the excess goes at once.
+    public func setScanCacheLimits(_ limits: ScanCacheLimits) {
+        let now = options.clock.now
+        scanCacheLimits = limits
+        scans.setLimits(limits, now: now)
+        lastSeenTypes.setLimits(limits, now: now)
+        resolution?.identities.setLimits(limits, now: now)
+    }
+
+    /// What this adapter's scan caches hold now and have forgotten (full, or expired).
+    public var scanCacheStatistics: ScanCacheStatistics {
+        var result = scans.statistics
+        result.evicted += lastSeenTypes.evicted + (resolution?.identities.evicted ?? 0)
+        result.expired += lastSeenTypes.expired + (resolution?.identities.expired ?? 0)
+        return result
+    }
+
+    /// The size of the largest scan cache (tests and the benchmark).
+    package var largestScanCache: Int {
+        max(scans.largestCache, lastSeenTypes.count, resolution?.identities.count ?? 0)
     }
 
     private func scanEnded(_ id: Int) {
@@ -217,20 +248,35 @@ public actor Adapter {
         guard let scanner = central as? any Scanner else { return }
         var failure: BLEError?
         do {
+            // Every report, always: the merged events come only when a device is new or changed,
+            // and the scan caches' expiry counts from when a device was last heard at all.
             var parameters = LEScanParameters(active: active)
-            if everyReport { parameters.reportMode = .allReports }
+            parameters.reportMode = .allReports
             let events = try await scanner.scan(parameters)
             for try await event in events {
                 guard scans.generation == generation, !Task.isCancelled else { return }
                 switch event {
                 case .discovered(let device), .updated(let device):
-                    lastSeenTypes[device.address] = device.addressType
+                    let now = options.clock.now
+                    lastSeenTypes.set(device.address, device.addressType, now: now)
                     var advertisement = Advertisement(device)
                     // A bonded peer advertising with a resolvable private address: its identity.
                     advertisement.identity = resolvedIdentity(of: advertisement.peer)
-                    scans.deliver(advertisement)
+                    scans.deliver(advertisement, now: now)
+                    if !scanCacheFullTold, lastSeenTypes.evicted > 0 || scans.statistics.evicted > 0 {
+                        scanCacheFullTold = true
+                        options.warning(
+                            "warning: more than \(scanCacheLimits.maximumDevices) advertisers heard: the scan caches forget "
+                                + "the least recently heard (counted in the adapter's scan cache statistics)")
+                    }
                 case .report(let report):
-                    guard var advertisement = Advertisement(report: report) else { continue }
+                    if let type = report.addressType.addressType {
+                        let now = options.clock.now
+                        let peer = PeerAddress(address: report.address, type: type)
+                        scans.heard(peer, now: now)
+                        lastSeenTypes.touch(report.address, now: now)
+                    }
+                    guard everyReport, var advertisement = Advertisement(report: report) else { continue }
                     advertisement.identity = resolvedIdentity(of: advertisement.peer)
                     scans.deliverReport(advertisement)
                 }
@@ -425,11 +471,11 @@ public actor Adapter {
     package func resolvedIdentity(of peer: PeerAddress) -> PeerAddress? {
         guard AddressResolver.isResolvable(peer) else { return nil }
         let changes = securityContext.store.changes
-        if resolution?.changes != changes { resolution = (addressResolver(), changes, [:]) }
+        if resolution?.changes != changes { resolution = (addressResolver(), changes, ExpiringCache(limits: scanCacheLimits)) }
         if let known = resolution?.identities[peer.address] { return known }
         let identity = resolution?.resolver.identity(of: peer)
-        // `.some`: an address no IRK resolves is remembered too (assigning nil would remove it).
-        resolution?.identities[peer.address] = .some(identity)
+        // An address no IRK resolves is remembered too (as nil).
+        resolution?.identities.set(peer.address, identity, now: options.clock.now)
         return identity
     }
 
@@ -606,19 +652,25 @@ public actor Adapter {
     }
 }
 
-/// The scans of one adapter and the one controller scan that serves them.
-struct ScanHub {
+/// The scans of one adapter and the one controller scan that serves them. What it remembers of
+/// the devices heard (`known`, each consumer's `given`) is bounded by ``ScanCacheLimits``: at most
+/// so many devices each, a device not heard for the expiry forgotten; `now` is the adapter's
+/// clock.
+package struct ScanHub {
     private struct Consumer {
         var options: ScanOptions
         var continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation
         /// What this consumer was last given of each device.
-        var given: [PeerAddress: Advertisement] = [:]
+        var given: ExpiringCache<PeerAddress, Advertisement>
     }
 
     private var consumers: [Int: Consumer] = [:]
     private var nextID = 0
     /// Every device of the current controller scan, for consumers that join later.
-    private var known: [PeerAddress: Advertisement] = [:]
+    private var known: ExpiringCache<PeerAddress, Advertisement>
+    /// What the caches of consumers that ended had forgotten.
+    private var endedEvicted = 0
+    private var endedExpired = 0
     var controllerTask: Task<Void, Never>?
     var runningActive: Bool?
     /// Whether the controller scan gives every report (a consumer asked for `everyReport`).
@@ -626,25 +678,60 @@ struct ScanHub {
     /// Bumped each time the controller scan is replaced; a superseded scan delivers nothing.
     private(set) var generation = 0
 
-    mutating func add(_ options: ScanOptions, _ continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation) -> Int {
+    package init(limits: ScanCacheLimits = ScanCacheLimits()) {
+        known = ExpiringCache(limits: limits)
+    }
+
+    package var limits: ScanCacheLimits { known.limits }
+
+    /// Devices remembered now, and what every cache of the hub has forgotten so far.
+    package var statistics: ScanCacheStatistics {
+        var result = ScanCacheStatistics(devices: known.count, evicted: known.evicted + endedEvicted, expired: known.expired + endedExpired)
+        for consumer in consumers.values {
+            result.evicted += consumer.given.evicted
+            result.expired += consumer.given.expired
+        }
+        return result
+    }
+
+    /// The largest of the caches (the known devices and each consumer's).
+    package var largestCache: Int { consumers.values.reduce(known.count) { max($0, $1.given.count) } }
+
+    mutating func setLimits(_ limits: ScanCacheLimits, now: Duration) {
+        known.setLimits(limits, now: now)
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            consumer.given.setLimits(limits, now: now)
+            consumers[id] = consumer
+        }
+    }
+
+    package mutating func add(
+        _ options: ScanOptions, _ continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation, now: Duration
+    ) -> Int {
         nextID += 1
-        var consumer = Consumer(options: options, continuation: continuation)
+        var consumer = Consumer(options: options, continuation: continuation, given: ExpiringCache(limits: known.limits))
+        known.expire(now: now)
         // A consumer of every report gets reports from now on; another the devices seen so far.
-        for advertisement in known.values where !options.everyReport && options.matches(advertisement) {
-            consumer.given[advertisement.peer] = advertisement
-            continuation.yield(advertisement)
+        if !options.everyReport {
+            for (peer, advertisement) in known.entries where options.matches(advertisement) {
+                consumer.given.set(peer, advertisement, now: now)
+                continuation.yield(advertisement)
+            }
         }
         consumers[nextID] = consumer
         return nextID
     }
 
-    mutating func remove(_ id: Int) {
-        consumers.removeValue(forKey: id)
+    package mutating func remove(_ id: Int) {
+        guard let consumer = consumers.removeValue(forKey: id) else { return }
+        endedEvicted += consumer.given.evicted
+        endedExpired += consumer.given.expired
     }
 
     /// Gives the devices seen so far the identity `identify` finds now (bonds change).
     mutating func reidentify(_ identify: (PeerAddress) -> PeerAddress?) {
-        for peer in known.keys { known[peer]?.identity = identify(peer) }
+        known.updateAll { peer, advertisement in advertisement.identity = identify(peer) }
     }
 
     /// What the controller scan must become, or nil when it is right as it is.
@@ -653,7 +740,7 @@ struct ScanHub {
         let everyReport = consumers.values.contains { $0.options.everyReport }
         guard wanted != runningActive || (wanted != nil && everyReport != runningEveryReport) else { return nil }
         generation += 1
-        if wanted == nil { known = [:] }
+        if wanted == nil { known.removeAll() }
         return (wanted != nil, wanted ?? false, everyReport)
     }
 
@@ -664,37 +751,55 @@ struct ScanHub {
         }
     }
 
-    mutating func deliver(_ advertisement: Advertisement) {
-        known[advertisement.peer] = advertisement
-        for (id, consumer) in consumers where !consumer.options.everyReport && consumer.options.matches(advertisement) {
-            guard let previous = consumer.given[advertisement.peer] else {
-                consumers[id]?.given[advertisement.peer] = advertisement
-                consumer.continuation.yield(advertisement)
-                continue
+    /// A device heard `now`: to every consumer it is new to, or changed for (a device the
+    /// consumer was given and still hears unchanged stays remembered as heard now).
+    package mutating func deliver(_ advertisement: Advertisement, now: Duration) {
+        known.set(advertisement.peer, advertisement, now: now)
+        // Each consumer is taken out while its cache changes: held once, its storage is changed in
+        // place (iterating the dictionary while changing it would copy the cache every time).
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            if !consumer.options.everyReport && consumer.options.matches(advertisement) {
+                let previous = consumer.given[advertisement.peer]
+                consumer.given.set(advertisement.peer, advertisement, now: now)
+                if previous?.data != advertisement.data || previous?.isConnectable != advertisement.isConnectable {
+                    consumer.continuation.yield(advertisement)
+                }
             }
-            guard previous.data != advertisement.data || previous.isConnectable != advertisement.isConnectable else {
-                continue
-            }
-            consumers[id]?.given[advertisement.peer] = advertisement
-            consumer.continuation.yield(advertisement)
+            consumers[id] = consumer
+        }
+    }
+
+    /// A report from `peer`, heard `now`: the device stays remembered (its merged data is what
+    /// ``deliver(_:now:)`` gave; unchanged reports give no merged event).
+    package mutating func heard(_ peer: PeerAddress, now: Duration) {
+        guard known.touch(peer, now: now) else { return }
+        for id in Array(consumers.keys) {
+            guard var consumer = consumers.removeValue(forKey: id) else { continue }
+            consumer.given.touch(peer, now: now)
+            consumers[id] = consumer
         }
     }
 
     /// The controller scan ended (with `error`, or by itself): every scan ends with it, and the
     /// next scan starts a new one.
     mutating func ended(_ error: BLEError?) {
-        for consumer in consumers.values { consumer.continuation.finish(throwing: error) }
-        consumers = [:]
+        for id in Array(consumers.keys) {
+            consumers[id]?.continuation.finish(throwing: error)
+            remove(id)
+        }
         runningActive = nil
         runningEveryReport = false
         controllerTask = nil
-        known = [:]
+        known.removeAll()
         generation += 1
     }
 
-    mutating func finishAll() {
-        for consumer in consumers.values { consumer.continuation.finish() }
-        consumers = [:]
+    package mutating func finishAll() {
+        for id in Array(consumers.keys) {
+            consumers[id]?.continuation.finish()
+            remove(id)
+        }
     }
 }
 

@@ -199,33 +199,41 @@ public actor Peripheral {
     // MARK: - Reading and writing
 
     /// The whole value of the one characteristic with `uuid` (Vol 3, Part G, §4.8.1, §4.8.3).
-    public func read(_ characteristic: BluetoothUUID) async throws(BLEError) -> [UInt8] {
+    /// `raisingSecurity` false: a peer's Insufficient Authentication or Encryption is thrown as
+    /// it came, never cured by encrypting or pairing (the gateway's commands).
+    public func read(_ characteristic: BluetoothUUID, raisingSecurity: Bool = true) async throws(BLEError) -> [UInt8] {
         let located = try await locate(characteristic, doing: "reading \(characteristic)")
-        return try await read(handle: located.valueHandle)
+        return try await read(handle: located.valueHandle, raisingSecurity: raisingSecurity)
     }
 
     /// The whole value at `handle` (Read, then Read Blob while a response fills ATT_MTU − 1).
-    public func read(handle: UInt16) async throws(BLEError) -> [UInt8] {
+    public func read(handle: UInt16, raisingSecurity: Bool = true) async throws(BLEError) -> [UInt8] {
         let client = client
-        return try await withSecurityRetry { () async throws(BLEError) -> [UInt8] in
+        let once = { () async throws(BLEError) -> [UInt8] in
             do throws(GATTError) {
                 return try await client.read(handle: handle)
             } catch {
                 throw BLEError.gatt(error, doing: "reading handle 0x\(hex4(handle))")
             }
         }
+        guard raisingSecurity else { return try await once() }
+        return try await withSecurityRetry(once)
     }
 
     /// Writes the one characteristic with `uuid` (Write Request, or Prepare/Execute Write beyond
     /// ATT_MTU − 3; without response: Write Command, which must fit ATT_MTU − 3).
-    public func write(_ value: [UInt8], to characteristic: BluetoothUUID, withResponse: Bool = true) async throws(BLEError) {
+    /// `raisingSecurity` false: as for ``read(_:raisingSecurity:)``.
+    public func write(
+        _ value: [UInt8], to characteristic: BluetoothUUID, withResponse: Bool = true, raisingSecurity: Bool = true
+    ) async throws(BLEError) {
         let located = try await locate(characteristic, doing: "writing \(characteristic)")
-        try await write(value, handle: located.valueHandle, withResponse: withResponse)
+        try await write(value, handle: located.valueHandle, withResponse: withResponse, raisingSecurity: raisingSecurity)
     }
 
-    /// Writes the value at `handle`; see ``write(_:to:withResponse:)``.
+    /// Writes the value at `handle`; see ``write(_:to:withResponse:raisingSecurity:)``.
     /// - SeeAlso: Core Spec 5.4, Vol 3, Part G, §4.9.1, §4.9.3, §4.9.4
-    public func write(_ value: [UInt8], handle: UInt16, withResponse: Bool = true) async throws(BLEError) {
+    public func write(_ value: [UInt8], handle: UInt16, withResponse: Bool = true, raisingSecurity: Bool = true) async throws(BLEError) {
+        guard raisingSecurity else { return try await writeOnce(value, handle: handle, withResponse: withResponse) }
         try await withSecurityRetry { () async throws(BLEError) in
             try await writeOnce(value, handle: handle, withResponse: withResponse)
         }

@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 /*
  * libmosquitto is loaded on first use, as libcrypto is (see chcrypto.c): the functions come
@@ -16,11 +20,8 @@ static struct {
     __typeof__(&mosquitto_will_set) will_set;
     __typeof__(&mosquitto_username_pw_set) username_pw_set;
     __typeof__(&mosquitto_tls_set) tls_set;
-    __typeof__(&mosquitto_reconnect_delay_set) reconnect_delay_set;
     __typeof__(&mosquitto_max_inflight_messages_set) max_inflight_messages_set;
     __typeof__(&mosquitto_connect_async) connect_async;
-    __typeof__(&mosquitto_loop_start) loop_start;
-    __typeof__(&mosquitto_loop_stop) loop_stop;
     __typeof__(&mosquitto_disconnect) disconnect;
     __typeof__(&mosquitto_publish) publish;
     __typeof__(&mosquitto_subscribe) subscribe;
@@ -30,6 +31,10 @@ static struct {
     __typeof__(&mosquitto_disconnect_callback_set) disconnect_callback_set;
     __typeof__(&mosquitto_publish_callback_set) publish_callback_set;
     __typeof__(&mosquitto_message_callback_set) message_callback_set;
+    __typeof__(&mosquitto_loop) loop;
+    __typeof__(&mosquitto_reconnect_async) reconnect_async;
+    __typeof__(&mosquitto_threaded_set) threaded_set;
+    __typeof__(&mosquitto_log_callback_set) log_callback_set;
 } mqtt;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -59,11 +64,8 @@ static void load(void) {
     RESOLVE(will_set, "mosquitto_will_set");
     RESOLVE(username_pw_set, "mosquitto_username_pw_set");
     RESOLVE(tls_set, "mosquitto_tls_set");
-    RESOLVE(reconnect_delay_set, "mosquitto_reconnect_delay_set");
     RESOLVE(max_inflight_messages_set, "mosquitto_max_inflight_messages_set");
     RESOLVE(connect_async, "mosquitto_connect_async");
-    RESOLVE(loop_start, "mosquitto_loop_start");
-    RESOLVE(loop_stop, "mosquitto_loop_stop");
     RESOLVE(disconnect, "mosquitto_disconnect");
     RESOLVE(publish, "mosquitto_publish");
     RESOLVE(subscribe, "mosquitto_subscribe");
@@ -73,6 +75,10 @@ static void load(void) {
     RESOLVE(disconnect_callback_set, "mosquitto_disconnect_callback_set");
     RESOLVE(publish_callback_set, "mosquitto_publish_callback_set");
     RESOLVE(message_callback_set, "mosquitto_message_callback_set");
+    RESOLVE(loop, "mosquitto_loop");
+    RESOLVE(reconnect_async, "mosquitto_reconnect_async");
+    RESOLVE(threaded_set, "mosquitto_threaded_set");
+    RESOLVE(log_callback_set, "mosquitto_log_callback_set");
     int rc = mqtt.lib_init();
     if (rc != MOSQ_ERR_SUCCESS) {
         snprintf(load_error, sizeof load_error, "mosquitto_lib_init failed (%d)", rc);
@@ -100,17 +106,12 @@ int chmqtt_username_pw_set(struct mosquitto *mosq, const char *username, const c
 int chmqtt_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath) {
     return mqtt.tls_set(mosq, cafile, capath, NULL, NULL, NULL);
 }
-int chmqtt_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential) {
-    return mqtt.reconnect_delay_set(mosq, delay, delay_max, exponential);
-}
 int chmqtt_max_inflight_messages_set(struct mosquitto *mosq, unsigned int max_inflight_messages) {
     return mqtt.max_inflight_messages_set(mosq, max_inflight_messages);
 }
 int chmqtt_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive) {
     return mqtt.connect_async(mosq, host, port, keepalive);
 }
-int chmqtt_loop_start(struct mosquitto *mosq) { return mqtt.loop_start(mosq); }
-int chmqtt_loop_stop(struct mosquitto *mosq, bool force) { return mqtt.loop_stop(mosq, force); }
 int chmqtt_disconnect(struct mosquitto *mosq) { return mqtt.disconnect(mosq); }
 int chmqtt_publish(struct mosquitto *mosq, int *mid, const char *topic, int payloadlen, const void *payload, int qos, bool retain) {
     return mqtt.publish(mosq, mid, topic, payloadlen, payload, qos, retain);
@@ -127,3 +128,120 @@ void chmqtt_callbacks_set(
     mqtt.publish_callback_set(mosq, on_publish);
     mqtt.message_callback_set(mosq, on_message);
 }
+
+struct chmqtt_runner {
+    struct mosquitto *mosq;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    unsigned int delay;
+    unsigned int delay_max;
+    unsigned long attempts;
+    chmqtt_failure_callback on_failure;
+    chmqtt_attempt_callback on_attempt;
+    void *obj;
+};
+
+static bool runner_stopping(struct chmqtt_runner *runner) {
+    pthread_mutex_lock(&runner->lock);
+    bool stopping = runner->stopping;
+    pthread_mutex_unlock(&runner->lock);
+    return stopping;
+}
+
+/* Waits the current back-off (or until stopped), then doubles it up to delay_max. False: stopped. */
+static bool runner_wait(struct chmqtt_runner *runner) {
+    pthread_mutex_lock(&runner->lock);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += runner->delay;
+    while (!runner->stopping) {
+        if (pthread_cond_timedwait(&runner->wake, &runner->lock, &deadline) == ETIMEDOUT) break;
+    }
+    bool stopping = runner->stopping;
+    runner->delay = runner->delay * 2 > runner->delay_max ? runner->delay_max : runner->delay * 2;
+    pthread_mutex_unlock(&runner->lock);
+    return !stopping;
+}
+
+static void *runner_main(void *argument) {
+    struct chmqtt_runner *runner = argument;
+    struct timespec stop_started = {0, 0};
+    for (;;) {
+        /* The connection, until it ends (or the stop's DISCONNECT has gone). */
+        for (;;) {
+            bool stopping = runner_stopping(runner);
+            if (stopping) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (stop_started.tv_sec == 0) stop_started = now;
+                if (now.tv_sec - stop_started.tv_sec >= 5) return NULL;
+            }
+            int rc = mqtt.loop(runner->mosq, stopping ? 100 : 1000, 1);
+            if (rc != MOSQ_ERR_SUCCESS) {
+                if (!stopping && runner->on_failure) runner->on_failure(runner->obj, rc, true);
+                break;
+            }
+        }
+        /* Ended: again after the back-off, whatever the reason was (TLS, protocol, refused). */
+        for (;;) {
+            if (!runner_wait(runner)) return NULL;
+            pthread_mutex_lock(&runner->lock);
+            unsigned long attempt = ++runner->attempts;
+            pthread_mutex_unlock(&runner->lock);
+            if (runner->on_attempt) runner->on_attempt(runner->obj, attempt);
+            int rc = mqtt.reconnect_async(runner->mosq);
+            if (rc == MOSQ_ERR_SUCCESS) break;
+            if (runner->on_failure) runner->on_failure(runner->obj, rc, false);
+        }
+    }
+}
+
+struct chmqtt_runner *chmqtt_runner_start(
+    struct mosquitto *mosq, unsigned int delay_max, chmqtt_failure_callback on_failure, chmqtt_attempt_callback on_attempt,
+    void *obj) {
+    struct chmqtt_runner *runner = calloc(1, sizeof *runner);
+    if (!runner) return NULL;
+    runner->mosq = mosq;
+    runner->delay = 1;
+    runner->delay_max = delay_max < 1 ? 1 : delay_max;
+    runner->attempts = 1; /* the first: connect_async, before the runner */
+    runner->on_failure = on_failure;
+    runner->on_attempt = on_attempt;
+    runner->obj = obj;
+    pthread_mutex_init(&runner->lock, NULL);
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&runner->wake, &attributes);
+    pthread_condattr_destroy(&attributes);
+    mqtt.threaded_set(mosq, true);
+    if (pthread_create(&runner->thread, NULL, runner_main, runner) != 0) {
+        pthread_cond_destroy(&runner->wake);
+        pthread_mutex_destroy(&runner->lock);
+        free(runner);
+        return NULL;
+    }
+    return runner;
+}
+
+void chmqtt_runner_connected(struct chmqtt_runner *runner) {
+    pthread_mutex_lock(&runner->lock);
+    runner->delay = 1;
+    pthread_mutex_unlock(&runner->lock);
+}
+
+void chmqtt_runner_stop(struct chmqtt_runner *runner) {
+    pthread_mutex_lock(&runner->lock);
+    runner->stopping = true;
+    pthread_cond_broadcast(&runner->wake);
+    pthread_mutex_unlock(&runner->lock);
+    mqtt.disconnect(runner->mosq);
+    pthread_join(runner->thread, NULL);
+    pthread_cond_destroy(&runner->wake);
+    pthread_mutex_destroy(&runner->lock);
+    free(runner);
+}
+
+void chmqtt_log_callback_set(struct mosquitto *mosq, chmqtt_log_callback on_log) { mqtt.log_callback_set(mosq, on_log); }

@@ -50,7 +50,8 @@ public let commandHelpText: [String: String] = [
     "gateway": """
         gattclient gateway --config FILE.json [--duration S]
                            [--mqtt mqtt://HOST[:PORT] [--client-id ID] [--username U --password-file F]
-                            [--tls-ca FILE] [--qos 0|1|2] [--queue N] [--home-assistant] [--commands]]
+                            [--tls-ca FILE] [--qos 0|1|2] [--queue N] [--home-assistant]
+                            [--commands [--command-queue N]]]
           Keeps the configured devices connected (by address, or every device whose advertising matches:
           service, name, manufacturer), writes what each asks after every connection, subscribes, reads
           every N seconds, reconnects with back-off after a loss, and forwards advertisements (every report,
@@ -62,7 +63,9 @@ public let commandHelpText: [String: String] = [
           (QoS 1 by default; states retained; PREFIX/status retained online, offline as the last will;
           while the broker is away they wait in a queue of --queue messages, default 100000, the oldest
           advertisements dropped first and any dropped value said); with --commands, PREFIX/dev/ADDRESS/
-          SERVICE/CHARACTERISTIC/set (hex) and .../read are commands answered on .../result. --home-assistant
+          SERVICE/CHARACTERISTIC/set (hex) and .../read are commands answered on .../result, only for the
+          characteristics a device's "commands" lists in the configuration, never pairing, one at a time
+          per device, at most --command-queue pending (default 64; the rest refused). --home-assistant
           publishes Home Assistant discovery for battery levels and the SensorTag's sensors. Ends at
           Ctrl-C or --duration, exit 0. The configuration's members and the topics are in the README.
           examples:

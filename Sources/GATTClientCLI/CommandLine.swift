@@ -370,7 +370,7 @@ let commandOptionNames: [String: [String]] = [
     "shell": ["--random"],
     "gateway": [
         "--config", "--duration", "--mqtt", "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue",
-        "--home-assistant", "--commands",
+        "--home-assistant", "--commands", "--command-queue",
     ],
     "help": [],
 ]
@@ -417,7 +417,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
         "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
         "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
-        "--tls-ca", "--qos", "--queue", "-w", "--from", "--to", "--max-bonds", "--eol",
+        "--tls-ca", "--qos", "--queue", "--command-queue", "-w", "--from", "--to", "--max-bonds", "--eol",
     ]
 
     while index < arguments.count {
@@ -834,7 +834,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--config": config = value
             case "--duration": duration = try positiveSeconds(value, flag)
             case "--mqtt": mqttURL = value ?? ""
-            case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant", "--commands":
+            case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant", "--commands",
+                "--command-queue":
                 mqttFlags.append((flag, value))
             default: throw UsageError("gateway does not know \(flag)")
             }
@@ -867,11 +868,19 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                     }
                     options.queue = queue
                 case "--commands": options.commands = true
+                case "--command-queue":
+                    guard let queue = Int(text), (1...10_000).contains(queue) else {
+                        throw UsageError("--command-queue takes a number of commands from 1 to 10000, not '\(text)'")
+                    }
+                    options.commandQueue = queue
                 default: options.homeAssistant = true
                 }
             }
             if options.passwordFile != nil, options.username == nil { throw UsageError("--password-file needs --username") }
             if options.caFile != nil, !options.tls { throw UsageError("--tls-ca is for TLS: give --mqtt mqtts://HOST[:PORT]") }
+            if mqttFlags.contains(where: { $0.0 == "--command-queue" }), !options.commands {
+                throw UsageError("--command-queue is for --commands")
+            }
             mqtt = options
         } else if let (flag, _) = mqttFlags.first {
             throw UsageError("\(flag) is for the broker: give --mqtt mqtt://HOST[:PORT]")

@@ -14,7 +14,9 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
 /// the outbox only while the broker is connected and fewer than `inflight` await their
 /// acknowledgement (QoS 1: PUBACK); what libmosquitto has taken it keeps across a reconnect and
 /// sends again (clean session off), so a QoS 1 message is delivered at least once. The broker
-/// connection comes back by itself with exponential back-off (1 s to `maximumReconnectDelay`).
+/// connection comes back by itself with exponential back-off (1 s to `maximumReconnectDelay`)
+/// after every failure, a TLS or protocol failure too (the network thread is the shim's
+/// `chmqtt_runner`, not libmosquitto's, which ends for good on those).
 public final class MQTTClient: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -47,6 +49,8 @@ public final class MQTTClient: Sendable {
         case connected
         case connectionFailed(String)
         case disconnected(String)
+        /// Connecting again after a failure: the attempt's number (the first connection is 1).
+        case attempt(Int)
         /// `retained`: the broker's stored copy (sent at subscription), not a new publication.
         case message(topic: String, payload: [UInt8], retained: Bool)
         /// The outbox was full: `message` was dropped (a value or state: counted and said).
@@ -87,13 +91,28 @@ public final class MQTTClient: Sendable {
         var connections = 0
         var subscriptions: [(filter: String, qos: Int)] = []
         var drained: [CheckedContinuation<Void, Never>] = []
+        /// on_disconnect said the end of the connection: the network thread's report of it is not.
+        var lossTold = false
     }
 
     public let configuration: Configuration
-    /// libmosquitto's client: its calls are thread-safe with the threaded interface
-    /// (`mosquitto_loop_start`), which this client uses; set once, destroyed in deinit.
+    /// libmosquitto's client: its calls are thread-safe in threaded mode (`mosquitto_threaded_set`,
+    /// set by the shim's network thread, `chmqtt_runner_start`); set once, destroyed in deinit.
     nonisolated(unsafe) private let handle: OpaquePointer
+    /// The network thread (``start()`` to ``stop()``); read under `state`'s lock.
+    nonisolated(unsafe) private var runner: OpaquePointer?
+    /// The last error libmosquitto logged (an OpenSSL error's text), for the next failure's message.
+    private let lastLoggedError = Mutex<String?>(nil)
     private let state: Mutex<State>
+    /// Takes subscribed messages on the network thread instead of ``events`` (``setMessageHandler(_:)``).
+    /// In a box: a closure read through the mutex's `inout` is re-wrapped in two reabstraction
+    /// thunks at every access, written back, so each message would make the next call deeper.
+    private let messageHandler = Mutex<MessageHandler?>(nil)
+
+    private final class MessageHandler: Sendable {
+        let body: @Sendable (String, [UInt8], Bool) -> Void
+        init(_ body: @escaping @Sendable (String, [UInt8], Bool) -> Void) { self.body = body }
+    }
     private let continuation: AsyncStream<Event>.Continuation
     /// The client's events, in order.
     public let events: AsyncStream<Event>
@@ -126,8 +145,6 @@ public final class MQTTClient: Sendable {
                 let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
                 try check(chmqtt_tls_set(client, configuration.caFile, caPath), "TLS with \(configuration.caFile ?? "/etc/ssl/certs")")
             }
-            try check(
-                chmqtt_reconnect_delay_set(client, 1, UInt32(max(1, configuration.maximumReconnectDelay)), true), "the reconnect delay")
             try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
         } catch {
             chmqtt_destroy(client)
@@ -156,20 +173,57 @@ public final class MQTTClient: Sendable {
                 let payload: [UInt8] =
                     count > 0 && message.pointee.payload != nil
                     ? Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
-                client.continuation.yield(.message(topic: topic, payload: payload, retained: message.pointee.retain))
+                if let handler = client.messageHandler.withLock({ $0 }) {
+                    handler.body(topic, payload, message.pointee.retain)
+                } else {
+                    client.continuation.yield(.message(topic: topic, payload: payload, retained: message.pointee.retain))
+                }
             })
+        chmqtt_log_callback_set(handle) { _, obj, level, text in
+            guard level == MOSQ_LOG_ERR, let text, let client = MQTTClient.from(obj) else { return }
+            let line = String(cString: text)
+            client.lastLoggedError.withLock { $0 = line }
+        }
         let rc = chmqtt_connect_async(handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive))
         if rc != 0 {
             // The broker is not there yet: the network thread keeps trying.
-            continuation.yield(.connectionFailed(String(cString: chmqtt_strerror(rc))))
+            continuation.yield(.connectionFailed(failureText(rc)))
         }
-        let started = chmqtt_loop_start(handle)
-        guard started == 0 else {
+        let started = chmqtt_runner_start(
+            handle, UInt32(max(1, configuration.maximumReconnectDelay)),
+            { obj, rc, ended in MQTTClient.from(obj)?.failed(rc, ended: ended) },
+            { obj, attempt in MQTTClient.from(obj)?.continuation.yield(.attempt(Int(attempt))) }, context)
+        guard let started else {
             chmqtt_user_data_set(handle, nil)
             state.withLock { $0.started = false }
             Unmanaged<MQTTClient>.fromOpaque(context).release()
-            throw MQTTError("mosquitto_loop_start: \(String(cString: chmqtt_strerror(started)))")
+            throw MQTTError("cannot start the network thread")
         }
+        state.withLock { _ in runner = started }
+    }
+
+    /// The network thread's report: the connection ended with `rc` (`ended`; said here unless
+    /// on_disconnect said it: a handshake that failed before the connection was up is not), or a
+    /// new one could not start.
+    private func failed(_ rc: Int32, ended: Bool) {
+        let told = state.withLock { state -> Bool in
+            defer { state.lossTold = false }
+            return ended && state.lossTold
+        }
+        // "Not connected" follows a failure already said (libmosquitto says it again for the
+        // socket it has just closed): never news.
+        guard !told, !(ended && rc == MOSQ_ERR_NO_CONN.rawValue) else { return }
+        continuation.yield(.connectionFailed(failureText(rc)))
+    }
+
+    /// libmosquitto's text for `rc`, with the error it logged last (an OpenSSL error), once.
+    private func failureText(_ rc: Int32) -> String {
+        let text = String(cString: chmqtt_strerror(rc))
+        guard let logged = lastLoggedError.withLock({ line -> String? in
+            defer { line = nil }
+            return line
+        }) else { return text }
+        return text + " (" + logged + ")"
     }
 
     private static func from(_ obj: UnsafeMutableRawPointer?) -> MQTTClient? {
@@ -183,6 +237,24 @@ public final class MQTTClient: Sendable {
         pump()
     }
 
+    /// Messages on subscribed topics go to `handler` (topic, payload, retained) on the network
+    /// thread as they arrive, instead of ``events`` (whose buffer a flood would grow): it must
+    /// decide at once and never block. Set it before ``start()``.
+    public func setMessageHandler(_ handler: @escaping @Sendable (String, [UInt8], Bool) -> Void) {
+        let box = MessageHandler(handler)
+        messageHandler.withLock { $0 = box }
+    }
+
+    /// Hands `message` to libmosquitto now at QoS 0, outside the outbox: nothing waits for the
+    /// broker, so nothing accumulates (an answer to a refused command). False when not connected
+    /// or refused (dropped).
+    @discardableResult
+    public func publishNow(_ message: MQTTMessage) -> Bool {
+        guard state.withLock({ $0.connected && !$0.stopping }) else { return false }
+        let rc = chmqtt_publish(handle, nil, message.topic, Int32(message.payload.count), message.payload, 0, message.retain)
+        return rc == 0
+    }
+
     /// Subscribes `filter` now and after every reconnect.
     public func subscribe(_ filter: String, qos: Int = 1) {
         let connected = state.withLock { state in
@@ -191,6 +263,9 @@ public final class MQTTClient: Sendable {
         }
         if connected { _ = chmqtt_subscribe(handle, nil, filter, Int32(qos)) }
     }
+
+    /// Messages waiting in the outbox for the broker's window (not yet handed to libmosquitto).
+    public var backlog: Int { state.withLock { $0.outbox.count + $0.handing } }
 
     public var statistics: Statistics {
         state.withLock { state in
@@ -233,9 +308,10 @@ public final class MQTTClient: Sendable {
         guard first else { return }
         releaseDrainWaiters()
         continuation.finish()
-        guard started else { return }
-        _ = chmqtt_disconnect(handle)
-        _ = chmqtt_loop_stop(handle, false)
+        guard started, let runner = state.withLock({ _ in runner }) else { return }
+        // Disconnects (no last will) and ends the network thread.
+        chmqtt_runner_stop(runner)
+        state.withLock { _ in self.runner = nil }
         chmqtt_user_data_set(handle, nil)
         // The callbacks can no longer run: the retain taken by start() is given back.
         Unmanaged.passUnretained(self).release()
@@ -250,6 +326,8 @@ public final class MQTTClient: Sendable {
             continuation.yield(.connectionFailed(String(cString: chmqtt_connack_string(rc))))
             return
         }
+        if let runner = state.withLock({ _ in runner }) { chmqtt_runner_connected(runner) }
+        lastLoggedError.withLock { $0 = nil }
         let (subscriptions, resending) = state.withLock { state in
             state.connected = true
             state.connections += 1
@@ -271,7 +349,9 @@ public final class MQTTClient: Sendable {
             return state.stopping
         }
         guard !stopping else { return }
-        continuation.yield(.disconnected(rc == 0 ? "disconnected" : String(cString: chmqtt_strerror(rc))))
+        state.withLock { $0.lossTold = true }
+        guard rc != MOSQ_ERR_NO_CONN.rawValue else { return }
+        continuation.yield(.disconnected(rc == 0 ? "disconnected" : failureText(rc)))
     }
 
     private func acknowledged(_ mid: Int32) {

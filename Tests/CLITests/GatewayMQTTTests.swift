@@ -15,7 +15,11 @@ import TestSupport
     .serialized, .timeLimit(.minutes(3)))
 struct GatewayMQTTTests {
     /// The configuration of the JSON Lines tests, under a prefix of its own.
+    /// The commands it answers are those the SensorTag's entry lists (issue 36: an allow-list).
     static let configuration = GatewayTests.configuration.replacingOccurrences(of: "\"home/ble\"", with: "\"test/gw\"")
+        .replacingOccurrences(
+            of: #""read": [{"characteristic": "2A19", "every": 1}]}"#,
+            with: #""read": [{"characteristic": "2A19", "every": 1}], "commands": {"write": ["F000AA03-0451-4000-B000-000000000000"], "read": ["2A19"]}}"#)
 
     /// Everything published under a filter, in order, with the first arrival of each topic
     /// announced.
@@ -71,6 +75,18 @@ struct GatewayMQTTTests {
         }
 
         func all(_ topic: String) -> [Message] { messages.withLock { $0.filter { $0.topic == topic } } }
+
+        /// Waits (at most `seconds`) until at least `count` messages on `topic` have arrived.
+        func wait(_ seconds: Double, for count: Int, on topic: String) async throws {
+            if all(topic).count >= count { return }
+            let arrivals = arrivals
+            try await withTimeout(seconds, "\(count) messages on \(topic)") {
+                for await message in arrivals where message.topic == topic {
+                    if self.all(topic).count >= count { return }
+                }
+                throw CollectorStopped(what: "\(count) messages on \(topic)")
+            }
+        }
 
         func stop() {
             client.stop()

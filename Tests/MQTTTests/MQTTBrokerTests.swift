@@ -21,6 +21,8 @@ struct MQTTBrokerTests {
     final class Counter: Sendable {
         let client: MQTTClient
         let received = Numbers()
+        /// How many `ready` probes arrived (its subscription is in place once one has).
+        let readies = Numbers()
         let arrivals: AsyncStream<Int>
         /// One element at each connection to the broker.
         let connections: AsyncStream<Void>
@@ -35,10 +37,11 @@ struct MQTTBrokerTests {
             arrivals = stream
             let (connected, connection) = AsyncStream.makeStream(of: Void.self)
             connections = connected
-            let (client, received) = (client, received)
+            let (client, received, readies) = (client, received, readies)
             task = Task {
                 for await event in client.events {
                     if case .connected = event { connection.yield() }
+                    if case .message(_, let payload, _) = event, payload == Array("ready".utf8) { readies.append(1) }
                     guard case .message(_, let payload, _) = event, let number = Int(String(decoding: payload, as: UTF8.self)) else { continue }
                     received.append(number)
                     continuation.yield(number)
@@ -79,6 +82,21 @@ struct MQTTBrokerTests {
         for await _ in counter.connections { return }
     }
 
+    /// Until the counter has a `ready` probe (at most 20 s): its SUBSCRIBE has reached the broker
+    /// (its CONNACK alone does not say so). A probe sent before is lost, so one goes every 100 ms.
+    /// Returns how many probes it sent.
+    static func waitSubscribed(_ counter: Counter, _ publisher: MQTTClient) async throws -> Int {
+        try await withTimeout(20, "the subscriber's subscription") {
+            var sent = 0
+            while counter.readies.withLock({ $0.isEmpty }) {
+                publisher.publish(MQTTMessage(topic: "test/seq", payload: Array("ready".utf8), qos: 0))
+                sent += 1
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return sent
+        }
+    }
+
     @Test func everyQoS1MessageArrivesInOrder() async throws {
         let broker = try await MosquittoBroker()
         defer { broker.stop() }
@@ -86,15 +104,48 @@ struct MQTTBrokerTests {
         defer { counter.stop() }
         let publisher = try Self.publisher(port: broker.port)
         defer { publisher.stop() }
-        // The subscriber is subscribed before the first message: its own connection first.
+        // The subscriber is subscribed before the first message: its own connection first, then a
+        // probe through the broker.
         try await withTimeout(20, "the subscriber's connection") { await Self.waitConnected(counter) }
+        let probes = try await Self.waitSubscribed(counter, publisher)
         for number in 0..<2000 { publisher.publish(MQTTMessage(topic: "test/seq", payload: Array(String(number).utf8))) }
         #expect(await publisher.drain(timeout: .seconds(30 * testTimeoutScale)))
         #expect(await counter.waitForAll(2000, seconds: 30))
         let received = counter.received.withLock { $0 }
         #expect(received.prefix(2000) == ArraySlice(0..<2000), "in order, once each while nothing broke")
         let statistics = publisher.statistics
-        #expect(statistics.acknowledged == 2000 && statistics.droppedValues == 0 && statistics.queued == 0)
+        #expect(statistics.acknowledged == 2000 + probes && statistics.droppedValues == 0 && statistics.queued == 0)
+    }
+
+    /// Issue 36, hole 8: a TLS failure (the broker's certificate names another host) does not end
+    /// the client for good, as libmosquitto's own network thread did: the failure is an event
+    /// saying why, and the client connects again by itself (`.attempt`, the second).
+    @Test func aTLSFailureIsSaidAndConnectedAgain() async throws {
+        let broker = try await MosquittoBroker(tlsName: "wrong.example")
+        defer { broker.stop() }
+        var configuration = MQTTClient.Configuration(host: "127.0.0.1", port: broker.port, clientID: "tls-\(UInt32.random(in: 0...UInt32.max))")
+        configuration.tls = true
+        configuration.caFile = broker.caFile
+        configuration.maximumReconnectDelay = 1
+        let client = try MQTTClient(configuration)
+        try client.start()
+        defer { client.stop() }
+        let (failure, attempt) = try await withTimeout(30, "a TLS failure, then another attempt") { () async -> (String?, Int) in
+            var failure: String?
+            for await event in client.events {
+                switch event {
+                case .connectionFailed(let why), .disconnected(let why):
+                    if failure == nil { failure = why }
+                case .attempt(let number) where failure != nil:
+                    return (failure, number)
+                default:
+                    continue
+                }
+            }
+            return (failure, 0)
+        }
+        #expect(failure?.contains("certificate verify failed") == true, "\(failure ?? "no failure")")
+        #expect(attempt == 2)
     }
 
     @Test func aBrokerRestartLosesNoQoS1Message() async throws {

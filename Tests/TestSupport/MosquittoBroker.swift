@@ -27,9 +27,20 @@ public final class MosquittoBroker: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
+    /// The broker's log (`log`: every line, `log_type all`), nil without.
+    public var logPath: String? { logging ? directory + "/mosquitto.log" : nil }
+    private let logging: Bool
+
+    /// With `tlsName`: the CA certificate a client checks the broker against (``caFile``).
+    public var caFile: String { directory + "/ca.pem" }
+
     /// Writes the configuration and starts the broker; returns once it accepts connections (at
-    /// most 10 s).
-    public init() async throws {
+    /// most 10 s). `listener`: more lines for the listener; `tlsName`: the listener speaks TLS
+    /// with a server certificate for that name (a DNS name: a client connecting to 127.0.0.1
+    /// finds it does not match), signed by a throwaway CA made with `openssl` in the broker's
+    /// directory (``caFile``; removed with it); `log`: the broker logs everything to ``logPath``.
+    public init(listener: String = "", tlsName: String? = nil, log: Bool = false) async throws {
+        logging = log
         port = try Self.freePort()
         let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
         directory = temporary + "/mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -37,8 +48,14 @@ public final class MosquittoBroker: @unchecked Sendable {
         // As root, mosquitto would drop to its own user, which cannot write this directory: the
         // persistence would be lost at the restart.
         let user = getuid() == 0 ? "user root\n" : ""
+        var listener = listener
+        if let tlsName {
+            try await Self.makeCertificates(for: tlsName, in: directory)
+            listener += "\ncafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key"
+        }
         let configuration = user + """
             listener \(port) 127.0.0.1
+            \(listener)
             allow_anonymous true
             persistence true
             persistence_location \(directory)/
@@ -46,7 +63,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             autosave_interval 1
             max_queued_messages 0
             max_inflight_messages 100
-            log_dest none
+            \(log ? "log_dest file \(directory)/mosquitto.log\nlog_type all" : "log_dest none")
 
             """
         guard let file = fopen(directory + "/mosquitto.conf", "w") else { throw Failure(description: "cannot write the configuration") }
@@ -99,6 +116,42 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         guard bound else { throw Failure(description: "bind: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A CA (ca.pem, ca.key) and a server certificate it signs for `name` (server.pem,
+    /// server.key) in `directory`, by `openssl`.
+    static func makeCertificates(for name: String, in directory: String) async throws {
+        guard let file = fopen(directory + "/san.cnf", "w") else { throw Failure(description: "cannot write san.cnf") }
+        fputs("subjectAltName=DNS:\(name)\n", file)
+        fclose(file)
+        let d = directory
+        for step in [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/ca.key", "-out", d + "/ca.pem", "-days", "1", "-subj", "/CN=test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", d + "/server.key", "-out", d + "/server.csr", "-subj", "/CN=\(name)"],
+            [
+                "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key", "-CAcreateserial", "-out",
+                d + "/server.pem", "-days", "1", "-extfile", d + "/san.cnf",
+            ],
+        ] {
+            let run = try await ChildProcess.run(["/usr/bin/openssl"] + step, timeout: 60)
+            guard run.code == 0 else {
+                throw Failure(description: "openssl \(step[0]) exited \(run.code): \(String(decoding: run.output, as: UTF8.self))")
+            }
+        }
+    }
+
+    /// The broker's log as it is now (empty without one).
+    public func log() -> String {
+        guard let logPath, let file = fopen(logPath, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether something accepts a TCP connection on 127.0.0.1:`port`.

@@ -1,3 +1,4 @@
+import Bluetooth
 import L2CAP
 
 /// How an adapter is opened beyond its transport: what `gattclient`'s global options say.
@@ -36,6 +37,10 @@ package struct AdapterOptions: Sendable {
     package var enhancedBearersRequired = false
     /// `--parameter-requests`: what a peripheral may ask for when it requests new parameters.
     package var parameterRequests = ConnectionParameterRequestPolicy.acceptValid
+    /// The bounds of what the scans remember of the devices they heard.
+    package var scanCache = ScanCacheLimits()
+    /// The adapter's clock (the scan caches' expiry); tests give a ``ManualClock``.
+    package var clock: any BluetoothClock = SystemClock()
 
     package init() {}
 }

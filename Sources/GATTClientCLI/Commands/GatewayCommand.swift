@@ -18,7 +18,8 @@ import Synchronization
 ///     {"address": "54:6C:0E:9A:3B:01/public",
 ///      "write": [{"characteristic": "F000AA02-0451-4000-B000-000000000000", "value": "01"}],
 ///      "subscribe": ["F000AA01-0451-4000-B000-000000000000"],
-///      "read": [{"characteristic": "2A19", "every": 60}]},
+///      "read": [{"characteristic": "2A19", "every": 60}],
+///      "commands": {"write": ["F000AA03-0451-4000-B000-000000000000"], "read": ["2A19"]}},
 ///     {"match": {"service": "C0DE0001-0000-4000-8000-00805F9B34FB", "name": "Counter"},
 ///      "subscribe": ["C0DE0002-0000-4000-8000-00805F9B34FB"]}
 ///   ]
@@ -31,6 +32,8 @@ import Synchronization
 /// (company identifiers) when any is given. A device entry names an address (with `/public` or
 /// `/random`; without, public) or a `match` (`service`, `name`, `manufacturer`: all given must
 /// hold) that every advertising device is checked against; each matching device is managed.
+/// `commands` is the allow-list of `gateway --commands`: the characteristics an MQTT command may
+/// write (`…/set`) or read (`…/read`) on that entry's devices; nothing else is reachable.
 struct GatewayConfiguration: Equatable, Sendable {
     struct Read: Equatable, Sendable {
         var characteristic: BluetoothUUID
@@ -62,12 +65,21 @@ struct GatewayConfiguration: Equatable, Sendable {
         }
     }
 
+    /// What `--commands` may do to a device: the characteristics it may write and read.
+    struct Commands: Equatable, Sendable {
+        var write: Set<BluetoothUUID> = []
+        var read: Set<BluetoothUUID> = []
+
+        var isEmpty: Bool { write.isEmpty && read.isEmpty }
+    }
+
     struct Device: Equatable, Sendable {
         var address: PeerAddress?
         var match: Match?
         var writes: [Write] = []
         var subscribe: [BluetoothUUID] = []
         var reads: [Read] = []
+        var commands = Commands()
     }
 
     struct Advertisements: Equatable, Sendable {
@@ -215,8 +227,24 @@ struct GatewayConfiguration: Equatable, Sendable {
                     }
                     device.writes.append(Write(characteristic: try uuid(item["characteristic"], "\(place).write[\(index)].characteristic"), value: bytes))
                 }
+            case "commands":
+                guard let lists = member.members else {
+                    throw UsageError("gateway configuration: \(place).commands must be an object ({\"write\": [UUID…], \"read\": [UUID…]})")
+                }
+                for (name, list) in lists {
+                    guard name == "write" || name == "read" else {
+                        throw UsageError("gateway configuration: unknown member \(place).commands.\(name) (write, read)")
+                    }
+                    guard let items = list.array else {
+                        throw UsageError("gateway configuration: \(place).commands.\(name) must be an array of characteristic UUIDs")
+                    }
+                    for (index, item) in items.enumerated() {
+                        let uuid = try uuid(item, "\(place).commands.\(name)[\(index)]")
+                        if name == "write" { device.commands.write.insert(uuid) } else { device.commands.read.insert(uuid) }
+                    }
+                }
             default:
-                throw UsageError("gateway configuration: unknown member \(place).\(key) (address, match, write, subscribe, read)")
+                throw UsageError("gateway configuration: unknown member \(place).\(key) (address, match, write, subscribe, read, commands)")
             }
         }
         guard (device.address == nil) != (device.match == nil) else {
@@ -241,8 +269,11 @@ public struct GatewayMQTTOptions: Equatable, Sendable {
     public var queue = 100_000
     /// Home Assistant MQTT discovery for the SensorTag's sensors and every battery level.
     public var homeAssistant = false
-    /// `--commands`: the set/read command topics write and read the devices.
+    /// `--commands`: the set/read command topics write and read the characteristics the
+    /// configuration lists under each device's `commands`.
     public var commands = false
+    /// `--command-queue N`: commands waiting or running at most; the excess is refused.
+    public var commandQueue = 64
 
     /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883).
     public init(url: String) throws(UsageError) {
@@ -388,6 +419,9 @@ actor GatewayEngine {
     /// The tasks publishing each device's events (they end with the device's stream).
     private var followers: [Task<Void, Never>] = []
     private var managedAddresses: Set<BluetoothAddress> = []
+    /// The commands each managed device allows (the configuration's allow-lists), read by the
+    /// broker's network thread when a command arrives.
+    nonisolated let commandPolicy = GatewayCommandPolicy()
 
     init(configuration: GatewayConfiguration, prefix: String, adapter: Adapter, sink: GatewaySink, homeAssistant: Bool = false) {
         self.configuration = configuration
@@ -473,6 +507,7 @@ actor GatewayEngine {
 
     private func manage(_ peer: PeerAddress, _ entry: GatewayConfiguration.Device) async {
         guard managedAddresses.insert(peer.address).inserted else { return }
+        commandPolicy.allow(entry.commands, for: peer.address)
         let device = await adapter.manage(peer)
         let (sink, prefix) = (sink, self.prefix)
         let base = "\(prefix)/dev/\(peer.address)"

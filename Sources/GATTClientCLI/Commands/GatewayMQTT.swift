@@ -20,6 +20,8 @@ final class GatewayBroker: Sendable {
     private let errors: Int32
     /// `--commands`: the set/read topics are followed.
     private let commands: Bool
+    private let commandQueue: Int
+    private let gate = Mutex<GatewayCommandGate?>(nil)
     private let listener = Mutex<Task<Void, Never>?>(nil)
     /// The end has begun: `offline` is said, no `online` may follow it.
     private let finishing = Mutex(false)
@@ -28,6 +30,7 @@ final class GatewayBroker: Sendable {
         self.prefix = prefix
         self.errors = errors
         commands = options.commands
+        commandQueue = options.commandQueue
         endpoint = "\(options.host):\(options.port)"
         let identity = adapter.address.address.description.split(separator: ":").joined().lowercased()
         var configuration = MQTTClient.Configuration(
@@ -60,14 +63,30 @@ final class GatewayBroker: Sendable {
     /// Subscribes the command topics, follows the client's events, and connects.
     func start(engine: GatewayEngine) throws {
         if commands {
+            let gate = GatewayCommandGate(
+                capacity: commandQueue, prefix: prefix, client: client, policy: engine.commandPolicy, errors: errors
+            ) { command in
+                await engine.command(command)
+            }
+            self.gate.withLock { $0 = gate }
+            // Decided as they arrive, on the network thread: nothing waits unbounded.
+            client.setMessageHandler { topic, payload, retained in gate.receive(topic: topic, payload: payload, retained: retained) }
+            if !engine.configuration.devices.contains(where: { !$0.commands.isEmpty }) {
+                printError(
+                    "gattclient: warning: --commands: no device of the configuration lists commands (\"commands\": {\"write\": […], "
+                        + "\"read\": […]}): every command will be refused", to: errors)
+            }
             // QoS 0: a command sent while the gateway was away is not kept for it (it would run
-            // late); a retained one is ignored below.
+            // late); a retained one is ignored.
             client.subscribe(prefix + "/dev/+/+/+/set", qos: 0)
             client.subscribe(prefix + "/dev/+/+/+/read", qos: 0)
         }
         let (client, prefix, endpoint, errors) = (client, prefix, endpoint, errors)
         let task = Task { [self] in
-            var lastProblem: String?
+            // The failures said since the last connection: each distinct one once (a TLS failure
+            // repeats at every attempt; the client retries with back-off by itself). Bounded: a
+            // broker cannot make the gateway keep more than 64 texts.
+            var told: Set<String> = []
             var droppedValues = 0
             for await event in client.events {
                 switch event {
@@ -79,21 +98,18 @@ final class GatewayBroker: Sendable {
                         }
                     }
                     printError("gattclient: mqtt: connected to \(endpoint)", to: errors)
-                    lastProblem = nil
+                    told = []
                 case .connectionFailed(let why), .disconnected(let why):
-                    // Once per problem: the client retries with back-off by itself.
-                    if lastProblem != why {
-                        printError("gattclient: mqtt: \(endpoint): \(why); messages wait (queue up to \(client.configuration.queueCapacity))", to: errors)
-                        lastProblem = why
-                    }
-                case .message(let topic, let payload, let retained):
-                    // A retained command is an old one the broker keeps: never run it again.
-                    guard !retained else {
-                        printError("gattclient: warning: mqtt: ignored a retained command on \(topic)", to: errors)
-                        continue
-                    }
-                    // In a task of its own: a slow device does not hold up the broker's events.
-                    Task { await engine.command(topic: topic, payload: payload) }
+                    guard !told.contains(why), told.count < 64 else { continue }
+                    told.insert(why)
+                    printError(
+                        "gattclient: mqtt: \(endpoint): \(why); messages wait (queue up to \(client.configuration.queueCapacity)); "
+                            + "retrying with back-off", to: errors)
+                case .attempt:
+                    continue
+                case .message:
+                    // The command gate takes every message (``MQTTClient/setMessageHandler(_:)``).
+                    continue
                 case .refused(let message, let why):
                     printError("gattclient: warning: mqtt: the broker client refused \(message.topic): \(why); dropped", to: errors)
                 case .dropped(let message):
@@ -115,6 +131,15 @@ final class GatewayBroker: Sendable {
 
     /// Says `offline`, waits (at most 5 s) for the broker to take what waits, and disconnects.
     func finish() async {
+        if let gate = gate.withLock({ $0 }) {
+            await gate.stop()
+            let refused = gate.refused
+            if refused.notAllowed + refused.queueFull > 0 {
+                printError(
+                    "gattclient: mqtt: \(refused.notAllowed + refused.queueFull) commands refused: \(refused.notAllowed) not allowed, "
+                        + "\(refused.queueFull) for a full queue (\(gate.capacity))", to: errors)
+            }
+        }
         finishing.withLock { finished in
             finished = true
             client.publish(MQTTMessage(topic: prefix + "/status", payload: Array("offline".utf8), retain: true, kind: .state))
@@ -131,44 +156,248 @@ final class GatewayBroker: Sendable {
     }
 }
 
-extension GatewayEngine {
-    /// A command topic's message: `PREFIX/dev/ADDRESS/SERVICE/CHARACTERISTIC/set` (a write of
-    /// the payload: hex, or `{"value": "hex"}`) or `…/read`; answered on `…/result`.
-    func command(topic: String, payload: [UInt8]) async {
+/// The commands each managed device allows (its configuration entry's `commands`), kept where
+/// the broker's network thread can read them at once.
+final class GatewayCommandPolicy: Sendable {
+    private let allowed = Mutex<[BluetoothAddress: GatewayConfiguration.Commands]>([:])
+
+    func allow(_ commands: GatewayConfiguration.Commands, for address: BluetoothAddress) {
+        allowed.withLock { $0[address] = commands }
+    }
+
+    /// The device's allow-list; nil for a device the gateway does not manage.
+    func commands(of address: BluetoothAddress) -> GatewayConfiguration.Commands? {
+        allowed.withLock { $0[address] }
+    }
+}
+
+/// `gateway --commands`: a command topic's message (`PREFIX/dev/ADDRESS/SERVICE/CHARACTERISTIC/set`,
+/// a write of the payload: hex, or `{"value": "hex"}`; or `…/read`), from anyone who may
+/// publish to the broker, so untrusted. Decided on the broker's network thread as it arrives:
+/// a device the gateway does not manage, a characteristic its entry's `commands` does not list
+/// for that request, or a full queue (`capacity` commands waiting or running, or as many
+/// messages waiting for the broker: the answers must leave as fast as commands come) is refused at
+/// once — answered on `…/result` at QoS 0, never queued for the broker, so a flood cannot grow
+/// the gateway's memory — and counted, said on standard error at the first refusal and at each
+/// tenfold of the running count. An accepted command waits in its device's queue: one command
+/// at a time per device, in arrival order; its answer goes out as every value does.
+final class GatewayCommandGate: Sendable {
+    enum Request: String, Sendable {
+        case set, read
+    }
+
+    struct Command: Sendable {
+        var request: Request
+        var address: BluetoothAddress
+        var service: String
+        var characteristic: BluetoothUUID
+        var payload: [UInt8]
+    }
+
+    /// Why a command was refused, for the counts.
+    enum Refusal: Sendable {
+        case notAllowed, queueFull
+    }
+
+    private struct State {
+        var waiting: [BluetoothAddress: FIFOBuffer<Command>] = [:]
+        /// Devices whose queue a task is working through.
+        var running: Set<BluetoothAddress> = []
+        /// Commands waiting or running.
+        var pending = 0
+        var refusedNotAllowed = 0
+        var refusedQueueFull = 0
+        var ignoredRetained = 0
+        var stopped = false
+        var tasks: [BluetoothAddress: Task<Void, Never>] = [:]
+    }
+
+    let capacity: Int
+    let prefix: String
+    private let client: MQTTClient
+    private let policy: GatewayCommandPolicy
+    private let errors: Int32
+    private let state = Mutex(State())
+    private let execute: @Sendable (Command) async -> Void
+
+    init(
+        capacity: Int, prefix: String, client: MQTTClient, policy: GatewayCommandPolicy, errors: Int32,
+        execute: @escaping @Sendable (Command) async -> Void
+    ) {
+        self.capacity = max(1, capacity)
+        self.prefix = prefix
+        self.client = client
+        self.policy = policy
+        self.errors = errors
+        self.execute = execute
+    }
+
+    /// Commands refused so far: not allowed (unknown device, unlisted characteristic, a topic
+    /// that names neither) and for a full queue.
+    var refused: (notAllowed: Int, queueFull: Int) {
+        state.withLock { ($0.refusedNotAllowed, $0.refusedQueueFull) }
+    }
+
+    /// A message on a command topic (the network thread: decides at once, never waits).
+    func receive(topic: String, payload: [UInt8], retained: Bool) {
+        // A retained command is an old one the broker keeps: never run it again.
+        // Whoever may publish can leave any number of them at the broker: counted, said at the
+        // first and each tenfold.
+        if retained {
+            let count = state.withLock { state -> Int in
+                state.ignoredRetained += 1
+                return state.ignoredRetained
+            }
+            if Self.isMilestone(count) {
+                printError("gattclient: warning: mqtt: ignored a retained command on \(topic) (\(count) ignored so far)", to: errors)
+            }
+            return
+        }
         guard topic.hasPrefix(prefix + "/dev/") else { return }
-        let parts = topic.dropFirst(prefix.count + 5).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 4, parts[3] == "set" || parts[3] == "read" else { return }
-        let base = "\(prefix)/dev/\(parts[0])/\(parts[1])/\(parts[2])"
-        let request = parts[3]
+        let parts = topic.utf8.dropFirst(prefix.utf8.count + 5).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard parts.count == 4, let request = Request(rawValue: String(decoding: parts[3], as: UTF8.self)) else { return }
+        let (addressText, service, characteristicText) = (
+            String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self), String(decoding: parts[2], as: UTF8.self)
+        )
+        let base = "\(prefix)/dev/\(addressText)/\(service)/\(characteristicText)"
+        guard let address = BluetoothAddress(addressText), let characteristic = BluetoothUUID(characteristicText) else {
+            return refuse(base, request, "the topic names no device address and characteristic UUID", .notAllowed)
+        }
+        guard let commands = policy.commands(of: address) else {
+            return refuse(base, request, "\(address) is not a device of this gateway", .notAllowed)
+        }
+        let listed = request == .set ? commands.write : commands.read
+        guard listed.contains(characteristic) else {
+            let list = request == .set ? "write" : "read"
+            return refuse(
+                base, request, "\(jsonUUID(characteristic)) is not in the configuration's commands.\(list) for \(address): refused",
+                .notAllowed)
+        }
+        let command = Command(request: request, address: address, service: service, characteristic: characteristic, payload: payload)
+        enum Outcome { case queued, start, full, backlog(Int), stopped }
+        // Back-pressure: the answers (and values) of accepted commands wait in the outbox at
+        // QoS 1 until the broker takes them; while it is behind, no more are accepted.
+        let backlog = client.backlog
+        let outcome = state.withLock { state -> Outcome in
+            guard !state.stopped else { return .stopped }
+            guard state.pending < capacity else { return .full }
+            guard backlog < capacity else { return .backlog(backlog) }
+            state.pending += 1
+            state.waiting[address, default: FIFOBuffer()].append(command)
+            return state.running.insert(address).inserted ? .start : .queued
+        }
+        switch outcome {
+        case .queued: return
+        case .stopped: return refuse(base, request, "the gateway is ending", .notAllowed)
+        case .full: return refuse(base, request, "the command queue is full (\(capacity) pending): refused", .queueFull)
+        case .backlog(let waiting):
+            return refuse(
+                base, request, "the command queue is full (\(capacity) pending; \(waiting) messages wait for the broker): refused",
+                .queueFull)
+        case .start:
+            // One task per device with commands waiting (never one per command): it works
+            // through the device's queue in order and ends when it is empty.
+            let task = Task { await self.work(address) }
+            state.withLock { state in
+                if state.running.contains(address) { state.tasks[address] = task }
+            }
+        }
+    }
+
+    private func work(_ address: BluetoothAddress) async {
+        while let command = state.withLock({ state -> Command? in
+            if let next = state.waiting[address]?.popFirst() { return next }
+            state.waiting[address] = nil
+            state.running.remove(address)
+            state.tasks[address] = nil
+            return nil
+        }) {
+            await execute(command)
+            state.withLock { $0.pending -= 1 }
+        }
+    }
+
+    /// Takes no more commands (refused: the gateway is ending) and waits for those accepted,
+    /// each answered (the end).
+    func stop() async {
+        let tasks = state.withLock { state -> [Task<Void, Never>] in
+            state.stopped = true
+            return Array(state.tasks.values)
+        }
+        for task in tasks { await task.value }
+    }
+
+    private func refuse(_ base: String, _ request: Request, _ message: String, _ refusal: Refusal) {
+        let payload: [(String, JSONValue)] = [
+            ("request", .string(request.rawValue)), ("time", .number(JSONNumber(GatewayCommand.now()) ?? JSONNumber(0))),
+            ("ok", .bool(false)), ("error", .string(message)),
+        ]
+        client.publishNow(MQTTMessage(topic: base + "/result", payload: JSONValue.object(payload).encoded(), qos: 0))
+        let count = state.withLock { state -> Int in
+            switch refusal {
+            case .notAllowed:
+                state.refusedNotAllowed += 1
+                return state.refusedNotAllowed
+            case .queueFull:
+                state.refusedQueueFull += 1
+                return state.refusedQueueFull
+            }
+        }
+        // The first, then each tenfold: a flood says a handful of lines, with the running count.
+        guard Self.isMilestone(count) else { return }
+        let kind = refusal == .queueFull ? "for a full queue" : "as not allowed"
+        printError(
+            "gattclient: warning: mqtt: command refused \(kind): \(message) (\(count) refused \(kind) so far; each answered on …/result)",
+            to: errors)
+    }
+
+    static func isMilestone(_ count: Int) -> Bool {
+        var power = 1
+        while power < count { power *= 10 }
+        return power == count
+    }
+}
+
+extension GatewayEngine {
+    /// Runs one accepted command against its device (never pairing: a peer that wants a secure
+    /// link gets the error) and answers on `…/result`.
+    func command(_ command: GatewayCommandGate.Command) async {
+        let base = "\(prefix)/dev/\(command.address)/\(command.service)/\(jsonUUID(command.characteristic))"
         func answer(_ fields: [(String, JSONValue)]) {
             sink.send(
                 topic: base + "/result",
-                [("request", .string(request)), ("time", .number(JSONNumber(GatewayCommand.now()) ?? JSONNumber(0)))] + fields)
+                [("request", .string(command.request.rawValue)), ("time", .number(JSONNumber(GatewayCommand.now()) ?? JSONNumber(0)))]
+                    + fields)
         }
         func failed(_ message: String) { answer([("ok", .bool(false)), ("error", .string(message))]) }
-        guard let address = BluetoothAddress(parts[0]), let characteristic = BluetoothUUID(parts[2]) else {
-            return failed("the topic names no device address and characteristic UUID")
-        }
-        guard let device = await adapter.managedDevices.first(where: { $0.peer.address == address }) else {
-            return failed("\(address) is not a device of this gateway")
+        guard let device = await adapter.managedDevices.first(where: { $0.peer.address == command.address }) else {
+            return failed("\(command.address) is not a device of this gateway")
         }
         guard device.state == .connected, let peripheral = device.peripheral else {
-            return failed("\(address) is not connected now")
+            return failed("\(command.address) is not connected now")
         }
         do throws(BLEError) {
-            if request == "read" {
-                let value = try await peripheral.read(characteristic)
-                Self.publishValue(value, service: BluetoothUUID(parts[1]), characteristic: characteristic, read: true, base: "\(prefix)/dev/\(address)", sink: sink)
+            switch command.request {
+            case .read:
+                let value = try await peripheral.read(command.characteristic, raisingSecurity: false)
+                Self.publishValue(
+                    value, service: BluetoothUUID(command.service), characteristic: command.characteristic, read: true,
+                    base: "\(prefix)/dev/\(command.address)", sink: sink)
                 answer([("ok", .bool(true)), ("value", .string(Hex.encode(value)))])
-            } else {
-                guard let value = Self.commandValue(payload) else {
+            case .set:
+                guard let value = Self.commandValue(command.payload) else {
                     return failed("the payload is not hex (or {\"value\": \"hex\"})")
                 }
-                try await peripheral.write(value, to: characteristic)
+                try await peripheral.write(value, to: command.characteristic, raisingSecurity: false)
                 answer([("ok", .bool(true)), ("value", .string(Hex.encode(value)))])
             }
         } catch {
-            failed(error.message)
+            switch error.attError {
+            case .insufficientAuthentication?, .insufficientEncryption?, .encryptionKeySizeTooShort?:
+                failed("\(error.message): the gateway never pairs on a command (pair the device with gattclient pair; a bonded device is encrypted at every connection)")
+            default:
+                failed(error.message)
+            }
         }
     }
 

@@ -14,6 +14,7 @@ let usage = """
            gattbench discovery [--trace]
            gattbench scan [--records N]
            gattbench scan-soak [--minutes N]
+           gattbench scan-cache [--records N]                (benchmarks/scan_cache.py runs it)
            gattbench startup [--repeats N] [--dir DIR] [--gattclient PATH]
            gattbench decoder FILE.btsnoop
            gattbench managed TRANSPORT SECONDS ADDRESS,...   (benchmarks/many_devices.py runs it)
@@ -163,6 +164,8 @@ do {
         try ScanBenchmark(records: options.records ?? 200_000, seed: options.seed).run()
     case "scan-soak":
         try ScanBenchmark(records: options.records ?? 200_000, seed: options.seed).soak(seconds: options.minutes * 60)
+    case "scan-cache":
+        ScanCacheBenchmark(count: options.records ?? 1_000_000).run()
     case "startup":
         try startupBenchmark(options).run()
     case "decoder":
