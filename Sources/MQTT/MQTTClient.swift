@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bluetooth
 import CMosquitto
 import Synchronization
@@ -124,6 +127,11 @@ public final class MQTTClient: Sendable {
             }
             if configuration.tls || configuration.caFile != nil {
                 let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
+                // libmosquitto says only "Invalid function arguments provided." for a CA file it
+                // cannot read: the file is named, with the system's reason.
+                if let caFile = configuration.caFile, access(caFile, R_OK) != 0 {
+                    throw MQTTError("the TLS CA file \(caFile): \(String(cString: strerror(errno)))")
+                }
                 try check(chmqtt_tls_set(client, configuration.caFile, caPath), "TLS with \(configuration.caFile ?? "/etc/ssl/certs")")
             }
             try check(

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bluetooth
 import SystemSupport
 import Synchronization
@@ -43,6 +46,26 @@ package final class BondStore: Sendable {
         return names.sorted().compactMap { name -> Bond? in
             guard name.hasSuffix(".json") else { return nil }
             return load(folder(local) + "/" + name)
+        }
+    }
+
+    /// Every bond of `local`, or why they cannot be listed: the bond directory (or the local
+    /// address's folder in it) is not a directory, or cannot be read. A directory that does not
+    /// exist yet holds no bonds.
+    package func listBonds(local: BluetoothAddress) throws(FileSystemError) -> [Bond] {
+        try checkDirectories(local: local)
+        guard FileSystem.fileExists(atPath: folder(local)) else { return [] }
+        let names = try FileSystem.contentsOfDirectory(atPath: folder(local))
+        return names.sorted().compactMap { name -> Bond? in
+            guard name.hasSuffix(".json") else { return nil }
+            return load(folder(local) + "/" + name)
+        }
+    }
+
+    /// Throws when the bond directory or the folder of `local` exists and is not a directory.
+    package func checkDirectories(local: BluetoothAddress) throws(FileSystemError) {
+        for path in [directory, folder(local)] where FileSystem.fileExists(atPath: path) && !FileSystem.isDirectory(atPath: path) {
+            throw FileSystemError(operation: "read the bond directory", path: path, errno: Errno(rawValue: ENOTDIR))
         }
     }
 
