@@ -138,7 +138,8 @@ public final class MQTTClient: Sendable {
                 chmqtt_reconnect_delay_set(client, 1, UInt32(max(1, configuration.maximumReconnectDelay)), true), "the reconnect delay")
             try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
         } catch {
-            chmqtt_destroy(client)
+            // Every stored property is set: deinit runs and destroys the client (destroying it
+            // here as well freed it twice, which a missing CA file showed).
             throw error
         }
     }

@@ -101,8 +101,9 @@ import TestSupport
         }
         let read = await runInProcess(["--timeout", "31536000", "--transport", "sim", "read", Self.tag, "0x0003"])
         #expect(read.code == 0, "\(read.stderr)")
+        // The counter notifies every 50 ms: one value ends it.
         let subscribe = await runInProcess(
-            ["--transport", "sim", "subscribe", Self.tag, "0x0025", "--duration", "31536000", "--count", "1"])
+            ["--transport", "sim:counter", "subscribe", "C0:DE:00:00:00:01/random", "0x000c", "--duration", "31536000", "--count", "1"])
         #expect(subscribe.code == 0, "\(subscribe.stderr)")
     }
 
