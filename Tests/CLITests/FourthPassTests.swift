@@ -383,6 +383,11 @@ import TestSupport
             #expect(error.message.contains("/nonexistent/ca.pem") && error.message.contains("No such file"), "\(error)")
             #expect(!error.message.contains("Invalid function arguments"), "\(error)")
         }
+        // `tcp:…: tcp:…: connect` from peripheral: the URI once, with what to check.
+        let serve = await runInProcess(["--transport", "tcp:127.0.0.1:9", "peripheral", "sensortag", "--duration", "1"])
+        #expect(serve.code == 69, "\(serve.stderr)")
+        #expect(!serve.stderr.contains("tcp:127.0.0.1:9: tcp:127.0.0.1:9"), "\(serve.stderr)")
+        #expect(serve.stderr.contains("is a controller listening on 127.0.0.1:9?"), "\(serve.stderr)")
         let interval = await runInProcess(["--transport", "sim", "--interval", "5", "read", Self.tag, "0x0003"])
         #expect(interval.code == 64)
         #expect(interval.stderr.contains("from 7.5 to 4000"), "\(interval.stderr)")
