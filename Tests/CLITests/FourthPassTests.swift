@@ -383,6 +383,12 @@ import TestSupport
             #expect(error.message.contains("/nonexistent/ca.pem") && error.message.contains("No such file"), "\(error)")
             #expect(!error.message.contains("Invalid function arguments"), "\(error)")
         }
+        // `within 24.999558992 seconds`: rounded, and the scan for a bare address's type said.
+        let absent = await runInProcess(["--no-cache", "--transport", "sim", "--timeout", "3", "read", "C0:00:00:00:00:09", "2A00"])
+        #expect(absent.code == 1, "\(absent.stderr)")
+        #expect(absent.stderr.contains(" s; the attempt was cancelled"), "\(absent.stderr)")
+        #expect(absent.stderr.contains("scan for its address type"), "\(absent.stderr)")
+        #expect(!absent.stderr.contains("seconds"), "\(absent.stderr)")
         // `tcp:…: tcp:…: connect` from peripheral: the URI once, with what to check.
         let serve = await runInProcess(["--transport", "tcp:127.0.0.1:9", "peripheral", "sensortag", "--duration", "1"])
         #expect(serve.code == 69, "\(serve.stderr)")
