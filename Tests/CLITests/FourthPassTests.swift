@@ -295,6 +295,12 @@ import TestSupport
         }
     }
 
+    @Test func theShellHasTheSameRule() async {
+        let run = await runWithInput("subscribe 2902\nwrite 2902 0100\nread 2902\n", ["--transport", "sim", "shell", Self.tag])
+        #expect(run.stderr.components(separatedBy: "names 12 descriptors").count == 3, "\(run.stderr)")
+        #expect(run.stdout.split(separator: "\n").count >= 12, "\(run.stdout)")
+    }
+
     // MARK: 16. help, TERM=dumb, a bond directory that is a file
 
     @Test func helpOnNoCommandIsAUsageError() async {

@@ -339,6 +339,9 @@ actor Shell {
                 return try await client.locateCharacteristic(uuid: uuid)
             } catch {
                 if case GATTError.notFound = error { throw noCharacteristic(uuid, on: peer) }
+                if case GATTError.ambiguousUUID(let uuid, let handles) = error {
+                    throw severalAttributes(uuid, handles: handles, on: peer, command: "subscribe")
+                }
                 throw error
             }
         case .handle(let handle):
