@@ -210,8 +210,8 @@ public let commandHelpText: [String: String] = [
                                [--follow] [--from T] [--to T] [-t | -T] [-w OUT.btsnoop | -w OUT.pcapng | -w -]
           Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
           --json: Wireshark's record schema, one record per ATT PDU and advertising report. --summary: counts
-          only (with a filter, of what it shows). FILE - reads standard input as it arrives (btmon -w - |
-          gattclient dump -); --follow keeps reading a file another program appends to, until Ctrl-C.
+          only (with a filter, of what it shows). FILE - reads standard input as it arrives (btmon -w
+          /dev/stdout | gattclient dump -); --follow keeps reading a file another program appends to, until Ctrl-C.
           --from/--to T: only the records at or after / at or before T, seconds after the first record
           (0 to 31536000) or an RFC 3339 time (2026-12-03T06:20:00Z). -t: the time of day, -T: the date
           and time (btmon's), instead of seconds since the first record. -w OUT: the records the filters
