@@ -395,6 +395,12 @@ import TestSupport
         #expect(absent.stderr.contains(" s; the attempt was cancelled"), "\(absent.stderr)")
         #expect(absent.stderr.contains("scan for its address type"), "\(absent.stderr)")
         #expect(!absent.stderr.contains("seconds"), "\(absent.stderr)")
+        // `listing the kernel's adapters: listing Bluetooth adapters`: one prefix (where the
+        // kernel cannot list them; with Bluetooth it lists them, exit 0).
+        let adapters = await runInProcess(["adapters"])
+        if adapters.code != 0 {
+            #expect(adapters.stderr.components(separatedBy: "listing").count == 2, "\(adapters.stderr)")
+        }
         // `tcp:…: tcp:…: connect` from peripheral: the URI once, with what to check.
         let serve = await runInProcess(["--transport", "tcp:127.0.0.1:9", "peripheral", "sensortag", "--duration", "1"])
         #expect(serve.code == 69, "\(serve.stderr)")
