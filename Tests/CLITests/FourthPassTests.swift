@@ -91,6 +91,17 @@ import TestSupport
         }
     }
 
+    /// The shell's `wait S` and `params … TIMEOUT_MS` and a line's `--timeout` read their times
+    /// the same way.
+    @Test func theShellsTimesAreBoundedToo() async {
+        let script = ["wait 1e300", "wait nan", "wait -1", "wait inf", "read 0x0003 --timeout 1e300", "params 30 0 1e300"]
+        let run = await runWithInput(script.joined(separator: "\n") + "\n", ["--transport", "sim", "shell", Self.tag])
+        #expect(run.stderr.components(separatedBy: "up to 3600").count == 5, "\(run.stderr)")
+        #expect(run.stderr.contains("up to 31536000"), "\(run.stderr)")
+        #expect(run.stderr.contains("100 to 32000 ms"), "\(run.stderr)")
+        #expect(run.code == 64, "\(run.stderr)")
+    }
+
     @Test func theMaximumItselfIsTaken() async throws {
         #expect(try parseSeconds("31536000", "--duration") == 31_536_000)
         #expect(throws: UsageError("--duration needs a positive number of seconds up to 31536000 (365 days), not '31536000.5'")) {
