@@ -374,7 +374,7 @@ public actor Adapter {
             throw BLEError.from(error, doing: "looking for \(peer.address) (bonded; it advertises with private addresses)")
         }
         throw BLEError(
-            "\(peer.address) (bonded; it may advertise with private addresses) was not seen advertising within \(timeout)",
+            "\(peer.address) (bonded; it may advertise with private addresses) was not seen advertising within \(timeout.roundedText)",
             kind: "timeout")
     }
 
@@ -427,7 +427,7 @@ public actor Adapter {
                 return try await connect(to: PeerAddress(address: address, type: .random), timeout: timeout - half)
             } catch {
                 throw BLEError(
-                    "connecting to \(address): neither as a public nor as a random address within \(timeout) "
+                    "connecting to \(address): neither as a public nor as a random address within \(timeout.roundedText) "
                         + "(random: \(error.message))", kind: error.kind, exitCode: error.exitCode)
             }
         }
@@ -464,6 +464,16 @@ public actor Adapter {
     /// The bonds of this adapter's controller address.
     public func bonds() async -> [Bond] {
         securityContext.store.bonds(local: address.address)
+    }
+
+    /// This adapter's bonds, or why they cannot be listed (the bond directory is a file, or
+    /// cannot be read): never "no bonds" for a store that cannot be read.
+    public func storedBonds() async throws(BLEError) -> [Bond] {
+        do {
+            return try securityContext.store.listBonds(local: address.address)
+        } catch {
+            throw BLEError("the bonds of \(address.address) cannot be listed: \(error)", kind: "bonds")
+        }
     }
 
     /// The bonded identity behind `peer` when it is a resolvable private address; the resolver
@@ -514,6 +524,7 @@ public actor Adapter {
             }
         }
         do {
+            try securityContext.store.checkDirectories(local: address.address)
             guard try securityContext.store.remove(local: address.address, peer: peer) || kernelHad else {
                 throw BLEError("no bond with \(peer.address) on \(address.address)", kind: "notFound")
             }

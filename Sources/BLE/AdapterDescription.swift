@@ -84,7 +84,8 @@ extension Adapter {
         do {
             adapters = try KernelHCI.adapters()
         } catch {
-            throw BLEError.kernel(error, doing: "listing the kernel's adapters")
+            // The kernel error names its operation (`listing Bluetooth adapters: …`): one prefix.
+            throw BLEError.kernel(error, doing: nil)
         }
         let management = try? ManagementSocket.open()
         defer { management?.close() }

@@ -46,3 +46,16 @@ public struct SystemClock: BluetoothClock {
         return ScheduledTimer { timer.cancel() }
     }
 }
+
+extension Duration {
+    /// The duration for people: seconds rounded to a tenth (`25 s`, `2.5 s`, `0.2 s`; under
+    /// 50 ms, milliseconds: `30 ms`), never the clock's nanoseconds (`24.999558992 seconds`).
+    package var roundedText: String {
+        let (seconds, attoseconds) = components
+        let tenths = (Double(seconds) * 10 + Double(attoseconds) / 1e17).rounded()
+        guard tenths.isFinite, abs(tenths) < 1e15 else { return "\(self)" }
+        if tenths == 0, attoseconds != 0 { return "\(Int64((Double(attoseconds) / 1e15).rounded())) ms" }
+        let whole = Int64(tenths)
+        return whole % 10 == 0 ? "\(whole / 10) s" : "\(whole / 10).\(abs(whole % 10)) s"
+    }
+}

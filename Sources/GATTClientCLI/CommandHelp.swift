@@ -215,9 +215,18 @@ public let commandHelpText: [String: String] = [
             echo "notify 0x0021 5c" | gattclient --transport hci-user:0 peripheral --database db.json --duration 60   # needs a controller and a database file
         """,
     "dump": """
-        gattclient dump FILE [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
+        gattclient dump FILE|- [--summary] [--conn H] [--handle H] [--att-only | --adv-only] [--services FILE.json]
+                               [--follow] [--from T] [--to T] [-t | -T] [-w OUT.btsnoop | -w OUT.pcapng | -w -]
           Decodes a capture (btsnoop H4 or Linux monitor, pcap/pcapng H4) at every layer, with GATT context.
-          --json: Wireshark's record schema, one record per ATT PDU and advertising report.
+          --json: Wireshark's record schema, one record per ATT PDU and advertising report. --summary: counts
+          only (with a filter, of what it shows). FILE - reads standard input as it arrives (btmon -w
+          /dev/stdout | gattclient dump -); --follow keeps reading a file another program appends to, until Ctrl-C.
+          --from/--to T: only the records at or after / at or before T, seconds after the first record
+          (0 to 31536000) or an RFC 3339 time (2026-12-03T06:20:00Z). -t: the time of day, -T: the date
+          and time (btmon's), instead of seconds since the first record. -w OUT: the records the filters
+          match written to OUT instead of printed (with every fragment of their frames): btsnoop, pcapng
+          when OUT ends .pcapng, btsnoop on standard output with -w - (gattclient dump CAP --att-only -w - |
+          wireshark -k -i -); the count written goes to standard error.
           examples:
             gattclient dump session.btsnoop --att-only   # needs a capture: record one with --record session.btsnoop on any transport
             gattclient --json dump session.btsnoop --handle 0x0025   # needs a capture

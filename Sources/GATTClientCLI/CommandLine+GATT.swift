@@ -37,11 +37,7 @@ func parseGATTCommand(_ name: String, _ rest: [String], _ flags: [(name: String,
         case ("subscribe", "--count"):
             guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
             count = n
-        case ("subscribe", "--duration"):
-            guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
-                throw UsageError("--duration needs a positive number of seconds, not '\(value ?? "")'")
-            }
-            duration = seconds
+        case ("subscribe", "--duration"): duration = try parseSeconds(value, flag)
         default:
             throw UsageError("\(name) does not know \(flag)")
         }

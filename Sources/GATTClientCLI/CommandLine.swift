@@ -202,8 +202,8 @@ public struct Invocation: Equatable, Sendable {
 /// The commands this build implements, for help and errors.
 public let commandSummaries: [(String, String)] = [
     ("demo", "the whole job against the built-in simulated SensorTag and Bluefruit (no hardware needed)"),
-    ("dump FILE [--summary] [--conn H] [--handle H] [--att-only|--adv-only] [--services FILE.json]",
-     "decode a capture (btsnoop H4/monitor, pcap/pcapng H4)"),
+    ("dump FILE|- [--summary] [--conn H] [--handle H] [--att-only|--adv-only] [--services FILE.json] [--follow] [--from T] [--to T] [-t|-T] [-w OUT|-]",
+     "decode a capture (btsnoop H4/monitor, pcap/pcapng H4); -w writes the matching records (btsnoop, .pcapng, - for stdout)"),
     ("monitor [hciN] [--duration S] [--conn H] [--handle H] [--att-only|--adv-only]",
      "live decode of every adapter's HCI traffic (kernel monitor channel; --record FILE keeps it)"),
     ("scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports] [--rssi-changes]",
@@ -292,7 +292,8 @@ public let usageText: String = {
       -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version
     addresses: AA:BB:CC:DD:EE:FF (its type from a recent scan, else found), AA:BB:CC:DD:EE:FF/random
-      or /public; handles: 0x0021 or 33; UUIDs: 2A19 or 128-bit
+      or /public; handles: 0x0021 or 33 (never 033: a leading zero is refused); UUIDs: 2A19 or 128-bit;
+      times (--timeout, --duration, --linger, dump --from/--to): seconds, at most 31536000 (365 days)
 
     'gattclient COMMAND --help' shows a command's options and examples.
     exit codes: 0 success, 1 runtime failure, 64 usage error, 69 adapter/transport unavailable,
@@ -330,8 +331,8 @@ let linkOptionCommands: Set<String> = [
 func parseIntervalRange(_ text: String) throws(UsageError) -> (Duration, Duration) {
     let parts = text.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
     func ms(_ part: String) throws(UsageError) -> Duration {
-        guard let value = Double(part), value.isFinite, value > 0 else {
-            throw UsageError("--interval takes milliseconds like 30 or 15-30, not '\(text)'")
+        guard let value = Double(part), value.isFinite, value >= 7.5, value <= 4000 else {
+            throw UsageError("--interval takes milliseconds from 7.5 to 4000 (steps of 1.25) like 30 or 15-30, not '\(text)'")
         }
         return .microseconds(Int64((value * 1000).rounded()))
     }
@@ -452,11 +453,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             }
             options.record = path
         case "--timeout":
-            let text = try take()
-            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-                throw UsageError("--timeout needs a positive number of seconds, not '\(text)'")
-            }
-            options.timeout = seconds
+            options.timeout = try parseSeconds(try take(), argument)
         case "--security":
             let level = try take()
             guard ["low", "medium", "high", "fips"].contains(level) else {
@@ -612,8 +609,15 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     }
     switch name {
     case "help":
-        if let topic = rest.first, commandHelpText[topic] != nil { return Invocation(options: options, command: .commandHelp(topic)) }
-        return Invocation(options: options, command: .help)
+        guard let topic = rest.first else { return Invocation(options: options, command: .help) }
+        guard rest.count == 1 else { throw UsageError("help takes one command: gattclient help dump") }
+        guard commandHelpText[topic] != nil else {
+            let names = commandSummaries.map { String($0.0.prefix { $0 != " " }) }
+            let suggestion = didYouMean(topic, among: names)
+            throw UsageError(
+                "no help on '\(topic)': it is not a command" + (suggestion.isEmpty ? "; commands: " + names.joined(separator: ", ") : suggestion))
+        }
+        return Invocation(options: options, command: .commandHelp(topic))
     case "dump":
         if options.record != nil {
             throw UsageError("--record keeps a live session's HCI traffic; dump reads a capture and has none to record (copy the file instead)")
@@ -657,11 +661,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--adv-only": monitor.advOnly = true
             case "--conn": monitor.connection = try parseHandle(value ?? "", what: "--conn", allowZero: true, maximum: 0x0EFF)
             case "--handle": monitor.attributeHandle = try parseHandle(value ?? "", what: "--handle")
-            case "--duration":
-                guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
-                    throw UsageError("--duration needs a positive number of seconds, not '\(value ?? "")'")
-                }
-                monitor.duration = seconds
+            case "--duration": monitor.duration = try parseSeconds(value, flag)
             default: throw UsageError("monitor does not know \(flag)")
             }
         }
@@ -669,13 +669,18 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         return Invocation(options: options, command: .monitor(monitor))
     case "demo":
         guard rest.isEmpty, commandOptions.isEmpty else { throw UsageError("demo takes no arguments") }
+        if let transport = options.transport, transport != "sim" {
+            throw UsageError(
+                "demo runs on the built-in simulation only (--transport sim), not \(transport); on that transport try "
+                    + "`gattclient --transport \(transport) scan`, then sensortag ADDR or uart ADDR")
+        }
         return Invocation(options: options, command: .demo)
     case "scan":
         guard rest.isEmpty else { throw UsageError("scan takes no arguments, only options") }
         var scan = ScanCommandOptions()
         for (flag, value) in commandOptions {
             switch flag {
-            case "--duration": scan.duration = try positiveSeconds(value, flag)
+            case "--duration": scan.duration = try parseSeconds(value, flag)
             case "--name": scan.name = value
             case "--service":
                 guard let uuid = BluetoothUUID(value ?? "") else { throw UsageError("--service needs a UUID (180F or 128-bit), not '\(value ?? "")'") }
@@ -710,7 +715,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--count":
                 guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
                 tag.count = n
-            case "--duration": tag.duration = try positiveSeconds(value, flag)
+            case "--duration": tag.duration = try parseSeconds(value, flag)
             case "--csv": tag.csv = value
             default: throw UsageError("sensortag does not know \(flag)")
             }
@@ -742,8 +747,8 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
                 }
                 input.endOfLineGiven = true
             case "--with-response": withResponse = true
-            case "--duration": duration = try positiveSeconds(value, flag)
-            case "--linger": linger = try positiveSeconds(value, flag)
+            case "--duration": duration = try parseSeconds(value, flag)
+            case "--linger": linger = try parseSeconds(value, flag)
             case "--send":
                 guard send == nil else { throw UsageError("--send and --controller exclude each other") }
                 send = Array((value ?? "").utf8)
@@ -785,7 +790,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--count":
                 guard let n = Int(value ?? ""), n > 0 else { throw UsageError("--count needs a positive number, not '\(value ?? "")'") }
                 count = n
-            case "--duration": duration = try positiveSeconds(value, flag)
+            case "--duration": duration = try parseSeconds(value, flag)
             default: throw UsageError("watch does not know \(flag)")
             }
         }
@@ -832,7 +837,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         for (flag, value) in commandOptions {
             switch flag {
             case "--config": config = value
-            case "--duration": duration = try positiveSeconds(value, flag)
+            case "--duration": duration = try parseSeconds(value, flag)
             case "--mqtt": mqttURL = value ?? ""
             case "--client-id", "--username", "--password-file", "--tls-ca", "--qos", "--queue", "--home-assistant", "--commands",
                 "--command-queue":
@@ -909,13 +914,32 @@ func parseHexValue(_ text: String) throws(UsageError) -> [UInt8] {
     if body.hasPrefix("0x") || body.hasPrefix("0X") { body = body.dropFirst(2) }
     let digits = body.filter { $0 != " " && $0 != ":" && $0 != "-" }
     if digits.allSatisfy(\.isHexDigit) {
-        throw UsageError("'\(text)': odd number of hex digits (\(digits.count)); a value is whole octets, like 0\(digits) or \(digits)0")
+        // The digits padded either side; where both read the same (`0`), one octet more.
+        let before = "0" + digits, after = digits + "0"
+        let examples = before == after ? "\(before) or \(before)00" : "\(before) or \(after)"
+        throw UsageError("'\(text)': odd number of hex digits (\(digits.count)); a value is whole octets, like \(examples)")
     }
     throw UsageError("'\(text)' is not hex (like 0100 or 01:00)")
 }
 
-/// Parses a handle written `0x0021` or `33`.
+/// The one rule for a number typed as a handle: `0x…`, or decimal without a leading zero. `041`
+/// could mean 0x0041 or 41, so it is refused with both readings (`what`: the option it was given
+/// to, as a prefix).
+func refuseLeadingZero(_ text: String, what: String? = nil) throws(UsageError) {
+    guard text.count > 1, text.first == "0", text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return }
+    let digits = text.drop { $0 == "0" }
+    var readings: [String] = []
+    if let value = Int(digits.isEmpty ? "0" : digits, radix: 16), value <= 0xFFFF { readings.append("0x" + hex(UInt16(value), 4)) }
+    if let decimal = Int(digits.isEmpty ? "0" : digits), decimal <= 0xFFFF { readings.append(String(decimal)) }
+    let prefix = what.map { "\($0) " } ?? ""
+    throw UsageError(
+        "\(prefix)\(text): a handle is 0x… or decimal without a leading zero"
+            + (readings.isEmpty ? "" : ": did you mean \(readings.joined(separator: " or "))?"))
+}
+
+/// Parses a handle written `0x0021` or `33` (never `033`: ``refuseLeadingZero(_:what:)``).
 public func parseHandle(_ text: String, what: String, allowZero: Bool = false, maximum: Int = 0xFFFF) throws(UsageError) -> UInt16 {
+    try refuseLeadingZero(text, what: what == "the attribute handle" ? nil : what)
     let parsed: Int?
     if text.hasPrefix("0x") || text.hasPrefix("0X") {
         parsed = Int(text.dropFirst(2), radix: 16)
@@ -930,9 +954,22 @@ public func parseHandle(_ text: String, what: String, allowZero: Bool = false, m
 }
 
 
-func positiveSeconds(_ value: String?, _ flag: String) throws(UsageError) -> Double {
-    guard let seconds = Double(value ?? ""), seconds > 0, seconds.isFinite else {
-        throw UsageError("\(flag) needs a positive number of seconds, not '\(value ?? "")'")
+/// The longest time a time option takes: 365 days, in seconds. Longer waits mean nothing to
+/// a command (and 1e16 seconds does not fit the clock's milliseconds).
+public let maximumSeconds = 31_536_000
+
+/// Every time option in seconds (`--timeout`, `--duration`, `--linger`, dump's `--from`/`--to`,
+/// the shell's `wait`): a number more than 0 (or 0 when `allowZero`) and at most `maximum`;
+/// negative, nan, inf or beyond the maximum is a usage error naming the maximum. `expected`
+/// replaces "a positive number of seconds" in the message.
+func parseSeconds(
+    _ value: String?, _ flag: String, allowZero: Bool = false, maximum: Int = maximumSeconds, expected: String? = nil
+) throws(UsageError) -> Double {
+    let text = value ?? ""
+    guard let seconds = Double(text), seconds.isFinite, allowZero ? seconds >= 0 : seconds > 0, seconds <= Double(maximum) else {
+        let what = expected ?? (allowZero ? "a number of seconds (0 or more)" : "a positive number of seconds")
+        let limit = maximum == maximumSeconds ? "\(maximum) (365 days)" : String(maximum)
+        throw UsageError("\(flag) needs \(what) up to \(limit), not '\(text)'")
     }
     return seconds
 }

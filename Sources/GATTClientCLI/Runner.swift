@@ -59,7 +59,7 @@ public func runGATTClient(
     case .dump(let options):
         let command = DumpCommand(options: options, json: invocation.options.json)
         do {
-            if let damage = try command.run(output: &output) {
+            if let damage = try command.run(output: &output, status: { printError($0, to: errors) }) {
                 return fail(CommandFailure("\(options.path): decoding stopped: \(damage)", kind: "capture"), json: invocation.options.json, output: &output, errors: errors)
             }
             return ExitCode.success.rawValue

@@ -14,12 +14,20 @@ public enum ConnectionParameterPolicy {
     public static func invalidity(
         intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16
     ) -> String? {
-        guard intervalRange.contains(intervalMin), intervalRange.contains(intervalMax) else {
-            return "interval \(intervalMin)…\(intervalMax) outside 6…3200"
+        // In milliseconds, as people give them (the fields count 1.25 ms and 10 ms units).
+        func ms(_ units: UInt16, _ step: Double) -> String {
+            let value = Double(units) * step
+            return value == value.rounded() ? String(Int(value)) : String(value)
         }
-        guard intervalMin <= intervalMax else { return "interval min \(intervalMin) over max \(intervalMax)" }
+        guard intervalRange.contains(intervalMin), intervalRange.contains(intervalMax) else {
+            let given = intervalMin == intervalMax ? ms(intervalMin, 1.25) : "\(ms(intervalMin, 1.25))–\(ms(intervalMax, 1.25))"
+            return "interval \(given) ms outside 7.5–4000 ms"
+        }
+        guard intervalMin <= intervalMax else {
+            return "interval minimum \(ms(intervalMin, 1.25)) ms over the maximum \(ms(intervalMax, 1.25)) ms"
+        }
         guard latencyRange.contains(latency) else { return "latency \(latency) over 499" }
-        guard timeoutRange.contains(timeout) else { return "timeout \(timeout) outside 10…3200" }
+        guard timeoutRange.contains(timeout) else { return "supervision timeout \(ms(timeout, 10)) ms outside 100–32000 ms" }
         // Timeout (10 ms units) > (1 + latency) × interval max (1.25 ms units) × 2, in 0.25 ms units.
         let timeoutQuarterMs = Int(timeout) * 40
         let needed = (1 + Int(latency)) * Int(intervalMax) * 5 * 2

@@ -31,7 +31,7 @@ public enum LEHostError: Error, Hashable, Sendable, CustomStringConvertible {
         case .l2cap(let error): return error.description
         case .connectionFailed(let address, let status): return "connecting to \(address) failed: \(status)"
         case .connectTimeout(let address, let timeout):
-            return "no connection to \(address) within \(timeout); the attempt was cancelled"
+            return "no connection to \(address) within \(timeout.roundedText); the attempt was cancelled"
         case .connectCancelled(let address): return "connecting to \(address) was cancelled"
         case .timeout(let what): return "controller did not report \(what) in time"
         case .scanInProgress: return "a scan is already running"

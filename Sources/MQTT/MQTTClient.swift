@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bluetooth
 import CMosquitto
 import Synchronization
@@ -143,11 +146,17 @@ public final class MQTTClient: Sendable {
             }
             if configuration.tls || configuration.caFile != nil {
                 let caPath: String? = configuration.caFile == nil ? "/etc/ssl/certs" : nil
+                // libmosquitto says only "Invalid function arguments provided." for a CA file it
+                // cannot read: the file is named, with the system's reason.
+                if let caFile = configuration.caFile, access(caFile, R_OK) != 0 {
+                    throw MQTTError("the TLS CA file \(caFile): \(String(cString: strerror(errno)))")
+                }
                 try check(chmqtt_tls_set(client, configuration.caFile, caPath), "TLS with \(configuration.caFile ?? "/etc/ssl/certs")")
             }
             try check(chmqtt_max_inflight_messages_set(client, UInt32(max(1, configuration.inflight))), "the in-flight window")
         } catch {
-            chmqtt_destroy(client)
+            // Every stored property is set: deinit runs and destroys the client (destroying it
+            // here as well freed it twice, which a missing CA file showed).
             throw error
         }
     }

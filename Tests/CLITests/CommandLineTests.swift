@@ -27,7 +27,7 @@ import Testing
         (["dump", "a", "--frobnicate"], "unknown option --frobnicate for dump"),
         (["dump", "a", "--indicate"], "dump does not know --indicate"),
         (["dump", "a", "--att-only", "--adv-only"], "--att-only and --adv-only exclude each other"),
-        (["--timeout", "-1", "dump", "a"], "--timeout needs a positive number of seconds, not '-1'"),
+        (["--timeout", "-1", "dump", "a"], "--timeout needs a positive number of seconds up to 31536000 (365 days), not '-1'"),
         (["--json=yes", "dump", "a"], "--json takes no value"),
         (["fly"], "unknown command 'fly'; commands: " + commandSummaries.map { String($0.0.prefix { $0 != " " }) }.joined(separator: ", ")),
     ])

@@ -21,8 +21,9 @@ struct DumpStreamingTests {
         var options = DumpOptions(path: path)
         configure(&options)
         var output = BufferedOutput.capturing()
-        _ = try DumpCommand(options: options, json: json).run(output: &output)
-        return output.captured
+        var status = ""
+        _ = try DumpCommand(options: options, json: json).run(output: &output) { status += $0 + "\n" }
+        return output.captured + Array(status.utf8)
     }
 
     static func lineCount(_ bytes: [UInt8]) -> Int { bytes.filter { $0 == 0x0A }.count }
@@ -337,7 +338,7 @@ struct DumpStreamingTests {
             ["dump", "f", "-w", "o", "--summary"],
             ["--json", "dump", "f", "-w", "o"],
             ["dump", "f", "-w", "o", "-t"],
-            ["dump", "f", "-w", "-"],
+            ["dump", "f", "-w", "o.pcap"],
             ["--json", "dump", "f", "-T"],
             ["dump", "f", "--summary", "-t"],
             ["dump", "f", "--from", "5", "--to", "2"],

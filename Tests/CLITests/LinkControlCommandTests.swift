@@ -43,7 +43,9 @@ struct LinkControlCommandTests {
     @Test func badValuesAndCommandsThatMakeNoConnectionAreRefused() async {
         let cases: [([String], String)] = [
             (["--transport", "sim", "scan", "--phy", "2m"], "--phy applies to the commands that connect to a device"),
-            (["--transport", "sim", "info", Self.tag, "--interval", "7"], "multiples of 1.25 ms"),
+            (["--transport", "sim", "info", Self.tag, "--interval", "9"], "multiples of 1.25 ms"),
+            // Issue 37: below 7.5 ms is said in milliseconds (it was `interval 4…4 outside 6…3200`).
+            (["--transport", "sim", "info", Self.tag, "--interval", "7"], "from 7.5 to 4000"),
             (["--transport", "sim", "info", Self.tag, "--interval", "100", "--latency", "10", "--supervision-timeout", "1000"],
              "must exceed 2 × (1 + latency 10) × interval 100 ms = 2200.0 ms"),
             (["--transport", "sim", "info", Self.tag, "--phy", "3m"], "--phy is 1m, 2m or coded"),

@@ -37,7 +37,7 @@ struct PeripheralCommandLineTests {
         (["peripheral", "sensortag", "--mtu", "22"], "--mtu needs an ATT_MTU from 23 to 517, not '22'"),
         (["peripheral", "sensortag", "--mtu", "600"], "--mtu needs an ATT_MTU from 23 to 517, not '600'"),
         (["peripheral", "bluefruit", "--count", "3"], "peripheral does not know --count"),
-        (["peripheral", "bluefruit", "--duration", "0"], "--duration needs a positive number of seconds, not '0'"),
+        (["peripheral", "bluefruit", "--duration", "0"], "--duration needs a positive number of seconds up to 31536000 (365 days), not '0'"),
     ])
     func badCommandLinesAreUsageErrors(_ arguments: [String], _ message: String) {
         #expect(throws: UsageError(message)) { try parse(arguments) }

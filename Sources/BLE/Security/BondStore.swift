@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bluetooth
 import Security
 import SystemSupport
@@ -99,6 +102,21 @@ package final class BondStore: Sendable {
     /// Every bond of `local` (damaged files reported and skipped).
     package func bonds(local: BluetoothAddress) -> [Bond] {
         entries(local).map(\.bond)
+    }
+
+    /// Every bond of `local`, or why they cannot be listed: the bond directory (or the local
+    /// address's folder in it) is not a directory. A directory that does not exist yet holds no
+    /// bonds.
+    package func listBonds(local: BluetoothAddress) throws(FileSystemError) -> [Bond] {
+        try checkDirectories(local: local)
+        return entries(local).map(\.bond)
+    }
+
+    /// Throws when the bond directory or the folder of `local` exists and is not a directory.
+    package func checkDirectories(local: BluetoothAddress) throws(FileSystemError) {
+        for path in [directory, folder(local)] where FileSystem.fileExists(atPath: path) && !FileSystem.isDirectory(atPath: path) {
+            throw FileSystemError(operation: "read the bond directory", path: path, errno: Errno(rawValue: ENOTDIR))
+        }
     }
 
     /// The bond of `local` with the device whose identity is `peer` (address and type). Never by

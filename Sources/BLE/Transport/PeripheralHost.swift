@@ -78,7 +78,8 @@ package func openPeripheralHost(_ uri: String?, options: AdapterOptions) async t
         do {
             transport = try await parsed.openRawTransport(connectTimeout: options.timeout)
         } catch {
-            throw BLEError("\(parsed): \(error)", kind: "transport", exitCode: error.transportExitCode)
+            // The URI once, and what to check (as the central's transports say it).
+            throw BLEError(UserSpaceCentral.transportFailure(parsed, error), kind: "transport", exitCode: error.transportExitCode)
         }
         return try await UserSpacePeripheralHost.start(
             try UserSpaceCentral.recording(transport, options.record), name: parsed.description, warning: options.warning)

@@ -32,8 +32,12 @@ enum AttributeSelector: Equatable, Sendable {
 
     /// `0x0021` or `33` is a handle; `2A19`, `0x2a19` with 4 digits… is ambiguous, so a handle
     /// is decimal or `0x` + up to 4 digits, and a UUID is 4 hex digits without `0x`, 8 or 32.
+    /// Decimal digits with a leading zero (`041`) that are not a UUID's 4 or 8 are refused with
+    /// both readings: a number the user typed is read one way only.
     init(parsing text: String) throws(UsageError) {
-        if text.hasPrefix("0x") || text.hasPrefix("0X") || text.allSatisfy(\.isNumber) && text.count < 4 {
+        let decimal = !text.isEmpty && text.allSatisfy { $0.isASCII && $0.isNumber }
+        if decimal, text.count != 4, text.count != 8 { try refuseLeadingZero(text) }
+        if text.hasPrefix("0x") || text.hasPrefix("0X") || decimal && text.count < 4 {
             self = .handle(try parseHandle(text, what: "the attribute handle"))
         } else if let uuid = BluetoothUUID(text) {
             self = .uuid(uuid)
@@ -60,6 +64,32 @@ func noCharacteristic(_ uuid: BluetoothUUID, on peer: PeerAddress) -> CommandFai
         message += " (\(text) was read as a UUID; for a handle write 0x\(text.lowercased()))"
     }
     return CommandFailure(message, kind: "notFound")
+}
+
+/// The one wording of "this UUID names several attributes" (write, subscribe; `read` prints them
+/// all, each with its handle): the handles, and how to name one. Exit 64.
+func severalAttributes(_ uuid: BluetoothUUID, handles: [UInt16], on peer: PeerAddress, command: String) -> CommandFailure {
+    let kind = GATTNames.entry(for: uuid)?.kind == .descriptor ? "descriptors" : "attributes"
+    return CommandFailure(
+        "\(displayName(uuid)) names \(handles.count) \(kind) on \(peer.address) (handles "
+            + handles.map { "0x" + hex($0, 4) }.joined(separator: ", ")
+            + "): \(command) takes one, by handle (gattclient \(command) \(peer.address) 0x\(hex(handles[0], 4)) …)",
+        kind: "usage", exitCode: .usage)
+}
+
+/// The handle of the one attribute with type `uuid` that is not a characteristic's value (a
+/// descriptor: Read Using Characteristic UUID finds every attribute of a type the server lets
+/// be read); `notFound` when there is none, `ambiguousUUID` when there are several.
+func attributeHandle(uuid: BluetoothUUID, client: GATTClient) async throws(GATTError) -> UInt16 {
+    let found: [ReadByTypeResponse.AttributeData]
+    do {
+        found = try await client.read(uuid: uuid)
+    } catch {
+        throw .notFound(uuid)
+    }
+    guard let first = found.first else { throw .notFound(uuid) }
+    guard found.count == 1 else { throw .ambiguousUUID(uuid, handles: found.map(\.handle)) }
+    return first.handle
 }
 
 /// Whether `error` says the UUID names nothing: not found in the database, or Attribute Not

@@ -278,7 +278,13 @@ struct BondsCommand {
             return
         }
         let adapter = try await CommandConnection.adapter(options: global, central: central)
-        let bonds = await adapter.bonds()
+        let bonds: [Bond]
+        do {
+            bonds = try await adapter.storedBonds()
+        } catch {
+            await adapter.close()
+            throw error
+        }
         await adapter.close()
         if global.json {
             for bond in bonds {

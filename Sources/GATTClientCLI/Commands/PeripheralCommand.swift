@@ -100,7 +100,7 @@ func parsePeripheralCommand(_ rest: [String], _ flags: [(name: String, value: St
                 throw UsageError("--mtu needs an ATT_MTU from 23 to 517, not '\(value ?? "")'")
             }
             mtu = n
-        case "--duration": duration = try positiveSeconds(value, flag)
+        case "--duration": duration = try parseSeconds(value, flag)
         default: throw UsageError("peripheral does not know \(flag)")
         }
     }

@@ -113,10 +113,14 @@ struct WriteCommand {
                 handle = given
             case .uuid(let uuid):
                 let found = try await session.client.findCharacteristics(uuid: uuid)
-                guard let first = found.first else { throw GATTError.notFound(uuid) }
-                guard found.count == 1 else { throw GATTError.ambiguousUUID(uuid, handles: found.map(\.valueHandle)) }
-                handle = first.valueHandle
-                properties = first.properties
+                if let first = found.first {
+                    guard found.count == 1 else { throw GATTError.ambiguousUUID(uuid, handles: found.map(\.valueHandle)) }
+                    handle = first.valueHandle
+                    properties = first.properties
+                } else {
+                    // Not a characteristic: a descriptor's type, written where exactly one has it.
+                    handle = try await attributeHandle(uuid: uuid, client: session.client)
+                }
             }
             // A refusal for the link's security raises it (bond, else pairing) and writes again.
             let client = session.client
@@ -148,6 +152,9 @@ struct WriteCommand {
         } catch {
             await session.close()
             if case .uuid(let wanted) = target, case GATTError.notFound = error { throw noCharacteristic(wanted, on: peer) }
+            if case GATTError.ambiguousUUID(let uuid, let handles) = error {
+                throw severalAttributes(uuid, handles: handles, on: peer, command: "write")
+            }
             throw CommandFailure.from(error, doing: "writing to \(peer)")
         }
         await session.close()

@@ -49,7 +49,7 @@ struct ScanCommand {
         }
         let events = CommandEvents<Item>(duration: options.duration)
         events.forward(stream.map { Item.scan($0) })
-        let live = !global.json && isatty(output.fileDescriptor) == 1
+        let live = !global.json && TextStyle.movesCursor(output.fileDescriptor)
         // On a terminal the countdown ticks every second, whatever the air does.
         var ticker: (any DispatchSourceTimer)?
         if live, options.duration != nil {

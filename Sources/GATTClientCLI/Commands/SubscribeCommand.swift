@@ -66,6 +66,9 @@ struct SubscribeCommand {
         } catch {
             await session.close()
             if case .uuid(let wanted) = target, case GATTError.notFound = error { throw noCharacteristic(wanted, on: peer) }
+            if case GATTError.ambiguousUUID(let uuid, let handles) = error {
+                throw severalAttributes(uuid, handles: handles, on: peer, command: "subscribe")
+            }
             throw CommandFailure.from(error, doing: "subscribing to \(peer)")
         }
         let events = CommandEvents<GATTNotification>(duration: duration)

@@ -25,8 +25,10 @@ public struct DumpCommand {
     }
 
     /// Decodes the capture, writing to `output`. Returns the damage message when the capture
-    /// could not be read to its end (everything before the damage has been written).
-    public func run(output: inout BufferedOutput) throws -> String? {
+    /// could not be read to its end (everything before the damage has been written). `status`
+    /// takes what is said about the work rather than its result (`-w`'s count of records
+    /// written): standard error, so that `-w -` or `-w /dev/stdout` keeps a capture whole.
+    public func run(output: inout BufferedOutput, status: (String) -> Void = { printError($0) }) throws -> String? {
         let database = try options.services.map { try ServicesJSON.load(path: $0) }
         // Following a file or reading standard input, Ctrl-C (or SIGTERM) is the normal end: it
         // ends the wait through a pipe (or stops the decoding between records), and the dump
@@ -54,17 +56,20 @@ public struct DumpCommand {
             // The first record read before the file is made: a pcapng's interfaces say its datalink.
             var first = reader.next()
             while first == nil, reader.isWaiting, !stop(), reader.waitForInput() { first = reader.next() }
+            output.flush()
             var visitor = try FilteredWriteVisitor(
                 options: options, path: writePath,
-                datalink: FilteredWriteVisitor.datalink(format: reader.format, hciLinkType: reader.hciLinkType))
+                datalink: FilteredWriteVisitor.datalink(format: reader.format, hciLinkType: reader.hciLinkType),
+                standardOutput: output.fileDescriptor)
             if let first { decoder.decode(first, visitor: &visitor) }
             Self.decodeAll(&reader, &decoder, &visitor, stop: stop) { $0.release() }
             try visitor.finish()
-            var message = "\(visitor.writtenCount) of \(reader.recordCount) record\(reader.recordCount == 1 ? "" : "s") written to \(writePath)"
+            let target = writePath == "-" ? "standard output" : writePath
+            var message = "\(visitor.writtenCount) of \(reader.recordCount) record\(reader.recordCount == 1 ? "" : "s") written to \(target)"
             if visitor.givenUpCount > 0 {
                 message += " (\(visitor.givenUpCount) fragment\(visitor.givenUpCount == 1 ? "" : "s") of frames left incomplete over \(FilteredWriteVisitor.heldLimit) records given up)"
             }
-            output.writeLine(message)
+            status(message)
         } else if options.summary, FilteredSummaryVisitor.filters(options) {
             // The filters decide per record: the full decode, counting what they show.
             var visitor = FilteredSummaryVisitor(options: options)

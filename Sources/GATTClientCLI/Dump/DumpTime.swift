@@ -40,10 +40,9 @@ public enum DumpTimeFormat: Equatable, Sendable {
 /// `--from` / `--to`: seconds after the first record (`2.5`), or an RFC 3339 time
 /// (`2026-12-03T06:20:00Z`, `2026-12-03 07:20:00.5+01:00`).
 func parseTimeBound(_ text: String, what: String) throws(UsageError) -> DumpTimeBound {
-    if let seconds = Double(text) {
-        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else {
-            throw UsageError("\(what) takes seconds after the first record (0 or more) or an RFC 3339 time, not '\(text)'")
-        }
+    if Double(text) != nil {
+        let seconds = try parseSeconds(
+            text, what, allowZero: true, expected: "seconds after the first record (0 or more, or an RFC 3339 time)")
         return .relative(microseconds: Int64((seconds * 1_000_000).rounded()))
     }
     guard let time = parseRFC3339(text) else {
@@ -133,7 +132,10 @@ func checkDumpCombinations(_ dump: DumpOptions, json: Bool) throws(UsageError) {
         if json { throw UsageError("-w writes the matching records as btsnoop; --json prints them: drop one") }
         if dump.time != .relative { throw UsageError("-t and -T set how the text dump shows time; -w writes no text") }
         if dump.services != nil { throw UsageError("--services names handles in the printed dump; -w writes no text") }
-        if dump.writePath == "-" { throw UsageError("-w needs a file to write (standard output carries messages)") }
+        if let path = dump.writePath, path.lowercased().hasSuffix(".pcap") {
+            let stem = path.prefix(upTo: path.lastIndex(of: ".") ?? path.endIndex)
+            throw UsageError("-w writes btsnoop, or pcapng for a name ending .pcapng, not pcap: name it \(stem).pcapng or \(stem).btsnoop")
+        }
     }
     if dump.time != .relative, json || dump.summary {
         throw UsageError("-t and -T set how the text dump shows time; \(json ? "--json has its own time fields" : "--summary prints no times")")

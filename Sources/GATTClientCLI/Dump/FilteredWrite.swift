@@ -9,19 +9,38 @@ import Bluetooth
 import HCI
 import L2CAP
 
-/// `dump … -w OUT.btsnoop`: the records the filters match, written as a btsnoop file in the
-/// order they were read. A record matches when the dump would show it: its packet line (no
+/// `dump … -w OUT.btsnoop` (`-w OUT.pcapng`: pcapng; `-w -`: btsnoop on standard output): the
+/// records the filters match, written in the order they were read. A record matches when the dump would show it: its packet line (no
 /// filter, `--conn`), an advertising report it carries (`--adv-only`), or an ATT PDU it
 /// completes (`--att-only`, `--handle`, `--conn`) — then with every ACL fragment that PDU came
 /// in, so that the file decodes on its own. `--from`/`--to` bound all of these.
 ///
 /// The datalink follows the input: Linux monitor (btsnoop 2001, pcap/pcapng 254) stays monitor,
-/// keeping controller indexes and notes; H4 otherwise. A record waiting for its frame holds a
-/// copy of its octets (not the reader's window).
+/// keeping controller indexes and notes; H4 otherwise (pcapng: H4 with direction, 201). A record
+/// waiting for its frame holds a copy of its octets (not the reader's window).
 struct FilteredWriteVisitor: CaptureVisitor {
+    /// The file format written: btsnoop or pcapng (one of the two is set; each is changed in
+    /// place, never copied with its buffer).
+    struct Encoder {
+        var btsnoop: BTSnoopWriter?
+        var pcapng: PcapNGWriter?
+
+        var pendingCount: Int { pcapng?.bytes.count ?? btsnoop?.bytes.count ?? 0 }
+
+        mutating func append(_ record: CaptureRecord) throws(HCIError) {
+            if pcapng != nil { try pcapng?.append(record) } else { try btsnoop?.append(record) }
+        }
+
+        mutating func takeBytes() -> [UInt8] {
+            pcapng?.takeBytes() ?? btsnoop?.takeBytes() ?? []
+        }
+    }
+
     private var filter: DumpFilter
-    private var encoder: BTSnoopWriter
+    private var encoder: Encoder
     private let descriptor: Int32
+    /// Standard output (`-w -`): written, not closed.
+    private let ownsDescriptor: Bool
     private let path: String
     private(set) var writtenCount = 0
     /// Fragments given up because their frame stayed incomplete over `heldLimit` records.
@@ -62,9 +81,24 @@ struct FilteredWriteVisitor: CaptureVisitor {
         }
     }
 
-    init(options: DumpOptions, path: String, datalink: BTSnoopDatalink) throws(HCIError) {
+    /// Whether `path` names a pcapng file (`.pcapng`, any case).
+    static func writesPcapNG(_ path: String) -> Bool { path.lowercased().hasSuffix(".pcapng") }
+
+    /// `path` `-` writes btsnoop to `standardOutput`.
+    init(options: DumpOptions, path: String, datalink: BTSnoopDatalink, standardOutput: Int32 = STDOUT_FILENO) throws(HCIError) {
         filter = DumpFilter(options: options)
-        encoder = try BTSnoopWriter(datalink: datalink)
+        if Self.writesPcapNG(path) {
+            encoder = Encoder(
+                pcapng: try PcapNGWriter(linkType: datalink == .monitor ? .bluetoothLinuxMonitor : .bluetoothHCIH4WithPHDR))
+        } else {
+            encoder = Encoder(btsnoop: try BTSnoopWriter(datalink: datalink))
+        }
+        if path == "-" {
+            descriptor = standardOutput
+            ownsDescriptor = false
+            self.path = "standard output"
+            return
+        }
         // Never truncate the capture being read.
         var input = stat()
         var output = stat()
@@ -76,6 +110,7 @@ struct FilteredWriteVisitor: CaptureVisitor {
         let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .system(operation: "create \(path)", errno: .current) }
         self.descriptor = descriptor
+        ownsDescriptor = true
         self.path = path
     }
 
@@ -192,7 +227,7 @@ struct FilteredWriteVisitor: CaptureVisitor {
             held.removeFirst(heldStart)
             heldStart = 0
         }
-        if encoder.bytes.count >= 1 << 20, failure == nil {
+        if encoder.pendingCount >= 1 << 20, failure == nil {
             do {
                 try flush()
             } catch {
@@ -232,7 +267,7 @@ struct FilteredWriteVisitor: CaptureVisitor {
         close()
         for index in heldStart..<held.count where held[index].state == .waiting { held[index].state = .dropped }
         writeDecided()
-        defer { _ = Glibc.close(descriptor) }
+        defer { if ownsDescriptor { _ = Glibc.close(descriptor) } }
         if failure == nil { try flush() }
         if let failure { throw failure }
     }

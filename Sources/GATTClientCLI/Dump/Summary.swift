@@ -180,19 +180,38 @@ struct FilteredSummaryVisitor: CaptureVisitor {
         return connectionHandle == connection
     }
 
+    /// Whether the current record is counted as shown: its whole packet, or an ATT PDU or an
+    /// advertising report it carries (`--att-only` shows no packet line, and its ATT PDUs are
+    /// counted in records shown all the same).
+    private var recordCounted = false
+
     var summary: CaptureSummary { counter.summary }
 
     mutating func visit(record: CaptureRecord, packet: HCIPacket?, error: HCIError?) {
         filter.enter(record)
-        if filter.shows(packet: packet) { counter.visit(record: record, packet: packet, error: error) }
+        recordCounted = filter.shows(packet: packet)
+        if recordCounted { counter.visit(record: record, packet: packet, error: error) }
+    }
+
+    /// Counts the record carrying a shown item, once.
+    private mutating func countCarrier(_ record: CaptureRecord) {
+        guard !recordCounted else { return }
+        recordCounted = true
+        counter.visit(carrier: record)
     }
 
     mutating func visit(advertisingReport: AdvertisingReportItem, record: CaptureRecord) {
-        if filter.showsAdvertising() { counter.visit(advertisingReport: advertisingReport, record: record) }
+        if filter.showsAdvertising() {
+            countCarrier(record)
+            counter.visit(advertisingReport: advertisingReport, record: record)
+        }
     }
 
     mutating func visit(att: ATTItem, record: CaptureRecord) {
-        if filter.shows(att: att) { counter.visit(att: att, record: record) }
+        if filter.shows(att: att) {
+            countCarrier(record)
+            counter.visit(att: att, record: record)
+        }
     }
 
     mutating func visit(l2capFrame: L2CAPBasicFrame, connectionHandle: UInt16, direction: CaptureDirection, record: CaptureRecord) {
@@ -249,6 +268,13 @@ struct SummaryVisitor: CaptureCountingVisitor {
             tables.add(SummaryTables.events, event.summaryKey)
         default: break
         }
+    }
+
+    /// A record whose own line a filter hides and which carries a shown ATT PDU or advertising
+    /// report: counted among the records shown and their packet types.
+    mutating func visit(carrier record: CaptureRecord) {
+        totals.records += 1
+        if case .packet(let type) = record.kind { tables.add(SummaryTables.packetTypes, type.rawValue) }
     }
 
     // The records `CaptureDecoder.count` checks in place: the same counts as above.

@@ -19,6 +19,15 @@ struct TextStyle: Sendable {
         return TextStyle(enabled: true)
     }
 
+    /// Whether output to `descriptor` may move the cursor (a list redrawn in place, a line being
+    /// edited): a terminal whose `TERM` is not `dumb` (which has no cursor addressing).
+    static func movesCursor(_ descriptor: Int32) -> Bool {
+        guard isatty(descriptor) == 1 else { return false }
+        return movesCursor(term: getenv("TERM").map { String(cString: $0) })
+    }
+
+    static func movesCursor(term: String?) -> Bool { term != "dumb" }
+
     private func sgr(_ code: String, _ text: String) -> String {
         enabled ? "\u{1B}[\(code)m" + text + "\u{1B}[0m" : text
     }

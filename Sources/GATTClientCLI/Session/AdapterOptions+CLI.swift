@@ -151,17 +151,26 @@ struct CommandConnection {
             if isatty(errors) == 1 { printError("gattclient: connecting to \(target)…", to: errors) }
         }
         defer { progress.cancel() }
-        do {
+        do throws(BLEError) {
             if bare {
                 // Not in the cache: a short scan finds the type (and fills the cache); a device
                 // not seen is tried with both types.
                 let started = ContinuousClock.now
-                if let seen = await Self.scanForType(of: given.address, on: adapter, within: min(timeout / 3, .seconds(5))) {
+                let scan = min(timeout / 3, .seconds(5))
+                if let seen = await Self.scanForType(of: given.address, on: adapter, within: scan) {
                     try? cache?.record([given.address: seen], seen: Int(time(nil)))
                     return try await adapter.connect(
                         to: PeerAddress(address: given.address, type: seen), timeout: timeout - (ContinuousClock.now - started))
                 }
-                return try await adapter.connect(to: given.address, timeout: timeout - (ContinuousClock.now - started))
+                do throws(BLEError) {
+                    return try await adapter.connect(to: given.address, timeout: timeout - (ContinuousClock.now - started))
+                } catch {
+                    guard error.kind == "connect" || error.kind == "timeout" else { throw error }
+                    // The time went partly to the scan for the address type: said, with it.
+                    throw CommandFailure(
+                        error.message + " (after a \(scan.roundedText) scan for its address type, which did not see it)",
+                        kind: error.kind, exitCode: error.exitCode)
+                }
             }
             return try await adapter.connect(to: peer, timeout: timeout)
         } catch {

@@ -87,8 +87,12 @@ actor Shell {
             case "unsubscribe":
                 try await unsubscribe(arguments)
             case "wait":
-                guard arguments.count == 1, let seconds = Double(arguments[0]), seconds > 0, seconds <= 3600 else {
-                    throw CommandFailure("wait takes a number of seconds (at most 3600): wait 2", kind: "usage", exitCode: .usage)
+                let seconds: Double
+                do throws(UsageError) {
+                    guard arguments.count == 1 else { throw UsageError("wait takes a number of seconds") }
+                    seconds = try parseSeconds(arguments[0], "wait", maximum: 3600)
+                } catch {
+                    throw CommandFailure("\(error.message): wait 2", kind: "usage", exitCode: .usage)
                 }
                 try? await Task.sleep(for: .seconds(seconds))
             case "services", "read", "write", "info", "pair":
@@ -335,6 +339,9 @@ actor Shell {
                 return try await client.locateCharacteristic(uuid: uuid)
             } catch {
                 if case GATTError.notFound = error { throw noCharacteristic(uuid, on: peer) }
+                if case GATTError.ambiguousUUID(let uuid, let handles) = error {
+                    throw severalAttributes(uuid, handles: handles, on: peer, command: "subscribe")
+                }
                 throw error
             }
         case .handle(let handle):
@@ -451,7 +458,9 @@ actor Shell {
                     request.peripheralLatency = latency
                 }
                 if arguments.count > 2 {
-                    guard let ms = Int(arguments[2]) else { throw usage("params: timeout '\(arguments[2])' is not milliseconds") }
+                    guard let ms = Int(arguments[2]), (100...32_000).contains(ms) else {
+                        throw usage("params: the supervision timeout is 100 to 32000 ms, not '\(arguments[2])'")
+                    }
                     request.supervisionTimeout = .milliseconds(ms)
                 }
                 parameters = try await peripheral.updateConnectionParameters(request)

@@ -14,7 +14,8 @@ func runShell(
 ) -> Int32 {
     var options = invocation.options
     if !options.noCache { options.addressCacheDirectory = AddressTypeCache.defaultDirectory() }
-    let interactive = isatty(input) == 1 && isatty(output) == 1
+    // Line editing redraws the line: not on a terminal without cursor movement (TERM=dumb).
+    let interactive = isatty(input) == 1 && TextStyle.movesCursor(output)
     let console = ShellConsole(output: output, errors: errors, interactive: interactive)
     console.activate()
     defer { console.deactivate() }

@@ -254,7 +254,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         if overdue {
             fail(
                 .system(
-                    operation: "\(name): the controller did not accept a packet within \(writeTimeout)",
+                    operation: "\(name): the controller did not accept a packet within \(writeTimeout.roundedText)",
                     errno: .timedOut))
         }
     }
