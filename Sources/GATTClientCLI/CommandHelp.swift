@@ -2,7 +2,7 @@
 public let commandHelpText: [String: String] = [
     "pair": """
         gattclient pair ADDR [--io-capability keyboard-display|display-yesno|display-only|keyboard-only|none]
-                             [--passkey N] [--confirm] [--legacy] [--no-bond] [--force] [--random]
+                             [--passkey N] [--confirm] [--legacy | --sc-only] [--no-bond] [--force] [--random]
           LE pairing as central, on the user-space host (tcp:, unix:, serial:, hci-user:, sim) and on hciN
           without bluetoothd (the kernel runs SMP, gattclient answers it as bluetoothd's agent would): LE Secure
           Connections when both sides support it (--legacy: LE legacy pairing), the method chosen from both

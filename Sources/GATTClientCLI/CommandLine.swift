@@ -179,6 +179,9 @@ public struct PairCommandOptions: Equatable, Sendable {
     public var noBond = false
     /// `--force`: pair again although a bond exists.
     public var force = false
+    /// `--sc-only`: Secure Connections Only mode: a peer offering only LE legacy pairing is
+    /// refused (Pairing Failed, Authentication Requirements).
+    public var secureConnectionsOnly = false
 
     public init() {}
 }
@@ -225,7 +228,7 @@ public let commandSummaries: [(String, String)] = [
      "decoded CC2650 SensorTag readings; the sensors are switched off on exit"),
     ("peripheral sensortag|bluefruit|--database FILE.json [--mtu N] [--duration S] [--io-capability CAP] [--passkey N] [--confirm] [--security-request]",
      "advertise and serve GATT (stdin: notify|indicate|set HANDLE HEX; ends at EOF unless --duration); pairs when asked"),
-    ("pair ADDR [--io-capability CAP] [--passkey N] [--confirm] [--legacy] [--no-bond] [--force]",
+    ("pair ADDR [--io-capability CAP] [--passkey N] [--confirm] [--legacy|--sc-only] [--no-bond] [--force]",
      "LE pairing as central (Secure Connections or legacy), the bond kept under --bonds"),
     ("bonds", "the bonds of this adapter (--json: with their keys)"),
     ("unpair ADDR", "forget the bond with ADDR"),
@@ -364,7 +367,7 @@ let commandOptionNames: [String: [String]] = [
         "--database", "--mtu", "--duration", "--io-capability", "--passkey", "--confirm", "--security-request", "--bondable",
         "--max-bonds", "--static-passkey-insecure", "--sc-only",
     ],
-    "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force"],
+    "pair": ["--random", "--io-capability", "--passkey", "--confirm", "--legacy", "--no-bond", "--force", "--sc-only"],
     "bonds": [],
     "unpair": ["--random"],
     "adapters": [],

@@ -329,3 +329,22 @@ struct BumbleRepairTests {
         }
     }
 }
+
+/// Issue 36 "Also": Secure Connections Only mode as central.
+@Suite(
+    "Interop: pair --sc-only against a legacy-only peer",
+    .enabled("needs python3 with bumble (pip install bumble)") { await BumblePeer.isAvailable() })
+struct BumbleSecureConnectionsOnlyTests {
+    @Test("a peer offering only LE legacy pairing is refused with Authentication Requirements; nothing stored")
+    func legacyRefused() async throws {
+        let (peer, address) = try await BumblePairingInteropTests.securePeer(["--pairing", "legacy", "--pairing-io", "none"])
+        defer { peer.stop() }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        let refused = await BumblePairingCLITests.run(
+            ["--transport", peer.uri.description, "--bonds", bonds, "pair", address.address.description + "/random", "--sc-only"])
+        #expect(refused.code == 1, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("Authentication Requirements"), "\(refused.stderr)")
+        #expect(BumbleHostileSecurityTests.snapshot(bonds).isEmpty)
+    }
+}

@@ -25,12 +25,14 @@ func parsePairingCommand(
         case ("pair", "--legacy"): options.legacy = true
         case ("pair", "--no-bond"): options.noBond = true
         case ("pair", "--force"): options.force = true
+        case ("pair", "--sc-only"): options.secureConnectionsOnly = true
         default: throw UsageError("\(name) does not know \(flag)")
         }
     }
     guard let peer = PeerAddress(rest[0], random: random) else {
         throw UsageError("'\(rest[0])' is not a Bluetooth address (AA:BB:CC:DD:EE:FF, or AA:BB:CC:DD:EE:FF/random)")
     }
+    if options.legacy, options.secureConnectionsOnly { throw UsageError("pair --legacy and --sc-only exclude each other") }
     return name == "pair" ? .pair(peer, options) : .unpair(peer)
 }
 
@@ -207,6 +209,7 @@ struct PairCommand {
             options.ioCapability ?? (options.passkey != nil ? .keyboardOnly : (interactive ? .keyboardDisplay : .noInputNoOutput))
         var pairing = PairingOptions(ioCapability: capability, bonding: !options.noBond, minimumKeySize: global.minimumKeySize)
         pairing.legacyOnly = options.legacy
+        pairing.secureConnectionsOnly = options.secureConnectionsOnly
         do {
             // The device as connected (its address type found, a private address resolved).
             let target = await connection.peripheral.identity ?? connection.peripheral.peer
