@@ -42,17 +42,25 @@ struct BumbleHostileSecurityTests {
         func add(_ line: String) { lines.withLock { $0.append(line) } }
     }
 
+    /// A secure Bumble peer started with `arguments`, a fresh bonds directory, and `body` within
+    /// 60 s (`what` names it); the peer stopped and the directory removed after.
+    static func withSecurePeer(
+        _ arguments: [String], _ what: String, _ body: @escaping @Sendable (BumblePeer, PeerAddress, String) async throws -> Void
+    ) async throws {
+        let (peer, address) = try await BumblePairingInteropTests.securePeer(arguments)
+        defer { peer.stop() }
+        let bonds = BumblePairingInteropTests.bondsDirectory()
+        defer { removeTree(bonds) }
+        try await withTimeout(60, what) { try await body(peer, address, bonds) }
+    }
+
     // MARK: - Our central against a hostile peripheral
 
     @Test("hole 1 (central): a peripheral distributing a bonded device's identity is refused; the bond stays byte-identical")
     func centralRefusesAClaimedIdentity() async throws {
-        let (peer, address) = try await BumblePairingInteropTests.securePeer([
+        try await BumbleHostileSecurityTests.withSecurePeer([
             "--pairing", "sc", "--pairing-io", "none", "--claim-identity", "00:11:22:33:44:55/public",
-        ])
-        defer { peer.stop() }
-        let bonds = BumblePairingInteropTests.bondsDirectory()
-        defer { removeTree(bonds) }
-        try await withTimeout(60, "a claimed identity") {
+        ], "a claimed identity") { peer, address, bonds in
             let adapter = try await BumblePairingInteropTests.adapter(peer, bonds: bonds)
             let victim = Self.victimBond(local: adapter.address.address, identity: Self.victim, pairedAs: "central")
             try await adapter.saveBond(victim)
@@ -82,11 +90,7 @@ struct BumbleHostileSecurityTests {
 
     @Test("hole 7 (central): an all-zero IRK fails the pairing; nothing is stored")
     func centralRefusesAZeroIRK() async throws {
-        let (peer, address) = try await BumblePairingInteropTests.securePeer(["--pairing", "sc", "--pairing-io", "none", "--zero-irk"])
-        defer { peer.stop() }
-        let bonds = BumblePairingInteropTests.bondsDirectory()
-        defer { removeTree(bonds) }
-        try await withTimeout(60, "an all-zero IRK") {
+        try await BumbleHostileSecurityTests.withSecurePeer(["--pairing", "sc", "--pairing-io", "none", "--zero-irk"], "an all-zero IRK") { peer, address, bonds in
             let adapter = try await BumblePairingInteropTests.adapter(peer, bonds: bonds)
             let device = try await adapter.connect(to: address)
             do throws(BLEError) {
@@ -305,11 +309,7 @@ struct BumbleRepairTests {
 
     @Test("a bond whose link address is this device's but whose identity is another's is never used for it")
     func linkAddressIsNotIdentity() async throws {
-        let (peer, address) = try await BumblePairingInteropTests.securePeer(["--pairing", "sc", "--pairing-io", "none"])
-        defer { peer.stop() }
-        let bonds = BumblePairingInteropTests.bondsDirectory()
-        defer { removeTree(bonds) }
-        try await withTimeout(60, "a link address that is not an identity") {
+        try await BumbleHostileSecurityTests.withSecurePeer(["--pairing", "sc", "--pairing-io", "none"], "a link address that is not an identity") { peer, address, bonds in
             let adapter = try await BumblePairingInteropTests.adapter(peer, bonds: bonds)
             // Made earlier by someone at this device's address who distributed identity A.
             var other = BumbleHostileSecurityTests.victimBond(
