@@ -1,6 +1,8 @@
 import BLE
 import Foundation
 import Testing
+import Host
+import HCI
 import TestSupport
 
 #if canImport(Glibc)
@@ -99,8 +101,25 @@ struct ScanSecondPassTests {
         #expect(lines.count == 5, "\(lines)")
         #expect(lines.last == "2 devices")
         #expect(lines.first.map { $0.range(of: #"^NEW \d+\.\d{3}  "#, options: .regularExpression) != nil } == true, "\(lines)")
-        #expect(lines.contains { $0.hasPrefix("CHG ") && $0.contains("\"CC2650 SensorTag\"") })
+        #expect(lines.contains { $0.hasPrefix("CHG ") && $0.contains("\"CC2650 SensorTag\"") && $0.hasSuffix("(name changed)") }, "\(lines)")
         #expect(try parse(["scan", "--rssi-changes"]).command == .scan({ var o = ScanCommandOptions(); o.rssiChanges = true; return o }()))
+    }
+
+    /// Issue 37 item 13: a change nobody sees on the line (an empty scan response arriving, the
+    /// data's order of flags) is no CHG; a change names its field.
+    @Test func onlyShownChangesAreChanges() {
+        var device = DiscoveredDevice(address: BluetoothAddress("C0:00:00:00:00:01")!, addressType: .random)
+        device.advertisingData = [0x02, 0x01, 0x06]
+        device.isConnectable = true
+        let before = ScanCommand.Shown(device, identity: nil, rssi: false)
+        var withEmptyResponse = device
+        withEmptyResponse.scanResponseData = []
+        withEmptyResponse.rssi = -40
+        #expect(ScanCommand.Shown(withEmptyResponse, identity: nil, rssi: false) == before)
+        var named = device
+        named.summary = AdvertisingData([0x02, 0x01, 0x06, 0x04, 0x09, 0x41, 0x42, 0x43]).summary
+        #expect(ScanCommand.Shown(named, identity: nil, rssi: false).changes(from: before) == ["name"])
+        #expect(ScanCommand.Shown(withEmptyResponse, identity: nil, rssi: true).changes(from: ScanCommand.Shown(device, identity: nil, rssi: true)) == ["rssi"])
     }
 
     @Test func allReportsDecodeTheirStructures() async {

@@ -23,12 +23,36 @@ struct ScanCommand {
         case tick
     }
 
-    /// What a device's line shows, to tell a change worth a `CHG` line from RSSI wobble.
+    /// What a device's line shows: a `CHG` line only when one of these changes (not for an
+    /// empty scan response's event type, or RSSI wobble), naming what changed.
     struct Shown: Equatable {
-        var data: [UInt8]
-        var scanResponse: [UInt8]?
+        var name: String?
+        var services: [BluetoothUUID]
+        var manufacturer: [String]
         var connectable: Bool
+        var identity: PeerAddress?
         var rssi: Int8?
+
+        init(_ device: DiscoveredDevice, identity: PeerAddress?, rssi: Bool) {
+            name = device.name
+            services = device.serviceUUIDs
+            manufacturer = device.manufacturerData.map { hex($0.companyID, 4) + Hex.encode($0.data) }
+            connectable = device.isConnectable
+            self.identity = identity
+            self.rssi = rssi ? device.rssi : nil
+        }
+
+        /// The fields that differ from `before`, as the line names them.
+        func changes(from before: Shown) -> [String] {
+            var changed: [String] = []
+            if name != before.name { changed.append("name") }
+            if services != before.services { changed.append("services") }
+            if manufacturer != before.manufacturer { changed.append("manufacturer data") }
+            if connectable != before.connectable { changed.append("connectable") }
+            if identity != before.identity { changed.append("identity") }
+            if rssi != before.rssi { changed.append("rssi") }
+            return changed
+        }
     }
 
     var options: ScanCommandOptions
@@ -94,14 +118,13 @@ struct ScanCommand {
                         status: left.map { "scanning, \(Int($0.rounded(.up))) s left" }, output: &output)
                 } else {
                     // Not on a terminal: NEW once, CHG for a change worth a line.
-                    let now = Shown(
-                        data: device.advertisingData, scanResponse: device.scanResponseData, connectable: device.isConnectable,
-                        rssi: options.rssiChanges ? device.rssi : nil)
+                    let now = Shown(device, identity: identity, rssi: options.rssiChanges)
                     let before = shown[device.address]
                     guard before != now else { continue }
                     shown[device.address] = now
                     let time = format3(seconds(clock.now - started))
-                    output.writeLine((before == nil ? "NEW " : "CHG ") + time + "  " + Self.line(device, identity: identity))
+                    let changed = before.map { "  (" + now.changes(from: $0).joined(separator: ", ") + " changed)" } ?? ""
+                    output.writeLine((before == nil ? "NEW " : "CHG ") + time + "  " + Self.line(device, identity: identity) + changed)
                 }
             case .ended(let error):
                 failure = error
