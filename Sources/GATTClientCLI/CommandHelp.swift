@@ -90,7 +90,7 @@ public let commandHelpText: [String: String] = [
           few seconds, then round-trip text through the Bluefruit LE UART.
         """,
     "scan": """
-        gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--passive] [--all-reports]
+        gattclient scan [--duration S] [--name TEXT] [--service UUID] [--min-rssi DBM] [--manufacturer ID] [--passive] [--all-reports]
                         [--rssi-changes]
           Advertisers, ADV and SCAN_RSP merged per device (active scan by default: a SensorTag sends its name
           only in its scan response). On a terminal the list updates in place with a ticking countdown, in

@@ -354,7 +354,7 @@ let commandOptionNames: [String: [String]] = [
         "--time", "--date",
     ],
     "monitor": ["--duration", "--conn", "--handle", "--att-only", "--adv-only"],
-    "scan": ["--duration", "--name", "--service", "--min-rssi", "--passive", "--all-reports", "--rssi-changes"],
+    "scan": ["--duration", "--name", "--service", "--min-rssi", "--manufacturer", "--passive", "--all-reports", "--rssi-changes"],
     "sensortag": ["--random", "--sensors", "--period", "--count", "--duration", "--csv"],
     "uart": ["--random", "--send", "--controller", "--with-response", "--duration", "--linger", "--text", "--raw", "--eol"],
     "watch": ["--random", "--service", "--count", "--duration"],
@@ -419,7 +419,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     /// Options that take a value, per command.
     let valued: Set<String> = [
         "--conn", "--handle", "--services", "--duration", "--multiple", "--text", "--count", "--name", "--service",
-        "--min-rssi", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
+        "--min-rssi", "--manufacturer", "--sensors", "--period", "--csv", "--send", "--controller", "--database", "--mtu",
         "--io-capability", "--passkey", "--write", "--linger", "--config", "--mqtt", "--client-id", "--username", "--password-file",
         "--tls-ca", "--qos", "--queue", "--command-queue", "-w", "--from", "--to", "--max-bonds", "--eol",
     ]
@@ -691,6 +691,17 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             case "--min-rssi":
                 guard let dbm = Int(value ?? ""), (-127...20).contains(dbm) else { throw UsageError("--min-rssi needs dBm like -70, not '\(value ?? "")'") }
                 scan.minimumRSSI = dbm
+            case "--manufacturer":
+                // A Company Identifier (Assigned Numbers): 0x004C or 76, one reading each.
+                let text = value ?? ""
+                let parsed: UInt16? =
+                    text.lowercased().hasPrefix("0x") && text.count > 2
+                    ? UInt16(text.dropFirst(2), radix: 16)
+                    : (text.first != "0" || text == "0") ? UInt16(text) : nil
+                guard let id = parsed else {
+                    throw UsageError("--manufacturer needs a Company Identifier like 0x004C or 76 (no leading zero), not '\(text)'")
+                }
+                scan.manufacturer = id
             case "--passive": scan.passive = true
             case "--all-reports": scan.allReports = true
             case "--rssi-changes": scan.rssiChanges = true

@@ -14,6 +14,8 @@ public struct ScanFilter: Hashable, Sendable {
     public var service: BluetoothUUID?
     /// The weakest RSSI shown, in dBm (devices without an RSSI pass).
     public var minimumRSSI: Int?
+    /// A Company Identifier the device's Manufacturer Specific Data must carry (`--manufacturer`).
+    public var manufacturer: UInt16?
 
     public init(name: String? = nil, service: BluetoothUUID? = nil, minimumRSSI: Int? = nil) {
         self.name = name
@@ -23,7 +25,7 @@ public struct ScanFilter: Hashable, Sendable {
     }
 
     /// True when no condition is given.
-    public var isEmpty: Bool { name == nil && service == nil && minimumRSSI == nil }
+    public var isEmpty: Bool { name == nil && service == nil && minimumRSSI == nil && manufacturer == nil }
 
     /// Whether a merged device (ADV and SCAN_RSP data together) passes.
     public func matches(_ device: DiscoveredDevice) -> Bool {
@@ -46,6 +48,7 @@ public struct ScanFilter: Hashable, Sendable {
             return false
         }
         if let minimumRSSI, let rssi, Int(rssi) < minimumRSSI { return false }
+        if let manufacturer, !summary.manufacturerData.contains(where: { $0.companyID == manufacturer }) { return false }
         return true
     }
 

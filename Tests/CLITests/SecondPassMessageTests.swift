@@ -122,6 +122,24 @@ struct ScanSecondPassTests {
         #expect(ScanCommand.Shown(withEmptyResponse, identity: nil, rssi: true).changes(from: ScanCommand.Shown(device, identity: nil, rssi: true)) == ["rssi"])
     }
 
+    /// Issue 37 item 18: `scan --manufacturer ID` keeps the devices whose Manufacturer Specific
+    /// Data carries that Company Identifier; the ID is read one way only.
+    @Test func manufacturerFilter() throws {
+        var apple = DiscoveredDevice(address: BluetoothAddress("C0:00:00:00:00:02")!, addressType: .random)
+        apple.summary = AdvertisingData([0x05, 0xFF, 0x4C, 0x00, 0x02, 0x15]).summary
+        let plain = DiscoveredDevice(address: BluetoothAddress("C0:00:00:00:00:03")!, addressType: .random)
+        var filter = ScanFilter()
+        filter.manufacturer = 0x004C
+        #expect(filter.matches(apple) && !filter.matches(plain))
+        for (text, id) in [("0x004C", UInt16(0x004C)), ("76", 76), ("0", 0), ("0xffff", 0xFFFF)] {
+            guard case .scan(let options) = try parse(["scan", "--manufacturer", text]).command else { Issue.record("not a scan"); continue }
+            #expect(options.manufacturer == id, "\(text)")
+        }
+        for text in ["076", "0x", "65536", "apple", "-1"] {
+            #expect(throws: UsageError.self, "\(text)") { _ = try parse(["scan", "--manufacturer", text]) }
+        }
+    }
+
     @Test func allReportsDecodeTheirStructures() async {
         let run = await runInProcess(["--transport", "sim", "scan", "--duration", "1", "--all-reports"])
         #expect(run.code == 0)

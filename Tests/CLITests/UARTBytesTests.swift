@@ -46,6 +46,11 @@ struct UARTBytesTests {
         let raw = try await Self.echoed(input)
         #expect(raw.code == 0)
         #expect(raw.octets == input, "\(Array(raw.octets)) != \(input)")
+        // A fast pipe: more Write Commands at once than the link queues; they wait for room.
+        let big = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let fast = try await Self.echoed(big)
+        #expect(fast.code == 0)
+        #expect(fast.octets == big, "\(fast.octets.count) of \(big.count) octets echoed")
         let text = try await Self.echoed(Array("a\nb".utf8), ["--text", "--eol", "crlf"])
         #expect(text.code == 0)
         #expect(text.octets == Array("a\r\nb\r\n".utf8))

@@ -157,7 +157,9 @@ struct ScanCommand {
     }
 
     private var filter: ScanFilter {
-        ScanFilter(name: options.name, service: options.service, minimumRSSI: options.minimumRSSI)
+        var filter = ScanFilter(name: options.name, service: options.service, minimumRSSI: options.minimumRSSI)
+        filter.manufacturer = options.manufacturer
+        return filter
     }
 
     private func passes(_ device: DiscoveredDevice) -> Bool { filter.matches(device) }
@@ -303,6 +305,8 @@ public struct ScanCommandOptions: Equatable, Sendable {
     public var name: String?
     public var service: BluetoothUUID?
     public var minimumRSSI: Int?
+    /// `--manufacturer ID`: only devices whose Manufacturer Specific Data has this Company ID.
+    public var manufacturer: UInt16?
     public var passive = false
     public var allReports = false
     /// `--rssi-changes`: an RSSI change alone is worth a `CHG` line.

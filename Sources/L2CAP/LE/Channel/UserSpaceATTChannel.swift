@@ -1,3 +1,4 @@
+import Bluetooth
 import ATT
 
 /// The ATT bearer's channel on the fixed ATT CID (0x0004) of an LE connection whose L2CAP runs in
@@ -43,12 +44,23 @@ public final class UserSpaceATTChannel: ATTBatchReceivingChannel {
         try await queue.receiveAll(into: &sdus)
     }
 
-    /// Queues one ATT PDU.
-    /// - Throws: `L2CAPError` — `.queueFull`, `.channelClosed` after `close()`, `.disconnected`
-    ///   or `.transportClosed` once the link is gone, `.invalidArgument` for an empty SDU.
+    /// Queues one ATT PDU. When the link's queue is full (a burst of Write Commands, which ATT
+    /// itself never paces), waits — event-driven, as the controller completes packets — until
+    /// the link's data has gone, then queues it: back-pressure, not a failure.
+    /// - Throws: `L2CAPError` — `.queueFull` when nothing drained within the ATT transaction
+    ///   timeout (30 s), `.channelClosed` after `close()`, `.disconnected` or `.transportClosed`
+    ///   once the link is gone, `.invalidArgument` for an empty SDU.
     public func send(_ sdu: [UInt8]) async throws {
-        try host.send(sdu, handle: handle, id: id, status: status)
+        do {
+            try host.send(sdu, handle: handle, id: id, status: status)
+        } catch .queueFull {
+            await host.waitUntilSent(handle: handle, timeout: .seconds(30), clock: sendClock)
+            try host.send(sdu, handle: handle, id: id, status: status)
+        }
     }
+
+    /// The clock that bounds waiting for room in the link's queue.
+    private let sendClock: any BluetoothClock = SystemClock()
 
     /// Typed-throwing form of `send(_:)`, without suspension.
     public func sendNow(_ sdu: [UInt8]) throws(L2CAPError) {
