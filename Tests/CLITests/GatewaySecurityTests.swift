@@ -79,6 +79,9 @@ struct GatewaySecurityTests {
             (Self.tag + "/180F/2A19/set", "00"),  // listed for read, not for write
             ("test/policy/dev/11:22:33:44:55:66/180F/2A19/read", ""),  // not a device of the configuration
             (Self.thermometer + "/1809/2A1D/read", ""),  // listed, needs pairing: refused, not paired
+            (Self.tag + "/FFFF/2A19/read", ""),  // listed characteristic, under a service the device lacks
+            (Self.tag + Self.irPeriod + "/set", "zz"),  // not hex
+            (Self.tag + Self.irPeriod + "/set", String(repeating: "00", count: 600)),  // over 512 octets
         ]
         for command in commands {
             client.publish(MQTTMessage(topic: command.topic, payload: Array(command.payload.utf8), qos: 0))
@@ -113,11 +116,21 @@ struct GatewaySecurityTests {
         let securedError = secured["error"] as? String ?? ""
         #expect(secured["ok"] as? Bool == false && securedError.contains("never pairs"), "\(securedError)")
         #expect(securedError.lowercased().contains("insufficient authentication"), "\(securedError)")
+        let wrongService = try await result(commands[6].topic)
+        #expect(
+            wrongService["ok"] as? Bool == false
+                && (wrongService["error"] as? String)?.contains("no characteristic 2A19 in service FFFF") == true, "\(wrongService)")
+        #expect(!collector.messages.withLock { $0.contains { $0.topic == Self.tag + "/FFFF/2A19" } }, "no value under a made-up service")
+        let notHex = try #require(
+            try await collector.first(30, "the refusal of a payload that is not hex") {
+                $0.topic == Self.tag + Self.irPeriod + "/result" && ($0.json?["error"] as? String)?.contains("octets of hex") == true
+            }.json)
+        #expect(notHex["ok"] as? Bool == false)
         let run = await gateway.value
         #expect(run.code == 0, "\(run.stderr)")
         // Counted and said: the first refusal at once, the total at the end.
         #expect(run.stderr.contains("command refused as not allowed"), "\(run.stderr)")
-        #expect(run.stderr.contains("3 commands refused: 3 not allowed, 0 for a full queue"), "\(run.stderr)")
+        #expect(run.stderr.contains("5 commands refused: 3 not allowed, 0 for a full queue (64), 2 invalid"), "\(run.stderr)")
         #expect(!run.stderr.lowercased().contains("pairing"), "no pairing was started: \(run.stderr)")
     }
 

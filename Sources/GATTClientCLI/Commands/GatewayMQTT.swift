@@ -134,10 +134,11 @@ final class GatewayBroker: Sendable {
         if let gate = gate.withLock({ $0 }) {
             await gate.stop()
             let refused = gate.refused
-            if refused.notAllowed + refused.queueFull > 0 {
+            let total = refused.notAllowed + refused.queueFull + refused.invalid
+            if total > 0 {
                 printError(
-                    "gattclient: mqtt: \(refused.notAllowed + refused.queueFull) commands refused: \(refused.notAllowed) not allowed, "
-                        + "\(refused.queueFull) for a full queue (\(gate.capacity))", to: errors)
+                    "gattclient: mqtt: \(total) commands refused: \(refused.notAllowed) not allowed, "
+                        + "\(refused.queueFull) for a full queue (\(gate.capacity)), \(refused.invalid) invalid", to: errors)
             }
         }
         finishing.withLock { finished in
@@ -189,14 +190,18 @@ final class GatewayCommandGate: Sendable {
     struct Command: Sendable {
         var request: Request
         var address: BluetoothAddress
-        var service: String
+        var service: BluetoothUUID
         var characteristic: BluetoothUUID
+        /// A `set`'s value, decoded and checked on arrival (empty for `read`).
         var payload: [UInt8]
     }
 
+    /// The longest value a `set` may carry (an attribute value's maximum, Vol 3 Part F §3.2.9).
+    static let maximumValue = 512
+
     /// Why a command was refused, for the counts.
     enum Refusal: Sendable {
-        case notAllowed, queueFull
+        case notAllowed, queueFull, invalid
     }
 
     private struct State {
@@ -207,6 +212,7 @@ final class GatewayCommandGate: Sendable {
         var pending = 0
         var refusedNotAllowed = 0
         var refusedQueueFull = 0
+        var refusedInvalid = 0
         var ignoredRetained = 0
         var stopped = false
         var tasks: [BluetoothAddress: Task<Void, Never>] = [:]
@@ -234,8 +240,8 @@ final class GatewayCommandGate: Sendable {
 
     /// Commands refused so far: not allowed (unknown device, unlisted characteristic, a topic
     /// that names neither) and for a full queue.
-    var refused: (notAllowed: Int, queueFull: Int) {
-        state.withLock { ($0.refusedNotAllowed, $0.refusedQueueFull) }
+    var refused: (notAllowed: Int, queueFull: Int, invalid: Int) {
+        state.withLock { ($0.refusedNotAllowed, $0.refusedQueueFull, $0.refusedInvalid) }
     }
 
     /// A message on a command topic (the network thread: decides at once, never waits).
@@ -259,10 +265,14 @@ final class GatewayCommandGate: Sendable {
         let (addressText, service, characteristicText) = (
             String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self), String(decoding: parts[2], as: UTF8.self)
         )
-        let base = "\(prefix)/dev/\(addressText)/\(service)/\(characteristicText)"
-        guard let address = BluetoothAddress(addressText), let characteristic = BluetoothUUID(characteristicText) else {
-            return refuse(base, request, "the topic names no device address and characteristic UUID", .notAllowed)
+        var base = "\(prefix)/dev/\(addressText)/\(service)/\(characteristicText)"
+        guard let address = BluetoothAddress(addressText), let serviceUUID = BluetoothUUID(service),
+            let characteristic = BluetoothUUID(characteristicText)
+        else {
+            return refuse(base, request, "the topic names no device address, service UUID and characteristic UUID", .notAllowed)
         }
+        // Answers (and values) go to the canonical topic, as the gateway publishes it.
+        base = "\(prefix)/dev/\(address)/\(jsonUUID(serviceUUID))/\(jsonUUID(characteristic))"
         guard let commands = policy.commands(of: address) else {
             return refuse(base, request, "\(address) is not a device of this gateway", .notAllowed)
         }
@@ -273,7 +283,19 @@ final class GatewayCommandGate: Sendable {
                 base, request, "\(jsonUUID(characteristic)) is not in the configuration's commands.\(list) for \(address): refused",
                 .notAllowed)
         }
-        let command = Command(request: request, address: address, service: service, characteristic: characteristic, payload: payload)
+        // A set's value decoded and bounded on arrival: what waits in the queue is at most
+        // `maximumValue` octets, whatever a publisher sends.
+        var value: [UInt8] = []
+        if request == .set {
+            guard payload.count <= 4 * Self.maximumValue + 64, let decoded = GatewayEngine.commandValue(payload), !decoded.isEmpty,
+                decoded.count <= Self.maximumValue
+            else {
+                return refuse(
+                    base, request, "the payload is not 1 to \(Self.maximumValue) octets of hex (or {\"value\": \"hex\"})", .invalid)
+            }
+            value = decoded
+        }
+        let command = Command(request: request, address: address, service: serviceUUID, characteristic: characteristic, payload: value)
         enum Outcome { case queued, start, full, backlog(Int), stopped }
         // Back-pressure: the answers (and values) of accepted commands wait in the outbox at
         // QoS 1 until the broker takes them; while it is behind, no more are accepted.
@@ -341,11 +363,19 @@ final class GatewayCommandGate: Sendable {
             case .queueFull:
                 state.refusedQueueFull += 1
                 return state.refusedQueueFull
+            case .invalid:
+                state.refusedInvalid += 1
+                return state.refusedInvalid
             }
         }
         // The first, then each tenfold: a flood says a handful of lines, with the running count.
         guard Self.isMilestone(count) else { return }
-        let kind = refusal == .queueFull ? "for a full queue" : "as not allowed"
+        let kind: String
+        switch refusal {
+        case .queueFull: kind = "for a full queue"
+        case .notAllowed: kind = "as not allowed"
+        case .invalid: kind = "as invalid"
+        }
         printError(
             "gattclient: warning: mqtt: command refused \(kind): \(message) (\(count) refused \(kind) so far; each answered on …/result)",
             to: errors)
@@ -362,7 +392,7 @@ extension GatewayEngine {
     /// Runs one accepted command against its device (never pairing: a peer that wants a secure
     /// link gets the error) and answers on `…/result`.
     func command(_ command: GatewayCommandGate.Command) async {
-        let base = "\(prefix)/dev/\(command.address)/\(command.service)/\(jsonUUID(command.characteristic))"
+        let base = "\(prefix)/dev/\(command.address)/\(jsonUUID(command.service))/\(jsonUUID(command.characteristic))"
         func answer(_ fields: [(String, JSONValue)]) {
             sink.send(
                 topic: base + "/result",
@@ -377,19 +407,23 @@ extension GatewayEngine {
             return failed("\(command.address) is not connected now")
         }
         do throws(BLEError) {
+            // The topic's service must hold the characteristic (never a value published under a
+            // service of the publisher's choosing).
+            let services = try await peripheral.services()
+            guard services.contains(where: { $0.uuid == command.service && $0.characteristics.contains { $0.uuid == command.characteristic } })
+            else {
+                return failed("\(command.address) has no characteristic \(jsonUUID(command.characteristic)) in service \(jsonUUID(command.service))")
+            }
             switch command.request {
             case .read:
                 let value = try await peripheral.read(command.characteristic, raisingSecurity: false)
                 Self.publishValue(
-                    value, service: BluetoothUUID(command.service), characteristic: command.characteristic, read: true,
+                    value, service: command.service, characteristic: command.characteristic, read: true,
                     base: "\(prefix)/dev/\(command.address)", sink: sink)
                 answer([("ok", .bool(true)), ("value", .string(Hex.encode(value)))])
             case .set:
-                guard let value = Self.commandValue(command.payload) else {
-                    return failed("the payload is not hex (or {\"value\": \"hex\"})")
-                }
-                try await peripheral.write(value, to: command.characteristic, raisingSecurity: false)
-                answer([("ok", .bool(true)), ("value", .string(Hex.encode(value)))])
+                try await peripheral.write(command.payload, to: command.characteristic, raisingSecurity: false)
+                answer([("ok", .bool(true)), ("value", .string(Hex.encode(command.payload)))])
             }
         } catch {
             switch error.attError {
