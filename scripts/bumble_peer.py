@@ -1146,6 +1146,15 @@ async def run_command(line: str, devices: dict) -> str:
             return 'RESULT ok request-security'
         if verb == 'disconnect':
             reason = int(words[2], 0) if len(words) > 2 else hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR
+            # What the device counted as sent is on the air before the link goes: Bumble's host
+            # queues ACL data behind the controller's credits while HCI_Disconnect goes at once,
+            # so a notification just counted would be dropped with the link (seen under load).
+            queue = device.host.le_acl_packet_queue or device.host.acl_packet_queue
+            if queue is not None:
+                try:
+                    await asyncio.wait_for(queue.drain(connection.handle), 2)
+                except (ValueError, asyncio.TimeoutError):
+                    pass  # nothing sent on it yet, or not drained in 2 s: disconnect anyway
             await asyncio.wait_for(connection.disconnect(reason), 5)
             return 'RESULT ok disconnect'
     except Exception as error:  # Bumble raises protocol-specific exception types.
