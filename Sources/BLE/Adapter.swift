@@ -340,7 +340,12 @@ public actor Adapter {
             do {
                 try await peripheral.openEnhancedBearers(count, trace: hooks.trace)
             } catch where error.kind == "eattRefused" && !options.enhancedBearersRequired {
-                // Said, and the link goes on with its unenhanced bearer (`--eatt-required` fails).
+                // Said, and the link goes on with its unenhanced bearer (`--eatt-required` fails)
+                // — if it is still there.
+                guard await peripheral.state == .connected else {
+                    await peripheral.disconnect()
+                    throw error
+                }
                 options.warning("warning: \(error.message); going on with the unenhanced ATT bearer")
             } catch {
                 await peripheral.disconnect()

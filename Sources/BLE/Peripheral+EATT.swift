@@ -29,7 +29,16 @@ extension Peripheral {
             throw BLEError(
                 "Enhanced ATT: \(type(of: session.central).linkControlRefusal)", kind: "usage", exitCode: .usage)
         }
-        if securityLevel < .encrypted, !session.link.encryptionRecorded { try await ensureSecurity(.encrypted) }
+        if securityLevel < .encrypted, !session.link.encryptionRecorded {
+            do {
+                try await ensureSecurity(.encrypted)
+            } catch {
+                // Enhanced ATT needs an encrypted link; one that cannot be had is the peer's
+                // answer to Enhanced ATT as much as a refused channel is.
+                throw BLEError(
+                    "Enhanced ATT needs an encrypted link, and \(peer)'s could not be encrypted (\(error.message))", kind: "eattRefused")
+            }
+        }
         let channels: [EnhancedBearerChannel]
         do {
             channels = try await open(count)

@@ -22,15 +22,22 @@ public let commandHelpText: [String: String] = [
     "bonds": """
         gattclient bonds
           The bonds of the adapter's controller address: identity, Secure Connections or legacy,
-          authenticated or not, key size, when. --json prints each bond file, keys included.
+          authenticated or not, key size, when. --json prints each bond file, keys included. Without
+          --transport no controller is needed: every local address's bonds in the store, each named.
           examples:
+            gattclient bonds
             gattclient --transport sim bonds
             gattclient --json --transport hci-user:0 bonds   # needs a controller (the bonds of its address)
         """,
     "unpair": """
         gattclient unpair ADDR
           Forgets the bond with ADDR (its file is removed); the next --security or pair pairs anew.
+          ADDR is the identity (a private address its IRK resolves names it too); typed without
+          /random it is the bond of that type, else the one device with those bits (two: listed, exit 64).
+          Without --transport: from the store alone (every local address; the kernel's keys stay);
+          with --transport hciN the kernel's keys go too.
           examples:
+            gattclient unpair 00:11:22:33:44:55
             gattclient --transport sim:thermometer unpair C4:7E:11:09:2A:1C/random   # after pairing with it
         """,
     "shell": """

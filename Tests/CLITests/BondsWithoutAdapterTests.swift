@@ -1,6 +1,7 @@
 @testable import BLE
 import Bluetooth
 import Foundation
+import Security
 import Testing
 import TestSupport
 
@@ -41,7 +42,7 @@ struct BondsWithoutAdapterTests {
         // Typed without /random: one device has those bits, so it is that one.
         let removed = await Self.run(["--bonds", directory, "unpair", "C0:11:22:33:44:66"])
         #expect(removed.code == 0, "\(removed.stderr)")
-        #expect(removed.stdout.contains("forgot the bond with C0:11:22:33:44:66 on 00:1B:DC:E0:6B:02"), "\(removed.stdout)")
+        #expect(removed.stdout.contains("forgot the bond with C0:11:22:33:44:66 (random) on 00:1B:DC:E0:6B:02"), "\(removed.stdout)")
         #expect(removed.stdout.contains("the store only"), "the kernel's keys are not touched, and it says so")
         #expect(store.bonds(local: BluetoothAddress("00:1B:DC:E0:6B:02")!).isEmpty)
         let missing = await Self.run(["--bonds", directory, "unpair", "C0:11:22:33:44:66"])
@@ -59,6 +60,22 @@ struct BondsWithoutAdapterTests {
         #expect(ambiguous.code == 64, "\(ambiguous.stderr)")
         #expect(ambiguous.stderr.contains("00:1B:DC:E0:6B:01") && ambiguous.stderr.contains("00:1B:DC:E0:6B:02"), "\(ambiguous.stderr)")
         #expect(store.bonds(local: BluetoothAddress("00:1B:DC:E0:6B:01")!).count == 1)
+    }
+
+    @Test("unpair by the resolvable private address a bonded IRK resolves")
+    func unpairByPrivateAddress() async throws {
+        let directory = NSTemporaryDirectory() + "bonds-rpa-\(UInt64.random(in: 0...UInt64.max))"
+        defer { removeTree(directory) }
+        var bond = Self.bond(local: "00:1B:DC:E0:6B:01", identity: "C0:11:22:33:44:77", .random)
+        let irk: [UInt8] = (0..<16).map { UInt8(0x30 + $0) }
+        bond.peerIRK = irk
+        try BondStore(directory: directory).save(bond)
+        let prand: [UInt8] = [0x5A, 0x01, 0x02]
+        let hash = try SecurityFunctions.ah(Array(irk.reversed()), prand)
+        let rpa = BluetoothAddress(rawValue: (prand + hash).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })!
+        let removed = await Self.run(["--bonds", directory, "unpair", rpa.description + "/random"])
+        #expect(removed.code == 0, "\(removed.stderr)")
+        #expect(removed.stdout.contains("forgot the bond with C0:11:22:33:44:77 (random)"), "\(removed.stdout)")
     }
 
     @Test("a bond directory that is a file is an error, not \"no bonds\"")

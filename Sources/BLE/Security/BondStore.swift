@@ -250,6 +250,12 @@ package enum BondStoreError: Error, Hashable, Sendable, CustomStringConvertible 
 
     package var description: String {
         switch self {
+        case .identityBonded(let identity, let claimedBy, let bondedAs) where claimedBy == identity:
+            // The device itself (by the address it is bonded under) pairing anew.
+            return "\(identity) is bonded already and paired anew: refused (the bond is kept; "
+                + (bondedAs == "central"
+                    ? "`gattclient pair \(identity.address) --force` with it replaces it)"
+                    : "a central that lost it pairs again once it is removed: `gattclient unpair \(identity.address)`)")
         case .identityBonded(let identity, let claimedBy, let bondedAs):
             return "\(claimedBy) distributed the identity address \(identity), which is another device's bond: refused "
                 + "(the bond with \(identity) is kept; "
@@ -261,7 +267,7 @@ package enum BondStoreError: Error, Hashable, Sendable, CustomStringConvertible 
         case .invalidIdentity(let identity, let why): return "the identity address \(identity) is refused: \(why)"
         case .invalidIRK(let identity): return "\(identity) distributed an all-zero IRK: refused"
         case .full(let limit):
-            return "\(limit) bonds made as peripheral are stored already (the maximum): a new one is refused; "
+            return "\(limit) bond\(limit == 1 ? "" : "s") made as peripheral \(limit == 1 ? "is" : "are") stored already (the maximum): a new one is refused; "
                 + "remove one with `gattclient unpair` or raise the maximum"
         case .file(let error): return "\(error)"
         }

@@ -235,7 +235,9 @@ actor KernelPairingAgent {
             guard let (bond, persistent) = collector.receive(event) else { return }
             // A pairing we asked for (pair, --security) may replace the bond of the device we
             // asked about, and no other (BondStore: never another device's identity).
-            let asked = (expected.contains(bond.peer) || requested.contains(bond.peer)) && bond.identity == bond.peer
+            // Asked for by the identity it distributed (a private link address asked for could
+            // distribute anyone's).
+            let asked = expected.contains(bond.identity) || requested.contains(bond.identity)
             keysArrived(for: [bond.identity, bond.peer])
             // Refused keys must not stay in the kernel either: it holds them already, ahead of the
             // bond it was loaded with (an identity another device's bond has, a short key).

@@ -46,7 +46,7 @@ extension Peripheral {
         // what was asked refuse the pairing, whether or not it bonds).
         var refusal: String?
         if let replacing, bond.peerIdentity != replacing {
-            refusal = "repairing \(replacing), the peer distributed the identity \(bond.peerIdentity): "
+            refusal = "repairing \(replacing), the peer distributed the identity \(bond.peerIdentity) (\(bond.identityType.jsonName)): "
                 + "the bond with \(replacing) is kept (`gattclient unpair \(replacing.address)` first if this device's identity changed)"
         } else if bond.securityLevel < required {
             refusal = "the pairing gave \(bond.securityLevel), not \(required) as asked; nothing is stored"
@@ -122,9 +122,10 @@ extension Peripheral {
                 outcome = try await manager.encrypt(with: key)
             } catch {
                 // MIC Failure (0x3D) ends the link: the two keys differ, the peer lost the bond.
+                // No pairing can follow on that link (--repair included): say how to pair anew.
                 throw BLEError(
                     "\(peer) no longer has the bond (the link ended on encryption: \(error)); pair again with "
-                        + "`gattclient pair \(peer.address) --force` or --repair", kind: "security")
+                        + "`gattclient pair \(bondPeer.address)\(bondPeer.type == .random ? "/random" : "") --force`", kind: "security")
             }
             if outcome.status == 0, outcome.enabled {
                 encryptedWithBond = bond.peerIdentity

@@ -197,6 +197,8 @@ struct PairCommand {
     var central: (any Central)? = nil
 
     func run(global: GlobalOptions, errors: Int32, output: inout BufferedOutput) async throws {
+        // A bond directory that cannot hold the bond is said before anything is paired.
+        if let problem = BondStore(directory: global.bonds).directoryProblem { throw CommandFailure(problem, kind: "bonds") }
         let connection = try await CommandConnection.open(peer, options: global, replayMatchAny: false, central: central)
         let adapter = connection.adapter
         let interactive = isatty(STDIN_FILENO) == 1
@@ -347,7 +349,9 @@ struct UnpairCommand {
     /// The one bond `peer` names among `bonds`: by identity with its type, else
     /// (an address typed without `/random`) by its bits alone when that is one device.
     static func bond(named peer: PeerAddress, in bonds: [Bond]) throws -> Bond? {
-        // By identity only: the address a bond was made on may be another device's.
+        // By identity only: the address a bond was made on may be another device's. A resolvable
+        // private address (as `pair` or `scan` showed it) names the identity its IRK resolves.
+        let peer = AddressResolver(bonds: bonds).identity(of: peer) ?? peer
         let typed = bonds.filter { $0.peerIdentity == peer }
         let matches = typed.isEmpty ? bonds.filter { $0.identity == peer.address } : typed
         let identities = Set(matches.map { "\($0.local)|\($0.peerIdentity)" })
@@ -399,7 +403,7 @@ struct UnpairCommand {
             output.writeLine(bytes: json.bytes)
         } else {
             output.writeLine(
-                "forgot the bond with \(removed.identity.address) on \(removed.local)"
+                "forgot the bond with \(removed.identity.address) (\(removed.identity.type.jsonName)) on \(removed.local)"
                     + (global.transport == nil && central == nil
                         ? " (the store only: with --transport hciN the kernel's keys go too)" : ""))
         }
