@@ -25,7 +25,7 @@ public let commandHelpText: [String: String] = [
           authenticated or not, key size, when. --json prints each bond file, keys included. Without
           --transport no controller is needed: every local address's bonds in the store, each named.
           examples:
-            gattclient bonds
+            gattclient bonds   # no controller needed: every local address's bonds in the default store
             gattclient --transport sim bonds
             gattclient --json --transport hci-user:0 bonds   # needs a controller (the bonds of its address)
         """,
@@ -37,7 +37,7 @@ public let commandHelpText: [String: String] = [
           Without --transport: from the store alone (every local address; the kernel's keys stay);
           with --transport hciN the kernel's keys go too.
           examples:
-            gattclient unpair 00:11:22:33:44:55
+            gattclient unpair 00:11:22:33:44:55   # needs a bond with it in the store (no controller needed)
             gattclient --transport sim:thermometer unpair C4:7E:11:09:2A:1C/random   # after pairing with it
         """,
     "shell": """
