@@ -54,6 +54,8 @@ public struct GlobalOptions: Equatable, Sendable {
     public var linkOptionNames: [String] = []
     /// `--eatt N`: Enhanced ATT bearers opened on the connection (after encryption).
     public var enhancedBearers: Int?
+    /// `--mtu N` (before or after a client command): the ATT_MTU our client offers.
+    public var clientMTU: Int?
     /// `--eatt-required`: a peer refusing Enhanced ATT fails the command (else a warning and the
     /// unenhanced bearer).
     public var enhancedBearersRequired = false
@@ -291,6 +293,7 @@ public let usageText: String = {
                                 needed); independent requests then run side by side; a peer that refuses
                                 them is said and the command goes on with the unenhanced bearer
       --eatt-required           with --eatt: a peer that refuses Enhanced ATT fails the command instead
+      --mtu N                   the ATT_MTU our client offers in Exchange MTU (23-517, default 517): small-MTU paths
       -v, -vv                   more detail on stderr (the ATT PDUs; the connection's parameters and events)
       -I, --interactive         the shell (gattclient -I ADDR is gattclient shell ADDR)
       --help, --version
@@ -310,7 +313,7 @@ let globalOptionNames = [
     "--transport", "-t", "--json", "--record", "--timeout", "--security", "--replay-conn", "--replay-match", "--strict",
     "--bonds", "--repair", "--min-key-size", "--no-cache", "-v", "--verbose", "-vv", "-h", "--help", "--version", "-I", "--interactive",
     "--interval", "--latency", "--supervision-timeout", "--phy", "--data-length", "--parameter-requests", "--eatt",
-    "--eatt-required",
+    "--eatt-required", "--mtu",
 ]
 
 extension GlobalOptions {
@@ -530,6 +533,13 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
             }
             options.enhancedBearers = count
             options.linkOptionNames.append(argument)
+        case "--mtu" where positional.first != "peripheral":
+            // The client's ATT_MTU (peripheral has its own --mtu, the server's).
+            let text = try take()
+            guard let mtu = Int(text), (23...517).contains(mtu), text == String(mtu) else {
+                throw UsageError("--mtu takes an ATT_MTU from 23 to 517, not '\(text)'")
+            }
+            options.clientMTU = mtu
         case "--eatt-required":
             if inlineValue != nil { throw UsageError("--eatt-required takes no value") }
             options.enhancedBearersRequired = true
@@ -827,6 +837,9 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
     case "services", "read", "write", "subscribe":
         return Invocation(options: options, command: try parseGATTCommand(name, rest, commandOptions))
     case "peripheral":
+        if options.clientMTU != nil {
+            throw UsageError("peripheral's --mtu is the server's Rx MTU: give it after the command (gattclient peripheral ... --mtu N)")
+        }
         return Invocation(options: options, command: .peripheral(try parsePeripheralCommand(rest, commandOptions)))
     case "shell":
         var random = false

@@ -53,14 +53,14 @@ package struct GATTSession {
             violationHandler = { violation in report(violation, peerName) }
         }
         let connection = ATTConnection(
-            channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: preferredMTU),
+            channel: bearerChannel, configuration: ATTBearer.Configuration(rxMTU: options.clientMTU),
             violationHandler: violationHandler)
         hooks.opened?(connection)
         let session = GATTSession(
             central: central, connection: connection, client: GATTClient(connection: connection), peer: peer,
             link: link, ownsCentral: ownsCentral)
         do {
-            _ = try await session.client.exchangeMTU(preferredMTU)
+            _ = try await session.client.exchangeMTU(options.clientMTU)
         } catch {
             await session.close()
             throw BLEError.gatt(error, doing: "exchanging the MTU with \(peer)")

@@ -22,6 +22,9 @@ package struct AdapterOptions: Sendable {
     package var bondsDirectory: String?
     /// `--repair`: a peer that lost its bond is paired again rather than refused.
     package var allowRepair = false
+    /// `--mtu N`: the ATT_MTU our client offers in Exchange MTU (23–517; default 517): a small one
+    /// tests a peripheral's small-MTU paths.
+    package var clientMTU = GATTSession.preferredMTU
     /// `--min-key-size N`: the smallest encryption key size (octets, 7–16) a pairing may give,
     /// on every transport; a smaller one fails the pairing before anything is stored.
     package var minimumKeySize = 16

@@ -27,6 +27,7 @@ extension GlobalOptions {
         options.link = link
         options.enhancedBearers = enhancedBearers
         options.enhancedBearersRequired = enhancedBearersRequired
+        if let clientMTU { options.clientMTU = clientMTU }
         options.parameterRequests = refuseParameterRequests ? .refuseAll : .acceptValid
         return options
     }
