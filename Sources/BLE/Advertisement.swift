@@ -81,6 +81,9 @@ public struct Advertisement: Hashable, Sendable {
     /// The bonded identity behind ``peer`` when it is a resolvable private address an IRK of
     /// ours resolves (the device's address changes; its identity does not); nil otherwise.
     public var identity: PeerAddress?
+    /// Whether this is one scan response on its own (``ScanOptions/everyReport``); false for a
+    /// merged device and for advertising reports.
+    public var isScanResponse = false
 
     /// An advertisement with every field given.
     public init(
@@ -109,6 +112,7 @@ public struct Advertisement: Hashable, Sendable {
             isConnectable: report.isConnectable, serviceUUIDs: summary.serviceUUIDs,
             manufacturerData: summary.manufacturerData, serviceData: summary.serviceData,
             txPower: (summary.txPowerLevel ?? report.txPower).map(Int.init), data: report.data)
+        isScanResponse = report.isScanResponse
     }
 
     package init(_ device: DiscoveredDevice) {

@@ -79,6 +79,34 @@ struct GatewayTests {
         #expect(!messages.contains { $0["topic"] as? String == "home/ble/adv/54:6C:0E:9A:3B:01" })
     }
 
+    /// Issue 37 item 5: `match` criteria hold on the merged advertisement (the counters list
+    /// their service in ADV_IND and their name in SCAN_RSP, as the README's example has it); a
+    /// name criterion with a passive scan is said and matched with an active scan, and the
+    /// passive setting still keeps scan responses out of what is forwarded.
+    @Test func aMatchOnServiceAndNameFindsTheCounters() async throws {
+        let path = NSTemporaryDirectory() + "gateway-match-\(getpid()).json"
+        try """
+            {"prefix": "m", "advertisements": {"forward": true, "active": false},
+             "devices": [{"match": {"service": "C0DE0001-0000-4000-8000-00805F9B34FB", "name": "Counter"},
+                          "subscribe": ["C0DE0002-0000-4000-8000-00805F9B34FB"]}]}
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let run = await runInProcess(["--transport", "sim:counter*2", "gateway", "--config", path, "--duration", String(5 * testTimeoutScale)])
+        #expect(run.code == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("a match on name needs scan responses"), "\(run.stderr)")
+        let messages = run.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        for index in 1...2 {
+            let state = "m/dev/C0:DE:00:00:00:0\(index)/state"
+            #expect(
+                messages.contains { $0["topic"] as? String == state && ($0["payload"] as? [String: Any])?["state"] as? String == "connected" },
+                "counter \(index) managed")
+        }
+        let forwarded = messages.filter { ($0["topic"] as? String)?.hasPrefix("m/adv/") == true }
+        #expect(!forwarded.isEmpty)
+        #expect(!forwarded.contains { (($0["payload"] as? [String: Any])?["name"] as? String)?.contains("Counter") == true },
+            "no scan response (which carries the name) forwarded")
+    }
+
     @Test func refusedWithoutAConfiguration() async {
         let run = await runInProcess(["--transport", "sim", "gateway"])
         #expect(run.code == 64 && run.stderr.contains("--config"))

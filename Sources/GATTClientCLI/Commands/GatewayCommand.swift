@@ -419,6 +419,10 @@ actor GatewayEngine {
     /// The tasks publishing each device's events (they end with the device's stream).
     private var followers: [Task<Void, Never>] = []
     private var managedAddresses: Set<BluetoothAddress> = []
+    /// Advertisers seen while `match` entries wait, their reports merged (bounded, forgotten when
+    /// silent: the adapter's scan cache limits).
+    private var seenDevices = ExpiringCache<BluetoothAddress, Advertisement>()
+    private var adapterClock: any BluetoothClock { adapter.options.clock }
     /// The commands each managed device allows (the configuration's allow-lists), read by the
     /// broker's network thread when a command arrives.
     nonisolated let commandPolicy = GatewayCommandPolicy()
@@ -437,7 +441,15 @@ actor GatewayEngine {
         }
         let matching = configuration.devices.filter { $0.match != nil }
         if configuration.advertisements.forward || !matching.isEmpty {
-            var options = ScanOptions(active: configuration.advertisements.active)
+            // A name usually comes in the scan response: matching on it needs an active scan,
+            // whatever `advertisements.active` says of forwarding (said once).
+            let namesMatched = matching.contains { $0.match?.name != nil }
+            if namesMatched, !configuration.advertisements.active {
+                SessionDiagnostics.libraryMessage(
+                    "warning: gateway configuration: a match on name needs scan responses: the scan is active "
+                        + "for matching; advertisements.active false still keeps scan responses out of what is forwarded")
+            }
+            var options = ScanOptions(active: configuration.advertisements.active || namesMatched)
             options.everyReport = true
             let scan = await adapter.scan(options)
             tasks.append(
@@ -465,7 +477,8 @@ actor GatewayEngine {
     }
 
     private func seen(_ advertisement: Advertisement, _ matching: [GatewayConfiguration.Device]) async {
-        if configuration.advertisements.forwards(advertisement) {
+        // `advertisements.active: false` forwards what a passive scan would give: no scan response.
+        if configuration.advertisements.forwards(advertisement), configuration.advertisements.active || !advertisement.isScanResponse {
             // The fields `scan --json` gives a report (kind `report`), plus `connectable`.
             var payload: [(String, JSONValue)] = [
                 ("kind", .string("report")),
@@ -499,9 +512,21 @@ actor GatewayEngine {
             }
             sink.send(topic: "\(prefix)/adv/\(advertisement.peer.address)", payload, kind: .advertisement)
         }
-        guard advertisement.isConnectable, !managedAddresses.contains(advertisement.peer.address),
-            let entry = matching.first(where: { $0.match?.matches(advertisement) == true })
-        else { return }
+        guard !matching.isEmpty, !managedAddresses.contains(advertisement.peer.address) else { return }
+        // Criteria hold on the device as `scan` shows it: its advertising and scan response
+        // merged (a SensorTag lists its service in ADV_IND and its name in SCAN_RSP).
+        var merged = seenDevices[advertisement.peer.address] ?? advertisement
+        if merged != advertisement {
+            merged.name = advertisement.name ?? merged.name
+            merged.isConnectable = merged.isConnectable || advertisement.isConnectable
+            merged.serviceUUIDs += advertisement.serviceUUIDs.filter { !merged.serviceUUIDs.contains($0) }
+            merged.serviceData += advertisement.serviceData.filter { new in !merged.serviceData.contains { $0.uuid == new.uuid } }
+            merged.manufacturerData += advertisement.manufacturerData.filter { new in
+                !merged.manufacturerData.contains { $0.companyID == new.companyID }
+            }
+        }
+        seenDevices.set(advertisement.peer.address, merged, now: adapterClock.now)
+        guard merged.isConnectable, let entry = matching.first(where: { $0.match?.matches(merged) == true }) else { return }
         await manage(advertisement.peer, entry)
     }
 
