@@ -684,7 +684,7 @@ public func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard rest.isEmpty, commandOptions.isEmpty else { throw UsageError("demo takes no arguments") }
         if let transport = options.transport, transport != "sim" {
             throw UsageError(
-                "demo runs on the built-in simulation's default devices only (--transport sim, its SensorTag and Bluefruit), "
+                "demo runs on the built-in simulation only (--transport sim: its SensorTag and Bluefruit), "
                     + "not \(transport); on that transport try "
                     + "`gattclient --transport \(transport) scan`, then sensortag ADDR or uart ADDR")
         }
