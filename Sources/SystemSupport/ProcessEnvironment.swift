@@ -10,12 +10,16 @@ import Musl
 package enum ProcessEnvironment {
     /// The variable `name`, or nil when it is unset.
     package static func value(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }
+        EnvironmentLock.withLock { getenv(name).map { String(cString: $0) } }
     }
 
     /// Every variable of `environ` (an entry without `=` is skipped; the first of two equal
     /// names wins, as `getenv` would find it).
     package static func all() -> [String: String] {
+        EnvironmentLock.withLock { unlockedAll() }
+    }
+
+    private static func unlockedAll() -> [String: String] {
         var variables: [String: String] = [:]
         var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ
         while let pointer = entry.pointee {

@@ -282,7 +282,7 @@ struct ShellTerminalTests {
         let screen = Locked("")
         let reading = Thread.detachNewThreadReading(master, into: screen)
         _ = reading
-        withProcessEnvironment { _ = setenv("GATTCLIENT_HISTORY", "", 1) }
+        _ = testCacheDirectory  // sets GATTCLIENT_HISTORY empty for the whole test process
         let finished = Locked<Int32?>(nil)
         Thread.detachNewThread {
             let code = runGATTClient(

@@ -158,7 +158,7 @@ final class TerminalBuffer: @unchecked Sendable {
 @Suite(.serialized) struct TerminalColourTests {
     /// Runs `body` with NO_COLOR set to `value` (nil: unset), then restores it.
     static func withNoColor<T>(_ value: String?, _ body: () async -> T) async -> T {
-        let saved = getenv("NO_COLOR").map { String(cString: $0) }
+        let saved = withProcessEnvironment { getenv("NO_COLOR").map { String(cString: $0) } }
         withProcessEnvironment { _ = value.map { setenv("NO_COLOR", $0, 1) } ?? unsetenv("NO_COLOR") }
         defer { withProcessEnvironment { _ = saved.map { setenv("NO_COLOR", $0, 1) } ?? unsetenv("NO_COLOR") } }
         return await body()

@@ -59,7 +59,12 @@ private func readAll(_ file: (descriptor: Int32, path: String)) -> String {
 /// process's tests share it, so it is removed when the process exits.
 public let testCacheDirectory: String = {
     let path = "/tmp/gattclient-test-cache-\(getpid())"
-    withProcessEnvironment { _ = setenv("GATTCLIENT_CACHE", path, 1) }
+    withProcessEnvironment {
+        _ = setenv("GATTCLIENT_CACHE", path, 1)
+        // No shell history written by the tests (set once here, before any in-process run reads
+        // the environment, rather than by a test while others run).
+        _ = setenv("GATTCLIENT_HISTORY", "", 1)
+    }
     // A C function cannot capture: the handler computes the same path again.
     atexit { removeTree("/tmp/gattclient-test-cache-\(getpid())") }
     return path

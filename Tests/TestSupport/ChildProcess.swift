@@ -1,3 +1,4 @@
+import Bluetooth
 import CTestSupport
 import Dispatch
 import Synchronization
@@ -323,11 +324,8 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     }
 }
 
-/// Serializes the tests' changes to the process environment with the spawns that copy it.
-private let processEnvironment = Mutex<Void>(())
-
-/// Runs `body` (a `setenv`, `unsetenv`, or a spawn reading `environ`) while no other test thread
-/// changes the environment.
+/// Runs `body` (a `setenv`, `unsetenv`, or a spawn reading `environ`) while no other thread reads
+/// or changes the environment (the package's one lock: in-process runs read it meanwhile).
 public func withProcessEnvironment<T>(_ body: () throws -> T) rethrows -> T {
-    try processEnvironment.withLock { _ in try body() }
+    try EnvironmentLock.withLock { try body() }
 }

@@ -42,7 +42,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public init(listener: String = "", tlsName: String? = nil, log: Bool = false) async throws {
         logging = log
         port = try Self.freePort()
-        let temporary = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        let temporary = withProcessEnvironment { getenv("TMPDIR").map { String(cString: $0) } } ?? "/tmp"
         directory = temporary + "/mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         guard mkdir(directory, 0o700) == 0 else { throw Failure(description: "mkdir \(directory): errno \(errno)") }
         // As root, mosquitto would drop to its own user, which cannot write this directory: the

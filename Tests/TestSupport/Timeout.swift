@@ -18,7 +18,7 @@ public struct TestTimeout: Error, CustomStringConvertible {
 /// unset). `fuzz/sanitize-tests.sh` sets 4: under AddressSanitizer, with the suite's Bumble
 /// peers starting on two cores, nothing of the test process ran for up to 20 s.
 public let testTimeoutScale: Double = {
-    guard let text = getenv("TEST_TIMEOUT_SCALE").map({ String(cString: $0) }), let scale = Double(text),
+    guard let text = withProcessEnvironment({ getenv("TEST_TIMEOUT_SCALE").map({ String(cString: $0) }) }), let scale = Double(text),
         scale > 0, scale.isFinite
     else { return 1 }
     return scale

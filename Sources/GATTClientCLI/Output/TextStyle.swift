@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import BLE
+import SystemSupport
 import Glibc
 #endif
 
@@ -14,8 +15,8 @@ struct TextStyle: Sendable {
     /// The style for output written to `descriptor`.
     static func forDescriptor(_ descriptor: Int32) -> TextStyle {
         guard isatty(descriptor) == 1 else { return .plain }
-        if let noColor = getenv("NO_COLOR"), noColor.pointee != 0 { return .plain }
-        if let term = getenv("TERM"), String(cString: term) == "dumb" { return .plain }
+        if let noColor = ProcessEnvironment.value("NO_COLOR"), !noColor.isEmpty { return .plain }
+        if ProcessEnvironment.value("TERM") == "dumb" { return .plain }
         return TextStyle(enabled: true)
     }
 
@@ -23,7 +24,7 @@ struct TextStyle: Sendable {
     /// edited): a terminal whose `TERM` is not `dumb` (which has no cursor addressing).
     static func movesCursor(_ descriptor: Int32) -> Bool {
         guard isatty(descriptor) == 1 else { return false }
-        return movesCursor(term: getenv("TERM").map { String(cString: $0) })
+        return movesCursor(term: ProcessEnvironment.value("TERM"))
     }
 
     static func movesCursor(term: String?) -> Bool { term != "dumb" }
