@@ -40,8 +40,9 @@ struct ManagedDeviceTests {
         }
     }
 
+    /// Bounded by `seconds` × TEST_TIMEOUT_SCALE (the sanitizer's run is about four times slower).
     static func waitUntil(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
-        for _ in 0..<Int(seconds * 20) {
+        for _ in 0..<Int(seconds * testTimeoutScale * 20) {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(50))
         }
