@@ -162,18 +162,28 @@ final class CLIPairingDelegate: PairingDelegate {
         return answer.lowercased() == "y" || answer.lowercased() == "yes"
     }
 
-    /// One line from the terminal after a prompt on standard error; nil at Ctrl-C (checked
-    /// every 100 ms while nothing is typed), at the end of input, or for a line over 64 octets.
+    /// One line from the terminal after a prompt on standard error; nil at Ctrl-C (which wakes
+    /// the wait at once), at the end of input, or for a line over 64 octets.
     static func ask(_ prompt: String, errors: Int32, interrupts: Interrupts? = nil) -> String? {
         var bytes = Array(prompt.utf8)
         _ = bytes.withUnsafeMutableBytes { write(errors, $0.baseAddress, $0.count) }
         var line: [UInt8] = []
         var octet: UInt8 = 0
+        // Ctrl-C wakes the wait through a pipe its listener writes to (no polling).
+        var wake: [Int32] = [-1, -1]
+        guard pipe(&wake) == 0 else { return nil }
+        defer { close(wake[0]); close(wake[1]) }
+        let writeEnd = wake[1]
+        let listener = interrupts?.addListener { var one: UInt8 = 1; _ = write(writeEnd, &one, 1) }
+        defer { if let listener { interrupts?.removeListener(listener) } }
         while true {
-            var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 100)
             if interrupts?.happened == true { return nil }
-            if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            var descriptors = [
+                pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0), pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0, errno == EINTR { continue }
+            if descriptors[1].revents != 0 { return nil }
             guard ready > 0, read(STDIN_FILENO, &octet, 1) == 1 else { break }
             if octet == 0x0A { break }
             line.append(octet)
